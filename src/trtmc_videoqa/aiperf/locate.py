@@ -1,0 +1,77 @@
+"""Find the `aiperf` executable and prove it is the published release the pin names, before anything starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from pydantic import BaseModel
+
+AIPERF_ENV = "TRTMC_VIDEOQA_AIPERF"  # a configured path, e.g. an environment of its own inside a container
+
+# Run by the executable's own interpreter, so a separate virtual environment is read, not ours.
+_METADATA_PROBE = (
+    "import importlib.metadata as m, json\n"
+    "d = m.distribution('aiperf')\n"
+    "print(json.dumps({'version': d.version, 'direct_url': d.read_text('direct_url.json')}))\n"
+)
+
+
+class AiperfProblem(Exception):
+    """aiperf is missing, of the wrong version, or a source checkout; the message names the fix."""
+
+
+class AiperfInstall(BaseModel):
+    executable: str
+    interpreter: str
+    version: str
+    source: str  # "PyPI release" or what the install record says
+
+
+def _interpreter(executable: Path) -> Path:
+    """The Python a console script runs under, from its shebang line."""
+    with executable.open("rb") as handle:
+        first = handle.readline(512).decode("utf-8", "replace").strip()
+    if not first.startswith("#!"):
+        raise AiperfProblem(f"{executable} is not a Python console script; point {AIPERF_ENV} at the aiperf script")
+    command = first[2:].split()
+    if command and Path(command[0]).name == "env" and len(command) > 1:
+        found = shutil.which(command[1])
+        if found:
+            return Path(found)
+    return Path(command[0])
+
+
+def locate_aiperf(configured: str | None = None, *, expected_version: str) -> AiperfInstall:
+    """The configured path (argument, then $TRTMC_VIDEOQA_AIPERF), else `aiperf` on PATH."""
+    choice = configured or os.environ.get(AIPERF_ENV)
+    found = choice if choice else shutil.which("aiperf")
+    fix = f"install it with `pip install aiperf=={expected_version}` or set {AIPERF_ENV} to its path"
+    if not found or not Path(found).is_file():
+        where = f"at {choice}" if choice else "on PATH"
+        raise AiperfProblem(f"aiperf was not found {where}; {fix}")
+    executable = Path(found).resolve()
+    interpreter = _interpreter(executable)
+    try:
+        done = subprocess.run([str(interpreter), "-c", _METADATA_PROBE], capture_output=True, text=True,
+                              timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise AiperfProblem(f"could not run {interpreter} to read aiperf's metadata ({error}); {fix}") from None
+    if done.returncode != 0:
+        raise AiperfProblem(f"{executable} has no installed aiperf package metadata; {fix}")
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    version = record["version"]
+    if version != expected_version:
+        raise AiperfProblem(f"{executable} is aiperf {version}, but this tool needs the published "
+                            f"{expected_version}; {fix}")
+    source = "PyPI release"
+    if record.get("direct_url"):
+        direct = json.loads(record["direct_url"])
+        if "dir_info" in direct or "vcs_info" in direct:
+            raise AiperfProblem(f"{executable} is aiperf installed from a source checkout ({direct.get('url')}); "
+                                f"a source checkout is never used: {fix}")
+        source = direct.get("url", source)
+    return AiperfInstall(executable=str(executable), interpreter=str(interpreter), version=version, source=source)

@@ -1,0 +1,218 @@
+"""The audit: a checkout in, one CheckpointEntry per manifest out, nothing silently dropped."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from ..pins import load_pins
+from ..results import (LAYOUT_DESCRIPTIONS, VERDICTS, CheckpointEntry, Evidence, Inventory, Layout, Summary,
+                       TaskContract)
+from .catalog import TaskRegistry, catalog_status, read_task_registry
+from .family_source import FamilyScan, family_directories, scan_family
+from .inputs import media_controls, media_inputs, testcase_facts
+from .manifest import Manifest, ManifestError, profile_from_path, read_manifest
+from .server_source import read_serving_facts
+from .tasks import FRAME_RUNTIME_MARKERS, VISUAL_INPUTS, contract_for
+from .tree import NEW_MANIFEST_GLOB, OLD_MANIFEST_GLOB, CheckoutTree, checkout_commit, open_checkout
+from .variants import variant_kinds
+from .verdict import RowFacts, judge
+
+
+@dataclass
+class _AuditContext:
+    tree: CheckoutTree
+    layout: Layout
+    registry: TaskRegistry | None
+    registry_lines: tuple[str, ...]
+    registry_problem: str | None
+    lacking: list[str] = field(default_factory=list)
+    scans: dict[str, FamilyScan] = field(default_factory=dict)
+    model_tomls: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
+
+    def lack(self, what: str) -> None:
+        if what not in self.lacking:
+            self.lacking.append(what)
+
+    def scan(self, family: str) -> FamilyScan:
+        if family not in self.scans:
+            scan = scan_family(self.tree, self.layout, family)
+            if not scan.found:
+                self.lack(f"model code of family {family!r} (looked in {', '.join(scan.directories)}): "
+                          "its media path could not be checked")
+            self.scans[family] = scan
+        return self.scans[family]
+
+
+def run_inventory(checkout: Path, *, pinned_commit: str | None = None) -> Inventory:
+    tree, layout = open_checkout(checkout)
+    registry, registry_lines, registry_problem = (read_task_registry(tree.root) if layout == "families"
+                                                  else (None, (), None))
+    context = _AuditContext(tree, layout, registry, registry_lines, registry_problem)
+    if registry_problem:
+        context.lack(registry_problem)
+    serving, serving_problem = read_serving_facts(tree.root)
+    if serving_problem:
+        context.lack(serving_problem)
+    pattern = NEW_MANIFEST_GLOB if layout == "families" else OLD_MANIFEST_GLOB
+    paths = tree.glob(pattern)
+    if not paths:
+        context.lack(f"manifests: no file matches {pattern}")
+    entries = [_entry(context, path) for path in paths]
+    if layout == "e2e-models":
+        _check_listed_manifests(context, paths)
+    entries.sort(key=lambda entry: (entry.family, entry.profile, entry.manifest))
+    commit = checkout_commit(tree.root)
+    pinned = pinned_commit or load_pins().trtmc.commit
+    return Inventory(
+        tool_version=__version__,
+        checkout=str(checkout),
+        layout=layout,
+        layout_description=LAYOUT_DESCRIPTIONS[layout],
+        commit=commit,
+        pinned_commit=pinned,
+        matches_pin=None if commit == "unknown" else commit == pinned,
+        lacking=context.lacking,
+        skipped=tree.skipped,
+        serving=serving,
+        entries=entries,
+        summary=summarize(entries),
+    )
+
+
+def _entry(context: _AuditContext, path: Path) -> CheckpointEntry:
+    rel = context.tree.rel(path)
+    family_dir = path.parents[2].name if context.layout == "families" else path.parents[1].name
+    try:
+        manifest = read_manifest(path, rel, context.layout, family_dir)
+    except ManifestError as error:
+        return CheckpointEntry(
+            profile=profile_from_path(path), family=family_dir, manifest=rel,
+            catalog_status="invalid" if context.layout == "families" else "n/a", catalog_reason=str(error),
+            in_group=False, group_reason="the manifest could not be read", verdict="invalid",
+            gap=f"unreadable manifest: {error}", error=str(error),
+            evidence=[Evidence(file=rel, line=None, excerpt="", shows=str(error))],
+        )
+    return _judged_entry(context, manifest)
+
+
+def _judged_entry(context: _AuditContext, manifest: Manifest) -> CheckpointEntry:
+    older = manifest.layout == "e2e-models"
+    task_field = "task_strategy" if older else "task"
+    task = manifest.task
+    contract, contract_source = contract_for(task, older)
+    inputs = media_inputs(manifest)
+    runtime = manifest.optional_string("runtime_strategy")
+    frame_runtime = None
+    if runtime and any(marker in runtime for marker in FRAME_RUNTIME_MARKERS):
+        frame_runtime = manifest.text.evidence("runtime_strategy", f"runtime strategy {runtime!r} runs on ordered frames")
+    family = manifest.optional_string("family") or manifest.family_dir
+    visual = (set(contract.inputs) | inputs.kinds) & VISUAL_INPUTS
+    needs_scan = contract.output in ("text", "decision") and bool(visual or frame_runtime)
+    facts = RowFacts(
+        manifest_file=manifest.rel,
+        task=task,
+        task_evidence=manifest.text.evidence(task_field, f"native {'task strategy' if older else 'Task'} {task!r}"),
+        contract=contract,
+        contract_inferred=contract_source.startswith("inferred"),
+        inputs=inputs,
+        frame_runtime=frame_runtime,
+        scan=context.scan(family) if needs_scan else None,
+        extra_input_evidence=_model_toml_inputs(context, manifest) if older and needs_scan else [],
+    )
+    judgement = judge(facts)
+    status, reason = catalog_status(manifest, context.registry, context.registry_problem)
+    operation = context.registry.operations.get(task) if context.registry else None
+    evidence = judgement.evidence
+    if context.registry and operation:
+        registry_line = context.registry.evidence(task, context.registry_lines)
+        if registry_line:
+            evidence.append(registry_line)
+    return CheckpointEntry(
+        profile=manifest.profile,
+        family=family,
+        manifest=manifest.rel,
+        checkpoint=manifest.optional_string("hf_id"),
+        revision=manifest.optional_string("hf_revision"),
+        precision=manifest.optional_string("precision"),
+        task=task,
+        task_field=task_field,
+        runtime_strategy=runtime,
+        operation=operation,
+        contract=TaskContract(inputs=list(contract.inputs), output=contract.output,
+                              source=contract_source + (f"; {contract.note}" if contract.note else "")),
+        variant_kinds=variant_kinds(manifest),
+        catalog_status=status,
+        catalog_reason=reason,
+        in_group=judgement.in_group,
+        group_reason=judgement.group_reason,
+        media_controls=media_controls(manifest),
+        testcases=testcase_facts(manifest),
+        verdict=judgement.verdict,
+        gap=judgement.gap,
+        ambiguous=bool(judgement.ambiguities),
+        ambiguity="; ".join(judgement.ambiguities) or None,
+        evidence=evidence,
+        gap_evidence=judgement.gap_evidence,
+    )
+
+
+def _model_toml_text(context: _AuditContext, family_dir: str) -> tuple[str, ...] | None:
+    if family_dir not in context.model_tomls:
+        path = context.tree.root / "tests" / "e2e" / "models" / family_dir / "MODEL.toml"
+        try:
+            context.model_tomls[family_dir] = tuple(path.read_text(encoding="utf-8").splitlines())
+        except (OSError, UnicodeDecodeError):
+            context.model_tomls[family_dir] = None
+            context.lack(f"tests/e2e/models/{family_dir}/MODEL.toml: its E2E input fields and manifest list are unknown")
+    return context.model_tomls[family_dir]
+
+
+def _model_toml_inputs(context: _AuditContext, manifest: Manifest) -> list[Evidence]:
+    """The older layout's E2E input fields for this task strategy (`input = ..., manifest = ...` lines)."""
+    lines = _model_toml_text(context, manifest.family_dir)
+    if lines is None:
+        return []
+    rel = f"tests/e2e/models/{manifest.family_dir}/MODEL.toml"
+    header = f"[e2e_defaults.{manifest.task}]"
+    found: list[Evidence] = []
+    inside = False
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            inside = stripped == header
+        elif inside and "input =" in stripped:
+            found.append(Evidence(file=rel, line=number, excerpt=stripped[:160],
+                                  shows="the family's E2E defaults name this input field"))
+    return found
+
+
+def _check_listed_manifests(context: _AuditContext, paths: list[Path]) -> None:
+    """Older layout: every manifest a MODEL.toml lists should exist; say which do not."""
+    present = {context.tree.rel(p) for p in paths}
+    for family_dir in sorted({p.parents[1].name for p in paths}):
+        lines = _model_toml_text(context, family_dir)
+        for line in lines or ():
+            stripped = line.strip().strip(",")
+            if stripped.startswith('"manifests/') and stripped.endswith('.json"'):
+                rel = f"tests/e2e/models/{family_dir}/{stripped.strip(chr(34))}"
+                if rel not in present:
+                    context.lack(f"{rel}: listed in MODEL.toml test_manifests but absent")
+
+
+def summarize(entries: list[CheckpointEntry]) -> Summary:
+    by_verdict = Counter(entry.verdict for entry in entries)
+    in_group = [entry for entry in entries if entry.in_group]
+    base = [entry for entry in entries if not entry.is_variant and entry.verdict != "invalid"]
+    models = {(entry.checkpoint, entry.revision) for entry in base if entry.checkpoint}
+    return Summary(
+        rows=len(entries),
+        in_group=len(in_group),
+        by_verdict={verdict: by_verdict[verdict] for verdict in VERDICTS},
+        in_group_by_verdict={v: c for v, c in Counter(e.verdict for e in in_group).items()},
+        models=len(models),
+        variant_rows=sum(1 for entry in entries if entry.is_variant),
+        capable=[entry.profile for entry in base if entry.verdict == "temporal-video-qa"],
+    )

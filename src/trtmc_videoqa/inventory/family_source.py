@@ -1,0 +1,110 @@
+"""The family's media path, read as text: does video enter the model with a time axis?
+
+Markers are searched in the family's model code (not its tests). Every hit is kept as evidence with file and line;
+a search with no hits is kept too, with the patterns and the files searched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..results import Evidence, GapEvidence, Layout
+from .tree import CheckoutTree
+
+SOURCE_SUFFIXES = frozenset({".py", ".cpp", ".cc", ".h", ".hpp", ".cu", ".cuh", ".toml", ".json"})
+_SKIPPED_DIRS = ("tests", "test", "fixtures", "data", "docs")
+
+
+@dataclass(frozen=True)
+class MarkerGroup:
+    name: str
+    patterns: tuple[str, ...]
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile("|".join(self.patterns))
+
+
+# Video reaches the model as video, not as an image: a video token or frame objects.
+VIDEO_INPUT = MarkerGroup("video input (video token or frame objects)", (
+    r"video_token", r"<\|video_pad\|>", r"video_frame_paths", r"VisionFrame", r"\bbool video\b", r"video_frames",
+))
+# Frames carry time: timestamps or a time axis in the position ids.
+TIME_AXIS = MarkerGroup("a time axis (frame timestamps or temporal positions)", (
+    r"\btimestamps?\b", r"timestamps_seconds", r"video_grid_thw", r"second_per_grid", r"seconds_per_grid",
+    r"temporal_position", r"time_axis",
+))
+# The media path handles one image.
+SINGLE_IMAGE = MarkerGroup("a single-image media path", (
+    r"image_grid_hws", r"[Ss]ingle image", r"fixed_image_size", r"image_token_id",
+))
+GROUPS = (VIDEO_INPUT, TIME_AXIS, SINGLE_IMAGE)
+_MAX_HITS_KEPT = 3
+
+
+@dataclass
+class FamilyScan:
+    family: str
+    directories: list[str]
+    files: list[str] = field(default_factory=list)
+    hits: dict[str, list[Evidence]] = field(default_factory=dict)
+
+    @property
+    def found(self) -> bool:
+        return bool(self.files)
+
+    def has(self, group: MarkerGroup) -> bool:
+        return bool(self.hits.get(group.name))
+
+    @property
+    def temporal(self) -> bool:
+        """Frames enter as video and carry time: both marker groups have hits."""
+        return self.has(VIDEO_INPUT) and self.has(TIME_AXIS)
+
+    def evidence(self, group: MarkerGroup) -> list[Evidence]:
+        return self.hits.get(group.name, [])
+
+    def gap(self, group: MarkerGroup) -> GapEvidence:
+        return GapEvidence(searched_for=f"{group.name} in the {self.family} family's model code",
+                           patterns=list(group.patterns), files_without_hits=list(self.files))
+
+
+def family_directories(layout: Layout, family: str) -> list[str]:
+    if layout == "families":
+        return [f"families/{family}"]
+    return [f"python/tensorrt_model_connect/families/{family}", f"src/runtime/models/{family}"]
+
+
+def scan_family(tree: CheckoutTree, layout: Layout, family: str) -> FamilyScan:
+    directories = family_directories(layout, family)
+    scan = FamilyScan(family, directories)
+    for directory in directories:
+        base = tree.root / directory
+        for path in tree.files_under(base, SOURCE_SUFFIXES):
+            if any(part in _SKIPPED_DIRS for part in path.relative_to(base).parts[:-1]):
+                continue
+            _scan_file(tree, path, scan)
+    return scan
+
+
+def _scan_file(tree: CheckoutTree, path: Path, scan: FamilyScan) -> None:
+    rel = tree.rel(path)
+    scan.files.append(rel)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    for group in GROUPS:
+        regex = group.regex
+        if not regex.search(text):  # one pass over the file before looking for lines
+            continue
+        kept = scan.hits.setdefault(group.name, [])
+        for number, line in enumerate(text.splitlines(), start=1):
+            if len(kept) >= _MAX_HITS_KEPT:
+                break
+            match = regex.search(line)
+            if match:
+                kept.append(Evidence(file=rel, line=number, excerpt=line.strip()[:160],
+                                     shows=f"{group.name}: {match.group(0)!r}"))

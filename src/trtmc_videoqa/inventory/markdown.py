@@ -1,0 +1,71 @@
+"""inventory.md: the table a person reads in a pull request."""
+
+from __future__ import annotations
+
+from ..results import CheckpointEntry, Inventory
+
+
+def _cell(value: object) -> str:
+    text = "–" if value in (None, "", []) else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _evidence(entry: CheckpointEntry) -> str:
+    first = next((e for e in entry.evidence if e.line is not None), entry.evidence[0] if entry.evidence else None)
+    return f"`{first.file}:{first.line}`" if first and first.line else (f"`{first.file}`" if first else "–")
+
+
+def _table(entries: list[CheckpointEntry]) -> list[str]:
+    lines = ["| profile | checkpoint | revision | precision | Task | variants | catalog | verdict | gap | evidence |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for e in entries:
+        verdict = f"**{e.verdict}**" + (" (ambiguous)" if e.ambiguous else "")
+        lines.append("| " + " | ".join([
+            _cell(e.profile), _cell(e.checkpoint), _cell(e.revision[:12] if e.revision else None),
+            _cell(e.precision), _cell(e.task), _cell(", ".join(e.variant_kinds)), _cell(e.catalog_status),
+            verdict, _cell(e.gap), _evidence(e),
+        ]) + " |")
+    return lines
+
+
+def render_inventory_markdown(inventory: Inventory) -> str:
+    s = inventory.summary
+    pin = {True: "matches the pin", False: f"differs from the pin {inventory.pinned_commit[:12]}",
+           None: f"unknown (pin {inventory.pinned_commit[:12]})"}[inventory.matches_pin]
+    out = [
+        "# TRTMC inventory",
+        "",
+        f"- Checkout: `{inventory.checkout}` ({inventory.layout_description})",
+        f"- Commit: `{inventory.commit}` — {pin}",
+        f"- Rows: {s.rows} manifests, {s.in_group} in the vision/video group; {s.models} models "
+        f"(distinct checkpoints without variants), {s.variant_rows} variant rows",
+        f"- Capable of temporal video QA: {', '.join(s.capable) if s.capable else 'none'}",
+    ]
+    if inventory.serving.source:
+        accepts = {True: "accepts video", False: "does not accept video", None: "unknown"}[inventory.serving.accepts_video]
+        out.append(f"- trtmc-server chat content parts: {', '.join(inventory.serving.chat_content_types) or '?'} "
+                   f"({accepts}; `{inventory.serving.source}`)")
+    out += ["", "| verdict | rows | in group |", "|---|---|---|"]
+    out += [f"| {v} | {n} | {s.in_group_by_verdict.get(v, 0)} |" for v, n in s.by_verdict.items() if n]
+    group = [e for e in inventory.entries if e.in_group]
+    models = [e for e in group if not e.is_variant]
+    variants = [e for e in group if e.is_variant]
+    out += ["", "## In the group: models", "", *_table(models)]
+    if variants:
+        out += ["", "## In the group: variants (not counted as models)", "", *_table(variants)]
+    others = [e for e in inventory.entries if not e.in_group]
+    if others:
+        out += ["", "## Outside the group", "", *_table(others)]
+    ambiguous = [e for e in inventory.entries if e.ambiguous]
+    if ambiguous:
+        out += ["", "## Ambiguous evidence", ""] + [f"- `{e.profile}`: {e.ambiguity}" for e in ambiguous]
+    if inventory.lacking:
+        out += ["", "## What the checkout lacked", ""] + [f"- {item}" for item in inventory.lacking]
+    if inventory.skipped:
+        out += ["", "## Skipped", ""] + [f"- `{item.path}`: {item.reason}" for item in inventory.skipped]
+    if inventory.reconciliation:
+        r = inventory.reconciliation
+        out += ["", f"## Against `{r.against}`", "",
+                f"- Added: {', '.join(r.added) or 'none'}", f"- Removed: {', '.join(r.removed) or 'none'}"]
+        out += [f"- Changed `{c.profile}` {c.field}: {c.old} -> {c.new}" for c in r.changed] or ["- Changed: none"]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,96 @@
+"""The checkout as a file tree: which layout it has, its commit, and safe listing (no symlink leaves it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..results import Layout, Skipped
+
+NEW_MANIFEST_GLOB = "families/*/tests/manifests/*.json"
+OLD_MANIFEST_GLOB = "tests/e2e/models/*/manifests/*.json"
+
+
+class NotACheckout(Exception):
+    """The path given is missing or is not a TRTMC checkout; the message names it and the fix."""
+
+
+@dataclass
+class CheckoutTree:
+    """A checkout root plus what the audit had to skip while listing it."""
+
+    root: Path
+    skipped: list[Skipped] = field(default_factory=list)
+    _skipped_paths: set[str] = field(default_factory=set)
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def _skip(self, path: Path, reason: str) -> None:
+        rel = self.rel(path)
+        if rel not in self._skipped_paths:
+            self._skipped_paths.add(rel)
+            self.skipped.append(Skipped(path=rel, reason=reason))
+
+    def inside(self, path: Path) -> bool:
+        """True for a path whose real location stays in the checkout; a symlink out is recorded and refused."""
+        real = path.resolve()
+        if real == self.root or self.root in real.parents:
+            return True
+        self._skip(path, f"symlink pointing outside the checkout (to {real}); not followed")
+        return False
+
+    def glob(self, pattern: str) -> list[Path]:
+        return sorted(p for p in self.root.glob(pattern) if self.inside(p) and p.is_file())
+
+    def files_under(self, directory: Path, suffixes: frozenset[str]) -> list[Path]:
+        """Regular files below a directory, symlinks out of the checkout refused, never followed into."""
+        if not directory.is_dir() or not self.inside(directory):
+            return []
+        found: list[Path] = []
+        for dirpath, dirnames, filenames in os.walk(directory, followlinks=False):
+            base = Path(dirpath)
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+            for name in sorted(filenames):
+                path = base / name
+                # os.walk does not follow directory links, so only a file link can lead out.
+                if path.suffix in suffixes and (not path.is_symlink() or self.inside(path)) and path.is_file():
+                    found.append(path)
+        return found
+
+
+def open_checkout(path: Path) -> tuple[CheckoutTree, Layout]:
+    """Check the path and detect its layout; the newer layout wins when a tree has both."""
+    if not path.exists():
+        raise NotACheckout(f"TRTMC checkout {path} does not exist; pass the path of a TensorRT-Model-Connect clone")
+    if not path.is_dir():
+        raise NotACheckout(f"TRTMC checkout {path} is not a directory; pass the root of a TensorRT-Model-Connect clone")
+    root = path.resolve()
+    tree = CheckoutTree(root)
+    if (root / "families").is_dir() and tree.glob(NEW_MANIFEST_GLOB):
+        return tree, "families"
+    if (root / "tests" / "e2e" / "models").is_dir():
+        return tree, "e2e-models"
+    if (root / "families").is_dir():
+        return tree, "families"
+    raise NotACheckout(
+        f"{path} is not a TRTMC checkout: it has neither families/<family>/tests/manifests/ (newer layout) nor "
+        "tests/e2e/models/<family>/manifests/ (older layout); pass the root of a TensorRT-Model-Connect clone"
+    )
+
+
+def checkout_commit(root: Path) -> str:
+    """HEAD from git when the checkout has it, else 'unknown' (an exported tree has no history)."""
+    if not (root / ".git").exists():
+        return "unknown"
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--verify", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and len(commit) == 40 else "unknown"

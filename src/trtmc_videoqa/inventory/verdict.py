@@ -1,0 +1,149 @@
+"""The verdict of one row: a pure function of the Task contract, the testcases' inputs and the family's media path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..results import Evidence, GapEvidence
+from .family_source import TIME_AXIS, VIDEO_INPUT, SINGLE_IMAGE, FamilyScan
+from .inputs import FRAME_KEYS, InputFacts
+from .tasks import NON_GENERATIVE_OUTPUTS, VISUAL_INPUTS, Contract
+
+
+@dataclass
+class Judgement:
+    verdict: str
+    gap: str | None
+    in_group: bool
+    group_reason: str
+    evidence: list[Evidence]
+    gap_evidence: list[GapEvidence] = field(default_factory=list)
+    ambiguities: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RowFacts:
+    """Everything the verdict depends on, gathered by the audit."""
+
+    manifest_file: str
+    task: str
+    task_evidence: Evidence
+    contract: Contract
+    contract_inferred: bool
+    inputs: InputFacts
+    frame_runtime: Evidence | None  # an older-layout runtime strategy that runs on ordered frames
+    scan: FamilyScan | None
+    extra_input_evidence: list[Evidence] = field(default_factory=list)
+
+
+def _effective_output(facts: RowFacts) -> str:
+    if facts.contract.output != "image-or-video":
+        return facts.contract.output
+    return "video" if any(count > 1 for count, _ in facts.inputs.frame_counts) else "image"
+
+
+def _frames_in(facts: RowFacts, output: str) -> list[Evidence]:
+    """Evidence that ordered frames reach the Task; empty when none do."""
+    shown: list[Evidence] = []
+    if "frames" in facts.inputs.evidence:
+        shown.append(facts.inputs.evidence["frames"])
+    elif "frames" in facts.contract.inputs:
+        shown.append(facts.task_evidence)
+    if facts.frame_runtime is not None:
+        shown.append(facts.frame_runtime)
+    if output in ("text", "decision"):  # a frame count on an understanding Task means frames in, not video out
+        shown.extend(ev for count, ev in facts.inputs.frame_counts if count > 1)
+    return shown
+
+
+def judge(facts: RowFacts) -> Judgement:
+    output = _effective_output(facts)
+    visual = (set(facts.contract.inputs) | facts.inputs.kinds) & VISUAL_INPUTS
+    frames = _frames_in(facts, output)
+    video_out = output == "video"
+    if video_out:
+        reason = "its Task produces video"
+    elif visual:
+        reason = f"its Task takes {', '.join(sorted(visual))} input"
+    else:
+        reason = "its Task takes no image, video or frame input and produces no video"
+    judgement = _decide(facts, output, visual, frames)
+    judgement.in_group = bool(visual) or video_out
+    judgement.group_reason = reason
+    if facts.contract_inferred:
+        judgement.ambiguities.append(f"the Task {facts.task!r} is not in the known Task contracts; "
+                                     "its inputs and output were inferred from its name")
+    return judgement
+
+
+def _decide(facts: RowFacts, output: str, visual: set[str], frames: list[Evidence]) -> Judgement:
+    task_line = [facts.task_evidence]
+    scan = facts.scan
+    if output == "video":
+        return Judgement("video-generation", "generates video; it answers no question about a clip", False, "",
+                         task_line + [ev for _, ev in facts.inputs.frame_counts][:1])
+    if output in ("masks", "tracks", "poses"):
+        return Judgement("segmentation-tracking", f"segments or tracks ({output}); it gives no text answer", False,
+                         "", task_line + frames[:2])
+    if output in ("text", "decision") and frames:
+        return _frames_judgement(facts, output, frames)
+    if output in ("text", "decision") and visual:
+        return _image_judgement(facts, output)
+    if output == "image":
+        gap = "edits images; no video in or out" if visual else "generates images from text; no video in or out"
+        return Judgement("image-only", gap, False, "", task_line)
+    if output in NON_GENERATIVE_OUTPUTS:
+        judgement = Judgement("not-generative", f"returns {output}, not an answer", False, "", task_line)
+        if visual:
+            judgement.evidence.extend(facts.inputs.evidence[k] for k in sorted(visual) if k in facts.inputs.evidence)
+        return judgement
+    if output == "decision":
+        return Judgement("not-generative", "returns option probabilities over text only", False, "", task_line)
+    judgement = Judgement("text-or-speech", "takes and gives text or speech only; no visual input", False, "",
+                          task_line)
+    if output == "unknown":
+        judgement.ambiguities.append("the Task's output could not be determined")
+    return judgement
+
+
+def _frames_judgement(facts: RowFacts, output: str, frames: list[Evidence]) -> Judgement:
+    scan = facts.scan
+    evidence = [facts.task_evidence, *frames]
+    if scan is not None and scan.temporal:
+        evidence += scan.evidence(VIDEO_INPUT)[:2] + scan.evidence(TIME_AXIS)[:2]
+        if output == "text":
+            return Judgement("temporal-video-qa", None, False, "", evidence)
+        return Judgement("partial", "takes ordered, timestamped frames but answers as schema-option probabilities "
+                         "(a structured decision), not as text through chat", False, "", evidence)
+    missing = [] if scan is None else [scan.gap(group) for group in (VIDEO_INPUT, TIME_AXIS) if not scan.has(group)]
+    why = ("the family's model code was not found, so no time axis could be checked" if scan is None or not scan.found
+           else "the family's model code shows no time axis for the frames")
+    verdict = "partial" if output == "decision" else "image-only"
+    judgement = Judgement(verdict, f"frames reach the Task, but {why}: they may be independent image calls", False,
+                          "", evidence, missing)
+    judgement.ambiguities.append(f"frames reach the Task but {why}")
+    return judgement
+
+
+def _image_judgement(facts: RowFacts, output: str) -> Judgement:
+    scan = facts.scan
+    inputs = facts.inputs
+    note = f" ({facts.contract.note})" if facts.contract.note else ""
+    evidence = [facts.task_evidence, *(inputs.evidence[k] for k in ("image", "images") if k in inputs.evidence),
+                *facts.extra_input_evidence]
+    gaps = [GapEvidence(searched_for="ordered-frame inputs in the manifest's testcases",
+                        patterns=sorted(FRAME_KEYS), files_without_hits=[facts.manifest_file])]
+    ambiguities: list[str] = []
+    if not (inputs.kinds & VISUAL_INPUTS):
+        ambiguities.append("the Task contract takes an image, but no testcase sends one")
+    if scan is not None and scan.found:
+        evidence += scan.evidence(SINGLE_IMAGE)[:2]
+        gaps += [scan.gap(group) for group in (VIDEO_INPUT, TIME_AXIS) if not scan.has(group)]
+        if scan.has(VIDEO_INPUT):
+            first = scan.evidence(VIDEO_INPUT)[0]
+            evidence.append(first)
+            ambiguities.append(f"the family's model code mentions video ({first.file}:{first.line}) but no testcase "
+                               "sends frames and the Task takes one image")
+    what = "decides over images" if output == "decision" else "answers about one image per request"
+    return Judgement("image-only", f"{what}{note}; no ordered frames reach the Task", False, "", evidence, gaps,
+                     ambiguities)
