@@ -88,12 +88,24 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_TOOL_ERROR if any(c.level == "fail" for c in checks) else EXIT_OK
 
 
+# --- schemas --------------------------------------------------------------------------------------------------
+
+def cmd_schemas(args: argparse.Namespace) -> int:
+    from .results import json_schemas
+
+    for name, schema in json_schemas().items():
+        path = write_text_atomic(args.out / name, json.dumps(schema, indent=2, sort_keys=True) + "\n")
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
 # --- parser ---------------------------------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trtmc-videoqa",
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30, width=110),
         description="Which TRTMC checkpoints answer a temporal question about a short clip through trtmc-server, "
                     "and how fast.")
     parser.add_argument("--version", action="version", version=f"trtmc-videoqa {__version__}")
@@ -117,6 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "part is missing; Docker, GPU and TRTMC are only warned about.")
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.set_defaults(handler=cmd_doctor)
+
+    schemas = commands.add_parser(
+        "schemas", help="write the JSON Schemas of the artifacts (inventory.json, ...)",
+        description="Write the JSON Schemas exported from the artifact models; the repository commits them.")
+    schemas.add_argument("--out", type=Path, default=Path("schemas"), metavar="DIR",
+                         help="where the schema files go (default: schemas)")
+    schemas.set_defaults(handler=cmd_schemas)
     return parser
 
 
@@ -128,6 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BadInput as error:
         _say(f"trtmc-videoqa {args.command}: {error}")
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # the reader went away (`| head`): nothing left to say
+        return EXIT_OK
     except KeyboardInterrupt:
         _say(f"trtmc-videoqa {args.command}: interrupted; what was written so far is kept")
         return 130

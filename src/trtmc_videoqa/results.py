@@ -169,3 +169,8 @@ class Inventory(_Model):
     entries: list[CheckpointEntry]
     summary: Summary
     reconciliation: Reconciliation | None = None
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """The committed JSON Schemas, by file name (tests check the committed copies are current)."""
+    return {"inventory.schema.json": Inventory.model_json_schema()}

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -46,9 +47,11 @@ def _interpreter(executable: Path) -> Path:
 
 
 def locate_aiperf(configured: str | None = None, *, expected_version: str) -> AiperfInstall:
-    """The configured path (argument, then $TRTMC_VIDEOQA_AIPERF), else `aiperf` on PATH."""
+    """The configured path (argument, then $TRTMC_VIDEOQA_AIPERF), else `aiperf` on PATH, else the one installed
+    beside this interpreter (our own dependency, in a virtual environment that is not activated)."""
     choice = configured or os.environ.get(AIPERF_ENV)
-    found = choice if choice else shutil.which("aiperf")
+    beside = Path(sys.executable).parent / "aiperf"
+    found = choice if choice else (shutil.which("aiperf") or (str(beside) if beside.is_file() else None))
     fix = f"install it with `pip install aiperf=={expected_version}` or set {AIPERF_ENV} to its path"
     if not found or not Path(found).is_file():
         where = f"at {choice}" if choice else "on PATH"

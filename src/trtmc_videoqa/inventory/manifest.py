@@ -102,7 +102,7 @@ def read_manifest(path: Path, rel: str, layout: Layout, family_dir: str) -> Mani
         raise ManifestError(f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
     if not isinstance(data, dict):
         raise ManifestError(f"manifest must be a JSON object, not {type(data).__name__}")
-    missing = [key for key in REQUIRED_FIELDS[layout] if key not in data]
+    missing = sorted(key for key in REQUIRED_FIELDS[layout] if key not in data)
     if missing:
         raise ManifestError(f"manifest is missing: {', '.join(missing)}")
     for key in REQUIRED_FIELDS[layout]:

@@ -1,0 +1,107 @@
+"""The console script as a user runs it: real subprocesses, exit codes, one clear message, no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SUBCOMMANDS = ("inventory", "doctor", "schemas")
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "trtmc_videoqa", *args], capture_output=True, text=True,
+                          timeout=120, cwd=cwd, env=env)
+
+
+def assert_bad_input(done: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    for needle in needles:
+        assert needle in done.stderr
+
+
+def test_version() -> None:
+    done = run_cli("--version")
+    assert done.returncode == 0 and done.stdout.startswith("trtmc-videoqa ")
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_each_subcommand_explains_itself(command: str) -> None:
+    lines = run_cli("--help").stdout.splitlines()
+    at = next(i for i, l in enumerate(lines) if l.split()[:1] == [command])
+    text = (lines[at].split(None, 1)[1:] or [lines[at + 1]])[0]  # argparse may wrap the help to the next line
+    assert len(text.split()) >= 5  # a line a user understands, not just the name
+    assert run_cli(command, "--help").returncode == 0
+
+
+def test_inventory_writes_files_and_prints_a_summary(tmp_path: Path) -> None:
+    done = run_cli("inventory", "--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "temporal-video-qa" in done.stdout and "capable of temporal video QA: vidqa-2b" in done.stdout
+    data = json.loads((tmp_path / "inventory.json").read_text())
+    assert data["schema_version"] == "trtmc-videoqa.inventory/v1"
+    assert (tmp_path / "inventory.md").read_text().startswith("# TRTMC inventory")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary files left
+
+
+def test_inventory_against_an_earlier_run(tmp_path: Path) -> None:
+    first = tmp_path / "first"
+    assert run_cli("inventory", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(first)).returncode == 0
+    done = run_cli("inventory", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(tmp_path / "second"),
+                   "--against", str(first / "inventory.json"))
+    assert done.returncode == 0, done.stderr
+    assert "0 added, 0 removed, 0 changed" in done.stdout
+
+
+def test_missing_checkout(tmp_path: Path) -> None:
+    assert_bad_input(run_cli("inventory", "--trtmc", str(tmp_path / "nope")), "does not exist", "nope")
+
+
+def test_directory_that_is_not_trtmc(tmp_path: Path) -> None:
+    assert_bad_input(run_cli("inventory", "--trtmc", str(tmp_path)), "is not a TRTMC checkout", str(tmp_path))
+
+
+def test_a_file_instead_of_a_checkout(tmp_path: Path) -> None:
+    file = tmp_path / "x.txt"
+    file.write_text("x")
+    assert_bad_input(run_cli("inventory", "--trtmc", str(file)), "is not a directory")
+
+
+@pytest.mark.parametrize("content", ["{not json", json.dumps({"schema_version": "other"}), None])
+def test_against_a_bad_inventory_file(tmp_path: Path, content: str | None) -> None:
+    old = tmp_path / "old.json"
+    if content is not None:
+        old.write_text(content)
+    done = run_cli("inventory", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(tmp_path / "o"),
+                   "--against", str(old))
+    assert_bad_input(done, "--against", "old.json")
+    assert not (tmp_path / "o").exists()  # refused before anything was written
+
+
+def test_malformed_manifest_is_a_row_and_the_audit_goes_on(tmp_path: Path) -> None:
+    done = run_cli("inventory", "--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path))
+    assert done.returncode == 0
+    rows = {r["profile"]: r for r in json.loads((tmp_path / "inventory.json").read_text())["entries"]}
+    assert rows["broken"]["verdict"] == "invalid" and "malformed JSON at line" in rows["broken"]["error"]
+
+
+def test_doctor_reports_the_pinned_aiperf() -> None:
+    done = run_cli("doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(done.stdout)}
+    assert checks["aiperf"]["level"] == "ok" and "0.13.0" in checks["aiperf"]["detail"]
+    assert checks["av (PyAV)"]["level"] == "ok"
+    assert done.returncode == 0
+
+
+def test_doctor_names_a_missing_aiperf_and_the_fix(tmp_path: Path) -> None:
+    env = dict(os.environ, TRTMC_VIDEOQA_AIPERF=str(tmp_path / "no-aiperf"))
+    done = run_cli("doctor", env=env)
+    assert done.returncode == 1
+    assert "FAIL  aiperf" in done.stdout and "pip install aiperf==0.13.0" in done.stdout

@@ -1,0 +1,279 @@
+"""The audit on fixture trees of both layouts: verdicts, evidence, variants, catalog status, reconciliation."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from trtmc_videoqa.inventory import NotACheckout, run_inventory
+from trtmc_videoqa.inventory.markdown import render_inventory_markdown
+from trtmc_videoqa.inventory.reconcile import reconcile
+from trtmc_videoqa.results import VERDICTS, Inventory, json_schemas
+
+FIXTURES = Path(__file__).parent / "fixtures"
+NEW = FIXTURES / "trtmc_families"
+OLD = FIXTURES / "trtmc_e2e"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _rows(inventory: Inventory) -> dict[str, object]:
+    return {entry.profile: entry for entry in inventory.entries}
+
+
+@pytest.fixture(scope="module")
+def new_inventory() -> Inventory:
+    return run_inventory(NEW)
+
+
+@pytest.fixture(scope="module")
+def old_inventory() -> Inventory:
+    return run_inventory(OLD)
+
+
+def _line(root: Path, file: str, line: int) -> str:
+    return (root / file).read_text().splitlines()[line - 1]
+
+
+def test_layouts_are_detected(new_inventory: Inventory, old_inventory: Inventory) -> None:
+    assert new_inventory.layout == "families"
+    assert old_inventory.layout == "e2e-models"
+
+
+def test_one_row_per_manifest_nothing_dropped(new_inventory: Inventory, old_inventory: Inventory) -> None:
+    for inventory, root, pattern in ((new_inventory, NEW, "families/*/tests/manifests/*.json"),
+                                     (old_inventory, OLD, "tests/e2e/models/*/manifests/*.json")):
+        manifests = sorted(p.relative_to(root).as_posix() for p in root.glob(pattern))
+        assert sorted(entry.manifest for entry in inventory.entries) == manifests
+
+
+def test_every_verdict_is_covered_by_the_fixtures(new_inventory: Inventory, old_inventory: Inventory) -> None:
+    seen = {e.verdict for e in new_inventory.entries} | {e.verdict for e in old_inventory.entries}
+    assert seen == set(VERDICTS)
+
+
+@pytest.mark.parametrize(("profile", "verdict", "in_group"), [
+    ("vidqa-2b", "temporal-video-qa", True),
+    ("clefish", "partial", True),
+    ("vlm-3b", "image-only", True),
+    ("flatvlm-1b", "image-only", True),
+    ("wanlike-t2v", "video-generation", True),
+    ("wanlike-imagegen-video", "video-generation", True),
+    ("wanlike-imagegen", "image-only", False),
+    ("tracker-s", "segmentation-tracking", True),
+    ("classifier-vit", "not-generative", True),
+    ("embedder-base", "not-generative", False),
+    ("textlm-1b", "text-or-speech", False),
+    ("broken", "invalid", False),
+    ("missing-fields", "invalid", False),
+])
+def test_newer_layout_verdicts(new_inventory: Inventory, profile: str, verdict: str, in_group: bool) -> None:
+    entry = _rows(new_inventory)[profile]
+    assert (entry.verdict, entry.in_group) == (verdict, in_group)
+
+
+@pytest.mark.parametrize(("profile", "verdict"), [
+    ("oldvideo-7b", "temporal-video-qa"),
+    ("oldvl-2b", "image-only"),
+    ("oldomni-30b", "image-only"),
+    ("olddiff-video-l0", "video-generation"),
+    ("olddiff-edit", "image-only"),
+    ("oldsam-local", "segmentation-tracking"),
+    ("oldlm-125m", "text-or-speech"),
+    ("oldlm-bad", "invalid"),
+])
+def test_older_layout_verdicts(old_inventory: Inventory, profile: str, verdict: str) -> None:
+    assert _rows(old_inventory)[profile].verdict == verdict
+
+
+def test_temporal_verdict_cites_the_lines_that_show_it(new_inventory: Inventory) -> None:
+    entry = _rows(new_inventory)["vidqa-2b"]
+    assert entry.gap is None and not entry.ambiguous
+    cited = {(e.file, _line(NEW, e.file, e.line)) for e in entry.evidence if e.line}
+    files = {file for file, _ in cited}
+    assert "families/vidqa/tests/manifests/vidqa-2b.json" in files
+    assert any("video_frame_paths" in text for _, text in cited)
+    assert any("video_token" in text or "video_pad" in text for _, text in cited)
+    assert any("timestamp" in text for file, text in cited if file.startswith("families/vidqa/runtime"))
+
+
+def test_gap_evidence_names_patterns_and_files_without_hits(new_inventory: Inventory) -> None:
+    entry = _rows(new_inventory)["vlm-3b"]
+    assert "one image" in entry.gap
+    searched = {g.searched_for: g for g in entry.gap_evidence}
+    assert any("time axis" in name for name in searched)
+    code_gap = next(g for name, g in searched.items() if "video input" in name)
+    assert code_gap.files_without_hits == ["families/vlm/runtime/preprocess.cpp"]
+    assert "video_token" in code_gap.patterns
+    # the positive line for the gap: the single-image path
+    assert any(e.file == "families/vlm/runtime/preprocess.cpp" and "image_grid_hws" in e.excerpt for e in entry.evidence)
+
+
+def test_frames_without_a_time_axis_are_ambiguous_not_qualified(new_inventory: Inventory) -> None:
+    entry = _rows(new_inventory)["flatvlm-1b"]
+    assert entry.ambiguous and "time axis" in entry.ambiguity
+    assert "flatvlm-1b" not in new_inventory.summary.capable
+
+
+def test_unknown_task_contract_is_inferred_and_said(new_inventory: Inventory) -> None:
+    entry = _rows(new_inventory)["vidqa-2b-native"]
+    assert entry.verdict == "temporal-video-qa" and entry.ambiguous
+    assert entry.contract.source.startswith("inferred")
+    assert entry.catalog_status == "unsupported" and "no benchmark implementation" in entry.catalog_reason
+
+
+def test_catalog_status_follows_trtmc_rules(new_inventory: Inventory, old_inventory: Inventory) -> None:
+    rows = _rows(new_inventory)
+    assert rows["vidqa-2b"].catalog_status == "ready"
+    assert rows["vidqa-2b"].operation == "generate"
+    assert rows["vidqa-2b-tp2"].catalog_status == "distributed"
+    assert rows["textlm-1b-summarize"].catalog_status == "unsupported"
+    assert rows["broken"].catalog_status == "invalid" and "malformed JSON" in rows["broken"].error
+    assert "missing: bundle, precision, task" in rows["missing-fields"].error
+    assert {e.catalog_status for e in old_inventory.entries} == {"n/a"}
+
+
+def test_variants_are_listed_but_never_counted_as_models(new_inventory: Inventory, old_inventory: Inventory) -> None:
+    rows = _rows(new_inventory)
+    assert rows["vidqa-2b-tp2"].variant_kinds == ["tp"]
+    assert rows["vidqa-2b-fp8"].variant_kinds == ["quantized"]
+    assert rows["vlm-3b-l0"].variant_kinds == ["l0"]
+    old = _rows(old_inventory)
+    assert old["oldvl-2b-tp2"].variant_kinds == ["tp"]
+    assert old["oldlm-tiny-random"].variant_kinds == ["random"]
+    assert old["oldsam-local"].variant_kinds == ["local-only"]
+    assert "l0" in old["olddiff-video-l0"].variant_kinds
+    # a full checkpoint whose testcase runs in the L0 CI tier is still a model
+    assert old["oldvl-2b"].variant_kinds == []
+    # capable: the base profiles only, variants of the same checkpoint excluded
+    assert new_inventory.summary.capable == ["vidqa-2b", "vidqa-2b-native"]
+    # models: distinct checkpoint + revision over non-variant, readable rows
+    base = {(e.checkpoint, e.revision) for e in new_inventory.entries
+            if not e.variant_kinds and e.verdict != "invalid" and e.checkpoint}
+    assert new_inventory.summary.models == len(base) == 10
+
+
+def test_media_controls_and_testcase_facts(new_inventory: Inventory) -> None:
+    entry = _rows(new_inventory)["vidqa-2b"]
+    controls = {(c.name, c.scope): c.value for c in entry.media_controls}
+    assert controls[("video_num_frames", "manifest")] == 8
+    assert controls[("fps", "testcase:vidqa-2b-clip")] == 2
+    assert controls[("max_pixels", "testcase:vidqa-2b-clip")] == 50176
+    control = next(c for c in entry.media_controls if c.name == "video_num_frames")
+    assert '"video_num_frames": 8' in _line(NEW, control.evidence.file, control.evidence.line)
+    case = entry.testcases[0]
+    assert case.name == "vidqa-2b-clip" and case.premerge is True and case.media_inputs == ["frames"]
+    assert _rows(new_inventory)["vlm-3b-l0"].testcases[0].l0 is True
+
+
+def test_serving_facts_from_the_server_schema(new_inventory: Inventory, old_inventory: Inventory) -> None:
+    assert new_inventory.serving.chat_content_types == ["text"]
+    assert new_inventory.serving.accepts_video is False
+    assert old_inventory.serving.source is None
+    assert any("trtmc_server/schemas.py is absent" in item for item in old_inventory.lacking)
+
+
+def test_incomplete_tree_says_what_it_lacked(tmp_path: Path) -> None:
+    tree = tmp_path / "trtmc"
+    shutil.copytree(NEW, tree)
+    shutil.rmtree(tree / "apps")
+    shutil.rmtree(tree / "families" / "vidqa" / "runtime")
+    (tree / "families" / "vidqa" / "model.py").unlink()
+    inventory = run_inventory(tree)
+    rows = _rows(inventory)
+    assert {e.catalog_status for e in inventory.entries if e.verdict != "invalid"} == {"unknown"}
+    assert any("task_adapters.py is absent" in item for item in inventory.lacking)
+    assert any("model code of family 'vidqa'" in item for item in inventory.lacking)
+    # without the family's code no time axis can be shown, so nothing is claimed
+    assert rows["vidqa-2b"].verdict == "image-only" and rows["vidqa-2b"].ambiguous
+    assert inventory.summary.capable == []
+
+
+def test_older_layout_listed_but_absent_manifest_is_lacking(old_inventory: Inventory) -> None:
+    assert any("oldvl-2b-gone.json: listed in MODEL.toml" in item for item in old_inventory.lacking)
+    entry = _rows(old_inventory)["oldvl-2b"]
+    assert any(e.file.endswith("oldvl/MODEL.toml") and "test_image" in e.excerpt for e in entry.evidence)
+
+
+def test_commit_from_git_and_the_pin(tmp_path: Path) -> None:
+    tree = tmp_path / "trtmc"
+    shutil.copytree(OLD, tree)
+    assert run_inventory(tree).commit == "unknown"
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "fixture"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    inventory = run_inventory(tree)
+    assert inventory.commit == head and inventory.matches_pin is False
+    assert run_inventory(tree, pinned_commit=head).matches_pin is True
+
+
+def test_symlink_out_of_the_checkout_is_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"name": "evil", "bundle": "b", "family": "vlm", "task": "text_generation",
+                                   "precision": "fp16", "testcases": [{"name": "evil"}]}))
+    tree = tmp_path / "trtmc"
+    shutil.copytree(NEW, tree)
+    (tree / "families" / "vlm" / "tests" / "manifests" / "evil.json").symlink_to(outside)
+    (tree / "families" / "vlm" / "runtime" / "leak.cpp").symlink_to(outside)
+    inventory = run_inventory(tree)
+    assert "evil" not in _rows(inventory)
+    skipped = {item.path: item.reason for item in inventory.skipped}
+    assert "families/vlm/tests/manifests/evil.json" in skipped
+    assert "outside the checkout" in skipped["families/vlm/tests/manifests/evil.json"]
+    assert "families/vlm/runtime/leak.cpp" in skipped
+
+
+def test_not_a_checkout_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(NotACheckout, match="not a TRTMC checkout"):
+        run_inventory(tmp_path)
+    with pytest.raises(NotACheckout, match="does not exist"):
+        run_inventory(tmp_path / "missing")
+
+
+def test_reconciliation_by_fields_never_line_numbers(tmp_path: Path, new_inventory: Inventory) -> None:
+    tree = tmp_path / "trtmc"
+    shutil.copytree(NEW, tree)
+    manifests = tree / "families"
+    (manifests / "wanlike" / "tests" / "manifests" / "wanlike-t2v.json").unlink()
+    vlm = manifests / "vlm" / "tests" / "manifests" / "vlm-3b.json"
+    data = json.loads(vlm.read_text())
+    data["precision"] = "bf16"
+    vlm.write_text("\n\n" + json.dumps(data, indent=4))  # lines move; only the precision really changed
+    clef = manifests / "clefish" / "tests" / "manifests" / "clefish.json"
+    clef.write_text("\n" + clef.read_text())  # lines move, nothing else
+    shutil.copy(manifests / "textlm" / "tests" / "manifests" / "textlm-1b.json",
+                manifests / "textlm" / "tests" / "manifests" / "textlm-2b.json")
+    data = json.loads((manifests / "textlm" / "tests" / "manifests" / "textlm-2b.json").read_text())
+    data["name"] = "textlm-2b"
+    (manifests / "textlm" / "tests" / "manifests" / "textlm-2b.json").write_text(json.dumps(data))
+    result = reconcile(new_inventory, run_inventory(tree), "old.json")
+    assert result.added == ["textlm-2b"]
+    assert result.removed == ["wanlike-t2v"]
+    assert [(c.profile, c.field, c.old, c.new) for c in result.changed] == [("vlm-3b", "precision", "fp16", "bf16")]
+
+
+def test_markdown_lists_models_variants_and_gaps(new_inventory: Inventory) -> None:
+    text = render_inventory_markdown(new_inventory)
+    models = text.split("## In the group: models")[1].split("## In the group: variants")[0]
+    variants = text.split("## In the group: variants")[1].split("## Outside the group")[0]
+    assert "| vidqa-2b |" in models and "| vidqa-2b-tp2 |" not in models
+    assert "| vidqa-2b-tp2 |" in variants and "| vlm-3b-l0 |" in variants
+    assert "`families/vlm/tests/manifests/vlm-3b.json:" in models
+    assert "Capable of temporal video QA: vidqa-2b, vidqa-2b-native" in text
+    assert "## Ambiguous evidence" in text and "flatvlm-1b" in text
+
+
+def test_committed_json_schemas_are_current() -> None:
+    for name, schema in json_schemas().items():
+        committed = json.loads((REPO / "schemas" / name).read_text())
+        assert committed == schema, f"schemas/{name} is stale: run `trtmc-videoqa schemas`"
+
+
+def test_inventory_json_round_trips(new_inventory: Inventory) -> None:
+    again = Inventory.model_validate_json(new_inventory.model_dump_json())
+    assert again == new_inventory
