@@ -1,0 +1,65 @@
+"""The workloads as data: committed clip bytes with attribution, questions, accepted answers, prompts, policies.
+
+``load_workload("bigbuckbunny")`` (or a path to any workload.json) returns a checked ``Workload``. Importing this
+package loads no PyAV; the clip-making modules (``synthetic``, ``recipe``, ``encode``) do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from trtmc_videoqa.workloads.loading import WORKLOAD_FILE_NAME, Workload, WorkloadError, load_workload_file
+from trtmc_videoqa.workloads.model import (
+    Clip,
+    ClipDerivation,
+    ClipVideo,
+    Generation,
+    Option,
+    PromptTemplate,
+    Question,
+    RenderedPrompt,
+    WorkloadFile,
+)
+
+DATA_DIR = Path(__file__).parent / "data"
+
+BUILTIN_WORKLOADS: Mapping[str, Path] = MappingProxyType(
+    {name: DATA_DIR / name / WORKLOAD_FILE_NAME for name in ("bigbuckbunny", "synthetic")}
+)
+
+
+def builtin_workload(name: str) -> Workload:
+    if name not in BUILTIN_WORKLOADS:
+        raise WorkloadError(f"no built-in workload {name!r}; the built-in ones are {sorted(BUILTIN_WORKLOADS)}")
+    return load_workload_file(BUILTIN_WORKLOADS[name])
+
+
+def load_workload(path_or_name: str | os.PathLike[str]) -> Workload:
+    """A built-in workload by name, or a workload file (or its directory) at any path.
+
+    A bare built-in name always means the built-in one; write ``./synthetic`` for a local directory of that name.
+    """
+    if isinstance(path_or_name, str) and path_or_name in BUILTIN_WORKLOADS:
+        return builtin_workload(path_or_name)
+    return load_workload_file(Path(path_or_name))
+
+
+__all__ = [
+    "BUILTIN_WORKLOADS",
+    "Clip",
+    "ClipDerivation",
+    "ClipVideo",
+    "Generation",
+    "Option",
+    "PromptTemplate",
+    "Question",
+    "RenderedPrompt",
+    "Workload",
+    "WorkloadError",
+    "WorkloadFile",
+    "builtin_workload",
+    "load_workload",
+]
