@@ -171,6 +171,134 @@ class Inventory(_Model):
     reconciliation: Reconciliation | None = None
 
 
+# --- qualification ----------------------------------------------------------------------------------------------
+
+RESULT_SCHEMA = "trtmc-videoqa.result/v1"
+REPORT_SCHEMA = "trtmc-videoqa.report/v1"
+
+# The ladder (ARCHITECTURE.md). With --endpoint (a server we did not build) the ladder is planned -> endpoint-qualified.
+QualificationStatus = Literal["unsupported", "planned", "implemented", "family-validated", "aiperf-qualified",
+                              "endpoint-qualified", "blocked", "failed"]
+StageName = Literal["plan", "build", "correctness", "serve", "capability", "aiperf", "grading"]
+StageStatus = Literal["passed", "failed", "blocked", "skipped", "rejected", "not-run"]
+Mode = Literal["trtmc", "endpoint"]
+
+
+class StageResult(_Model):
+    name: StageName
+    status: StageStatus
+    detail: str = ""
+    wall_s: float | None = None
+    evidence: list[str] = Field(default_factory=list, description="artifact files, relative to the row directory")
+
+
+class LatencyStats(_Model):
+    """Steady-state figures over successful profiling requests; a percentile only with enough samples for it."""
+
+    count: int
+    mean_ms: float | None = None
+    p50_ms: float | None = None
+    p90_ms: float | None = None
+    p99_ms: float | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+
+
+class RequestRow(_Model):
+    session_id: str = Field(description="the request identity (AIPerf conversation_id)")
+    x_request_id: str | None = None
+    phase: str
+    question_id: str
+    clip_id: str
+    repeat: int
+    start_ns: int | None = None
+    client_latency_ms: float | None = Field(default=None, description="AIPerf's end-to-end latency")
+    server_task_ms: float | None = Field(default=None, description="the server's own task time for this request")
+    http_status: int | None = None
+    error: str | None = None
+    answer: str | None = None
+    expected: str | None = None
+    grade: str | None = None
+    rule: str | None = None
+
+
+class Accuracy(_Model):
+    questions: int
+    forward: float | None
+    reversed: float | None
+    both_right: float | None
+    graded: int
+    correct: int
+    wrong: int
+    unparseable: int
+    empty: int
+    incomplete: int
+    per_question: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Provenance(_Model):
+    tool_versions: dict[str, str | None]
+    aiperf: dict[str, str] = Field(default_factory=dict)
+    trtmc_commit: str | None = None
+    bundle_digest: str | None = None
+    workload: str
+    workload_digest: str
+    endpoint: str | None = None
+    mode: Mode
+    served_by: str | None = Field(default=None, description="what the server says it is (a test double says so)")
+    server_version: str | None = None
+    hardware: dict[str, Any] = Field(default_factory=dict)
+    effective_precision: str | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+    tokenizer: str | None = None
+
+
+class ResultRow(_Model):
+    schema_version: Literal["trtmc-videoqa.result/v1"] = RESULT_SCHEMA
+    profile: str
+    family: str | None = None
+    checkpoint: str | None = None
+    revision: str | None = None
+    verdict: str | None = None
+    in_group: bool = True
+    status: QualificationStatus
+    status_reason: str
+    status_evidence: list[str] = Field(default_factory=list, description="what earned the status: files and lines")
+    failed_stage: StageName | None = None
+    stages: list[StageResult] = Field(default_factory=list)
+    reference_self_test: bool = Field(default=False, description="served by the reference endpoint, a test double")
+    clips: dict[str, dict[str, Any]] = Field(default_factory=dict, description="clip manifests by clip id")
+    sampling: dict[str, Any] = Field(default_factory=dict, description="policy, where it happens, resolved frames")
+    warmup_requests: int = 0
+    profiling_requests_planned: int = 0
+    profiling_requests_completed: int = 0
+    failed_requests: int = 0
+    requests: list[RequestRow] = Field(default_factory=list)
+    client_latency: LatencyStats | None = None
+    server_task_time: LatencyStats | None = None
+    task_time_field: str | None = Field(default=None, description="the server field the task time was read from")
+    requests_per_s: float | None = None
+    accuracy: Accuracy | None = None
+    provenance: Provenance | None = None
+    commands: dict[str, str] = Field(default_factory=dict, description="ours and AIPerf's, secrets as placeholders")
+    cache_key: str | None = None
+    reused: bool = False
+
+
+class Report(_Model):
+    schema_version: Literal["trtmc-videoqa.report/v1"] = REPORT_SCHEMA
+    title: str
+    generated_by: str
+    sources: list[str] = Field(description="artifact directories the report was built from")
+    reference_self_test: bool
+    rows: list[ResultRow]
+    counts: dict[str, int]
+
+
 def json_schemas() -> dict[str, dict[str, Any]]:
     """The committed JSON Schemas, by file name (tests check the committed copies are current)."""
-    return {"inventory.schema.json": Inventory.model_json_schema()}
+    return {
+        "inventory.schema.json": Inventory.model_json_schema(),
+        "result.schema.json": ResultRow.model_json_schema(),
+        "report.schema.json": Report.model_json_schema(),
+    }

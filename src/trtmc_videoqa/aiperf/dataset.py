@@ -1,0 +1,83 @@
+"""The AIPerf `single_turn` input file, planned as data: one row per (question, clip variant, repeat).
+
+AIPerf 0.13.0 draws warmup and profiling rows from ONE sequential sampler, so warmup rows go first and the profiling
+phase asks for exactly as many requests as there are profiling rows: then every planned row is sent exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Phase = Literal["warmup", "profiling"]
+
+
+class Prompt(BaseModel):
+    """One question on one clip variant, as the workload renders it."""
+
+    model_config = ConfigDict(frozen=True)
+    question_id: str
+    clip_id: str
+    clip_path: str  # absolute: AIPerf resolves relative paths against its working directory
+    text: str
+
+
+class PlannedRequest(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    session_id: str  # the request identity: AIPerf's conversation_id
+    phase: Phase
+    question_id: str
+    clip_id: str
+    repeat: int
+    clip_path: str
+    text: str
+
+
+class RequestPlan(BaseModel):
+    requests: list[PlannedRequest]
+    max_tokens: int
+    temperature: float = 0.0
+
+    @property
+    def warmup(self) -> list[PlannedRequest]:
+        return [r for r in self.requests if r.phase == "warmup"]
+
+    @property
+    def profiling(self) -> list[PlannedRequest]:
+        return [r for r in self.requests if r.phase == "profiling"]
+
+
+def plan_requests(prompts: list[Prompt], *, repeats: int, warmup: int, max_tokens: int,
+                  temperature: float = 0.0) -> RequestPlan:
+    """Warmup rows (real requests, kept apart) cycle over the prompts; then every prompt `repeats` times."""
+    if not prompts:
+        raise ValueError("a request plan needs at least one prompt")
+    if repeats < 1 or warmup < 0:
+        raise ValueError("repeats must be >= 1 and warmup >= 0")
+    rows = [
+        PlannedRequest(session_id=f"warmup-{index:03d}.{p.question_id}.{p.clip_id}", phase="warmup",
+                       question_id=p.question_id, clip_id=p.clip_id, repeat=index, clip_path=p.clip_path, text=p.text)
+        for index, p in ((i, prompts[i % len(prompts)]) for i in range(warmup))
+    ]
+    # Repeats interleave (all prompts once, then again) so a drifting server affects every prompt alike.
+    rows += [
+        PlannedRequest(session_id=f"{p.question_id}.{p.clip_id}.r{repeat:02d}", phase="profiling",
+                       question_id=p.question_id, clip_id=p.clip_id, repeat=repeat, clip_path=p.clip_path, text=p.text)
+        for repeat in range(repeats) for p in prompts
+    ]
+    return RequestPlan(requests=rows, max_tokens=max_tokens, temperature=temperature)
+
+
+def input_file_lines(plan: RequestPlan) -> list[str]:
+    extra = {"max_tokens": plan.max_tokens, "temperature": plan.temperature}
+    return [json.dumps({"session_id": r.session_id, "text": r.text, "video": r.clip_path, "extra": extra},
+                       sort_keys=True) for r in plan.requests]
+
+
+def write_input_file(plan: RequestPlan, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(input_file_lines(plan)) + "\n")
+    return path

@@ -1,0 +1,166 @@
+"""Read AIPerf's exports into one record per request, keyed by identity; scrub what must not be kept.
+
+Identity is the row's `session_id` (AIPerf's `conversation_id`) plus the per-HTTP `x_request_id`; `session_num`
+restarts after warmup and is never used. Answers come from the raw export (it covers warmup and keeps a server's
+reasoning apart from the answer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import BaseModel
+
+RAW_EXPORT = "profile_export_raw.jsonl"
+RECORDS_EXPORT = "profile_export.jsonl"
+INPUTS_EXPORT = "inputs.json"
+_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
+_DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+);base64,([A-Za-z0-9+/=]+)")
+
+
+class ClientRecord(BaseModel):
+    """What the client saw of one request."""
+
+    session_id: str
+    x_request_id: str | None = None
+    phase: str
+    start_ns: int | None = None
+    end_ns: int | None = None
+    latency_ms: float | None = None  # client end-to-end, from AIPerf; None for a failed request
+    http_status: int | None = None
+    error: str | None = None
+    answer: str | None = None
+    finish_reason: str | None = None
+    completion_tokens: int | None = None
+    response_fields: dict[str, Any] = {}  # top-level response fields beyond OpenAI's (a server's timing record)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _lines(path: Path) -> Iterator[dict[str, Any]]:
+    if not path.is_file():
+        return
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if line:
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut off by a crash: the rest still counts
+
+
+_OPENAI_FIELDS = frozenset({"id", "object", "created", "model", "choices", "usage", "system_fingerprint",
+                            "service_tier", "prompt_logprobs"})
+
+
+def _response(raw: dict[str, Any]) -> tuple[str | None, str | None, int | None, dict[str, Any], int | None]:
+    """(answer, finish_reason, completion tokens, extra fields, http status) from a raw record's responses."""
+    responses = raw.get("responses") or []
+    texts = []
+    finish = None
+    tokens = None
+    extra: dict[str, Any] = {}
+    for response in responses:
+        body = response.get("text")
+        packets = response.get("packets")
+        chunks = [p.get("value") for p in packets] if isinstance(packets, list) else [body]
+        for chunk in chunks:
+            if not isinstance(chunk, str) or chunk.strip() in ("", "[DONE]"):
+                continue
+            try:
+                data = json.loads(chunk)
+            except json.JSONDecodeError:
+                continue
+            if not isinstance(data, dict):
+                continue
+            for choice in data.get("choices") or []:
+                part = (choice.get("message") or choice.get("delta") or {}).get("content")
+                if isinstance(part, str):
+                    texts.append(part)
+                finish = choice.get("finish_reason") or finish
+            usage = data.get("usage") or {}
+            if isinstance(usage.get("completion_tokens"), int):
+                tokens = usage["completion_tokens"]
+            extra.update({k: v for k, v in data.items() if k not in _OPENAI_FIELDS})
+    status = raw.get("status")
+    return ("".join(texts) if texts else None), finish, tokens, extra, status if isinstance(status, int) else None
+
+
+def _error_text(error: Any) -> str | None:
+    if not error:
+        return None
+    if isinstance(error, dict):
+        parts = [str(error.get(k)) for k in ("code", "type", "message") if error.get(k) not in (None, "")]
+        return ": ".join(parts) or "error"
+    return str(error)
+
+
+def read_client_records(artifact_dir: Path) -> list[ClientRecord]:
+    """One record per request from the raw export, in completion order; empty when AIPerf wrote none."""
+    records = []
+    for raw in _lines(artifact_dir / RAW_EXPORT):
+        meta = raw.get("metadata") or {}
+        session = meta.get("conversation_id")
+        if not session:
+            continue
+        answer, finish, tokens, extra, status = _response(raw)
+        latency = ((raw.get("metrics") or {}).get("request_latency") or {}).get("value")
+        error = _error_text(raw.get("error"))
+        if error and isinstance(raw.get("error"), dict) and isinstance(raw["error"].get("code"), int):
+            status = raw["error"]["code"]
+        records.append(ClientRecord(
+            session_id=session, x_request_id=meta.get("x_request_id"), phase=meta.get("benchmark_phase", "?"),
+            start_ns=meta.get("request_start_ns"), end_ns=meta.get("request_end_ns"),
+            latency_ms=float(latency) if isinstance(latency, (int, float)) and not error else None,
+            http_status=status, error=error, answer=answer, finish_reason=finish, completion_tokens=tokens,
+            response_fields=extra,
+        ))
+    return records
+
+
+def _redact_data_urls(text: str) -> str:
+    """Replace an embedded clip by its digest: the clip is in the workload, and the raw export stays small."""
+    def digest(match: re.Match[str]) -> str:
+        return f"data:{match.group(1)};sha256={hashlib.sha256(match.group(2).encode()).hexdigest()}"
+    return _DATA_URL.sub(digest, text)
+
+
+def _scrub_headers(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: ("<redacted>" if str(k).lower() in _SECRET_HEADERS else _scrub_headers(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_headers(v) for v in value]
+    return value
+
+
+def scrub_exports(artifact_dir: Path, secrets: list[str]) -> None:
+    """Redact credential headers, any known secret value and the embedded clips from AIPerf's files, in place."""
+    for path in sorted(artifact_dir.rglob("*")):
+        if not path.is_file() or path.suffix not in {".jsonl", ".json", ".txt", ".log", ".csv"}:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        cleaned = _redact_data_urls(text)
+        if path.suffix in {".jsonl", ".json"} and "request_headers" in cleaned:
+            cleaned = "\n".join(_scrub_json_line(line) for line in cleaned.split("\n"))
+        for secret in secrets:
+            if secret:
+                cleaned = cleaned.replace(secret, "<redacted>")
+        if cleaned != text:
+            path.write_text(cleaned, encoding="utf-8")
+
+
+def _scrub_json_line(line: str) -> str:
+    if "request_headers" not in line:
+        return line
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError:
+        return re.sub(r'("(?:[Aa]uthorization|[Xx]-[Aa]pi-[Kk]ey)"\s*:\s*)"[^"]*"', r'\1"<redacted>"', line)
+    return json.dumps(_scrub_headers(data))

@@ -1,0 +1,62 @@
+"""Run a subprocess under our own wall limit, in its own process group, ending the whole group when it overstays.
+
+AIPerf spawns about seven processes and its controller can hang on SIGINT, so the group is sent SIGTERM, then
+SIGKILL; our own Ctrl-C ends the group too before it is passed on.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from pydantic import BaseModel
+
+GRACE_S = 10.0
+
+
+class RunOutcome(BaseModel):
+    exit_code: int | None
+    timed_out: bool
+    wall_s: float
+    log: str
+
+
+def _end_group(process: subprocess.Popen[bytes]) -> None:
+    for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, GRACE_S)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_with_wall_limit(argv: list[str], *, wall_limit_s: float, log_path: Path, cwd: Path | None = None,
+                        env: dict[str, str] | None = None) -> RunOutcome:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   cwd=cwd, env=env, start_new_session=True)
+        try:
+            exit_code = process.wait(timeout=wall_limit_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            _end_group(process)
+            exit_code, timed_out = process.returncode, True
+        except BaseException:  # Ctrl-C or a crash of ours: leave no orphaned group behind
+            _end_group(process)
+            raise
+        finally:
+            # The main process may be gone while children linger; end the rest of the group.
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    return RunOutcome(exit_code=exit_code, timed_out=timed_out, wall_s=time.monotonic() - start, log=str(log_path))

@@ -1,0 +1,49 @@
+"""A small local tokenizer for AIPerf's token counting, so nothing is downloaded (AIPerf's `builtin` is not offline).
+
+Token counts feed only AIPerf's ISL/OSL figures, never latency or answers; the report says which tokenizer was used.
+A checkpoint's own tokenizer (a directory with tokenizer.json) is preferred where the bundle or checkpoint has one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+LOCAL_TOKENIZER_NAME = "trtmc-videoqa-local-bpe"
+_CORPUS = (
+    "In which direction does the square move? What happens first? Answer with the option's letter only. "
+    "A. left to right B. right to left C. it does not move D. up and down. The rabbit comes out of the burrow, "
+    "stands up and stretches. I cannot tell from this clip."
+)
+
+
+def has_tokenizer(directory: Path) -> bool:
+    return (directory / "tokenizer.json").is_file() and (directory / "tokenizer_config.json").is_file()
+
+
+def ensure_local_tokenizer(directory: Path) -> Path:
+    """Train (once, in well under a second) a byte-level BPE tokenizer into `directory`, deterministically."""
+    if has_tokenizer(directory):
+        return directory
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=["[UNK]", "<s>", "</s>"], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator([_CORPUS] * 4, trainer=trainer)
+    directory.mkdir(parents=True, exist_ok=True)
+    tokenizer.save(str(directory / "tokenizer.json"))
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]", "bos_token": "<s>",
+              "eos_token": "</s>", "model_max_length": 1_000_000, "name_or_path": LOCAL_TOKENIZER_NAME}
+    (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
+    return directory
+
+
+def choose_tokenizer(candidates: list[Path], fallback_dir: Path) -> tuple[Path, str]:
+    """The first candidate that holds a tokenizer (the checkpoint's own), else the small local one; and which."""
+    for candidate in candidates:
+        if has_tokenizer(candidate):
+            return candidate, f"the checkpoint's own tokenizer ({candidate})"
+    return ensure_local_tokenizer(fallback_dir), f"{LOCAL_TOKENIZER_NAME}: a small local tokenizer (token counts are approximate)"

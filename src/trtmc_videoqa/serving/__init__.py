@@ -1,0 +1,1 @@
+"""Start and stop a server process on loopback, wait for readiness, and the capability check."""

@@ -1,0 +1,111 @@
+"""A server process we started: its own process group, its log captured, ready only when /health/ready says so."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+
+READY_PATH = "/health/ready"
+
+
+class ServerProblem(Exception):
+    """The server did not start, did not get ready, or is unreachable; the message names the fix."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def free_loopback_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_ready(url: str, *, timeout_s: float, process: subprocess.Popen[bytes] | None = None,
+               log_path: Path | None = None, interval_s: float = 0.2) -> float:
+    """Seconds until GET /health/ready answered 200; a dead process or the deadline ends the wait."""
+    start = time.monotonic()
+    deadline = start + timeout_s
+    last = "no answer yet"
+    with httpx.Client(timeout=5.0, trust_env=False) as client:
+        while time.monotonic() < deadline:
+            if process is not None and process.poll() is not None:
+                where = f"; see {log_path}" if log_path else ""
+                raise ServerProblem(f"the server exited with code {process.returncode} before it was ready{where}")
+            try:
+                response = client.get(url.rstrip("/") + READY_PATH)
+                if response.status_code == 200:
+                    return time.monotonic() - start
+                last = f"HTTP {response.status_code}"
+            except httpx.HTTPError as error:
+                last = type(error).__name__
+            time.sleep(interval_s)
+    raise ServerProblem(f"the server at {url} was not ready within {timeout_s:g} s (last answer: {last}); "
+                        "raise the startup timeout or read the server log")
+
+
+class ServerProcess:
+    """Context manager: start argv, wait for readiness, stop the whole group on exit."""
+
+    def __init__(self, argv: list[str], *, url: str, log_path: Path, startup_timeout_s: float,
+                 env: dict[str, str] | None = None) -> None:
+        self.argv, self.url, self.log_path = argv, url, log_path
+        self.startup_timeout_s, self.env = startup_timeout_s, env
+        self.process: subprocess.Popen[bytes] | None = None
+        self.ready_after_s: float | None = None
+
+    def __enter__(self) -> "ServerProcess":
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("wb")
+        try:
+            self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
+        except OSError as error:
+            log.close()
+            raise ServerProblem(f"could not start {self.argv[0]}: {error.strerror or error}") from None
+        log.close()  # the child holds its own descriptor
+        try:
+            self.ready_after_s = wait_ready(self.url, timeout_s=self.startup_timeout_s, process=self.process,
+                                            log_path=self.log_path)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        if self.process is None:
+            return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.process.wait(timeout=grace_s)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)  # anything the server left behind in its group
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
