@@ -17,6 +17,7 @@ def write_text_atomic(path: Path, text: str) -> Path:
             stream.write(text)
             stream.flush()
             os.fsync(stream.fileno())
+        os.chmod(temporary, 0o644)  # mkstemp makes 0600; artifacts are for everyone who reads the run
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -88,6 +88,67 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_TOOL_ERROR if any(c.level == "fail" for c in checks) else EXIT_OK
 
 
+# --- probe ----------------------------------------------------------------------------------------------------
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from .media import ClipError, SamplingPolicy, probe_clip, write_strip
+
+    try:
+        manifest = probe_clip(args.clip, decode_all=args.decode_all)
+        policy = SamplingPolicy.parse(args.policy)
+    except ClipError as error:
+        raise BadInput(str(error)) from None
+    except ValueError as error:
+        raise BadInput(f"--policy {args.policy!r}: {error}") from None
+    resolved = policy.resolve(manifest.frames_counted, manifest.fps, manifest.start_time_s)
+    output = {"manifest": manifest.model_dump(), "sampling": resolved.model_dump(mode="json")}
+    if args.strip:
+        try:
+            output["strip"] = str(write_strip(args.clip, resolved, args.strip))
+        except ClipError as error:
+            raise BadInput(str(error)) from None
+    print(json.dumps(output, indent=2))
+    return EXIT_OK
+
+
+# --- serve-reference ------------------------------------------------------------------------------------------
+
+def cmd_serve_reference(args: argparse.Namespace) -> int:
+    from .reference import config_from_arguments, serve
+
+    try:
+        config = config_from_arguments(args)
+    except ValueError as error:
+        raise BadInput(str(error).splitlines()[0] if "validation error" not in str(error)
+                       else str(error).splitlines()[-1].strip()) from None
+    serve(config)
+    return EXIT_OK
+
+
+# --- qualify and report ---------------------------------------------------------------------------------------
+
+def cmd_qualify(args: argparse.Namespace) -> int:
+    from .qualify_cli import run_qualify
+
+    return run_qualify(args)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import build_report, write_report
+    from .report.build import ReportInputError
+
+    try:
+        report = build_report(args.dirs, title=args.title)
+    except ReportInputError as error:
+        raise BadInput(str(error)) from None
+    out: Path = args.out or args.dirs[0]
+    frames = next(iter(sorted(Path(d).glob("workload/*/frames.png"))), None) if args.dirs else None
+    for path in write_report(report, out, frames):
+        print(f"wrote {path}")
+    print(", ".join(f"{status} {count}" for status, count in report.counts.items()))
+    return EXIT_OK
+
+
 # --- schemas --------------------------------------------------------------------------------------------------
 
 def cmd_schemas(args: argparse.Namespace) -> int:
@@ -129,6 +190,43 @@ def build_parser() -> argparse.ArgumentParser:
                     "part is missing; Docker, GPU and TRTMC are only warned about.")
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.set_defaults(handler=cmd_doctor)
+
+    probe = commands.add_parser(
+        "probe", help="probe a clip: frames, fps, duration, codec, sha256 ... as JSON, and the frames a policy picks",
+        description="Probe a clip with PyAV and print its manifest as JSON, with the frames a sampling policy "
+                    "picks; --strip writes those frames side by side as a PNG.")
+    probe.add_argument("clip", type=Path, metavar="CLIP", help="the clip file (mp4, webm, mkv, avi, mpg, gif)")
+    probe.add_argument("--decode-all", action="store_true", help="count frames by decoding every one")
+    probe.add_argument("--policy", default="uniform:8", help="sampling policy: uniform:N or fps:F[,min=..,max=..,even]")
+    probe.add_argument("--strip", type=Path, metavar="FILE.png", help="write the picked frames as one PNG strip")
+    probe.set_defaults(handler=cmd_probe)
+
+    qualify = commands.add_parser(
+        "qualify", help="qualify checkpoints end to end (no arguments: the reference self-test, about a minute)",
+        description="Run the step chain for every capable checkpoint of a TRTMC checkout (--trtmc), or for an "
+                    "already running video chat server (--endpoint); with neither, the self-test against the "
+                    "reference endpoint (a test double). Writes result rows and the reports.")
+    from .qualify_cli import add_qualify_arguments
+    add_qualify_arguments(qualify)
+    qualify.set_defaults(handler=cmd_qualify)
+
+    report = commands.add_parser(
+        "report", help="rebuild report.json/md/html and junit.xml from artifact directories, merging several",
+        description="Rebuild the reports from the artifacts alone; several directories (one per CI matrix job, "
+                    "or one checkpoint on two servers) merge into one report with the rows side by side.")
+    report.add_argument("dirs", type=Path, nargs="+", metavar="DIR", help="artifact directories of qualify runs")
+    report.add_argument("--out", type=Path, metavar="DIR", help="where the reports go (default: the first DIR)")
+    report.add_argument("--title", help="the report's title")
+    report.set_defaults(handler=cmd_report)
+
+    serve_reference = commands.add_parser(
+        "serve-reference", help="run the reference endpoint: a video chat server that is a test double",
+        description="Serve the reference endpoint on loopback: an OpenAI-compatible video chat server that "
+                    "decodes the clip and answers the synthetic questions by computation. A test double, never "
+                    "a TRTMC model.")
+    from .reference import add_reference_arguments
+    add_reference_arguments(serve_reference)
+    serve_reference.set_defaults(handler=cmd_serve_reference)
 
     schemas = commands.add_parser(
         "schemas", help="write the JSON Schemas of the artifacts (inventory.json, ...)",

@@ -102,6 +102,7 @@ class CheckpointEntry(_Model):
     in_group: bool
     group_reason: str
     media_controls: list[MediaControl] = Field(default_factory=list)
+    build_settings: dict[str, Any] = Field(default_factory=dict, description="the manifest's build settings")
     testcases: list[TestcaseFacts] = Field(default_factory=list)
     verdict: Verdict
     gap: str | None = Field(default=None, description="the capability gap, in words; None for temporal-video-qa")

@@ -102,16 +102,28 @@ def _error_text(error: Any) -> str | None:
     return str(error)
 
 
+def _latencies(artifact_dir: Path) -> dict[str, float]:
+    """AIPerf's own end-to-end latency per x_request_id, from the records export (the raw one has no metrics)."""
+    found = {}
+    for record in _lines(artifact_dir / RECORDS_EXPORT):
+        request_id = (record.get("metadata") or {}).get("x_request_id")
+        value = ((record.get("metrics") or {}).get("request_latency") or {}).get("value")
+        if request_id and isinstance(value, (int, float)):
+            found[request_id] = float(value)
+    return found
+
+
 def read_client_records(artifact_dir: Path) -> list[ClientRecord]:
     """One record per request from the raw export, in completion order; empty when AIPerf wrote none."""
     records = []
+    latencies = _latencies(artifact_dir)
     for raw in _lines(artifact_dir / RAW_EXPORT):
         meta = raw.get("metadata") or {}
         session = meta.get("conversation_id")
         if not session:
             continue
         answer, finish, tokens, extra, status = _response(raw)
-        latency = ((raw.get("metrics") or {}).get("request_latency") or {}).get("value")
+        latency = latencies.get(meta.get("x_request_id") or "")
         error = _error_text(raw.get("error"))
         if error and isinstance(raw.get("error"), dict) and isinstance(raw["error"].get("code"), int):
             status = raw["error"]["code"]

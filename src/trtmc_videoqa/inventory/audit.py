@@ -18,6 +18,11 @@ from .server_source import read_serving_facts
 from .tasks import FRAME_RUNTIME_MARKERS, VISUAL_INPUTS, contract_for
 from .tree import NEW_MANIFEST_GLOB, OLD_MANIFEST_GLOB, CheckoutTree, checkout_commit, open_checkout
 from .variants import variant_kinds
+
+# catalog.py's build settings, plus the older layout's names for the same things.
+BUILD_SETTINGS = ("max_sequence_length", "max_cache_length", "image_height", "image_width", "video_num_frames",
+                  "max_batch_size", "tensor_parallel_size", "context_parallel_size", "quantization", "fp32_layers",
+                  "backend", "dynamic_kv_cache", "build_args", "trust_remote_code")
 from .verdict import RowFacts, judge
 
 
@@ -149,6 +154,7 @@ def _judged_entry(context: _AuditContext, manifest: Manifest) -> CheckpointEntry
         in_group=judgement.in_group,
         group_reason=judgement.group_reason,
         media_controls=media_controls(manifest),
+        build_settings={k: manifest.data[k] for k in BUILD_SETTINGS if k in manifest.data},
         testcases=testcase_facts(manifest),
         verdict=judgement.verdict,
         gap=judgement.gap,

@@ -1,0 +1,423 @@
+"""The per-checkpoint step chain and the status ladder, with content-addressed result reuse.
+
+    TRTMC row:  build -> family correctness (same bundle) -> trtmc-server -> capability -> AIPerf -> grading
+    endpoint:   capability -> AIPerf -> grading          (a server we did not build: planned -> endpoint-qualified)
+
+Each step writes its evidence before the next starts; a failure stops that row at its stage, never the others.
+A step this machine cannot run makes the row `blocked` with the reason; nothing is faked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import __version__
+from .aiperf.locate import AiperfInstall
+from .artifacts import write_model_atomic, write_text_atomic
+from .endpoint_run import EndpointMeasurement, RunSettings, measure_endpoint
+from .pins import tool_versions
+from .results import CheckpointEntry, Inventory, Provenance, ResultRow, StageResult
+from .serving.process import ServerProblem, ServerProcess, free_loopback_port
+from .trtmc_steps import (Toolchain, build_argv, bundle_path, bundles_built_by, correctness_argv, correctness_env,
+                          correctness_test, file_digest, server_argv)
+from .workloads import Workload
+
+FINAL_STATUSES = frozenset({"unsupported", "aiperf-qualified", "endpoint-qualified"})
+LOCK_NAME = ".trtmc-videoqa.lock"
+_SECRET_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "TRTMC_SERVE_TOKEN")
+
+
+class OutputBusy(Exception):
+    """Another run holds the output directory."""
+
+
+@dataclass
+class QualifyJob:
+    """What every row of one run shares."""
+
+    out: Path
+    workload: Workload
+    settings: RunSettings
+    aiperf: AiperfInstall
+    tokenizer: Path
+    tokenizer_label: str
+    command: str  # our own command line, secrets as placeholders
+    force: bool = False
+    api_key: str | None = None
+    bundle_cache: Path | None = None
+    stage_timeouts: dict[str, float] = field(default_factory=lambda: {
+        "build": 7200.0, "correctness": 3600.0, "startup": 600.0})
+    progress: Callable[[str], None] = lambda _: None
+
+    def row_dir(self, profile: str) -> Path:
+        return self.out / "checkpoints" / profile
+
+
+# --- the output directory -----------------------------------------------------------------------------------
+
+class OutputLock:
+    """One run per output directory: a second one fails fast; a lock left by a dead process is taken over."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / LOCK_NAME
+
+    def __enter__(self) -> "OutputLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(2):
+            try:
+                handle = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = self._holder()
+                if holder is not None and _alive(holder):
+                    raise OutputBusy(f"output directory {self.path.parent} is in use by another run (pid {holder}); "
+                                     "wait for it to finish or choose another --out") from None
+                self.path.unlink(missing_ok=True)
+                continue
+            with os.fdopen(handle, "w") as stream:
+                stream.write(str(os.getpid()))
+            return self
+        raise OutputBusy(f"could not lock {self.path.parent}; remove {self.path} if no run is using it")
+
+    def _holder(self) -> int | None:
+        try:
+            return int(self.path.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def __exit__(self, *exc: object) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# --- the workload's own artifacts ---------------------------------------------------------------------------
+
+def workload_dir(out: Path, workload: Workload) -> Path:
+    return out / "workload" / workload.name
+
+
+def prepare_workload_artifacts(out: Path, workload: Workload) -> Path:
+    """workload/<name>/: each clip's probe manifest (refusing a clip that is not what the workload says), the declared
+    sampling policy resolved on each clip, and frames.png, the strip of what the model is meant to see."""
+    from .media import probe_clip, write_strip
+
+    directory = workload_dir(out, workload)
+    policy = workload.sampling_policies()[0]
+    sampling: dict[str, Any] = {"policy": policy.spec, "where": policy.where, "clips": {}}
+    for index, clip in enumerate(workload.spec.clips):
+        path = workload.clip_path(clip.id)
+        manifest = probe_clip(path)
+        if manifest.sha256 != clip.sha256 or manifest.frames_counted != clip.video.frames:
+            raise ValueError(f"clip {path} is not the one workload {workload.name!r} records (sha256 or frame "
+                             f"count differ); restore it from the repository or seal a new workload identity")
+        write_model_atomic(directory / f"{clip.id}.json", manifest)
+        resolved = policy.resolve(manifest.frames_counted, manifest.fps, manifest.start_time_s)
+        sampling["clips"][clip.id] = {"indices": resolved.indices, "timestamps_s": resolved.timestamps_s,
+                                      "rule": resolved.rule}
+        write_strip(path, resolved, directory / ("frames.png" if index == 0 else f"frames-{clip.id}.png"))
+    sampling["note"] = ("the clip is sent whole; where the server samples, these are the frames the declared "
+                        "policy picks, and the server's own settings are recorded beside them")
+    write_text_atomic(directory / "sampling.json", json.dumps(sampling, indent=2) + "\n")
+    return directory
+
+
+# --- keys, provenance ---------------------------------------------------------------------------------------
+
+def cache_key(identity: dict[str, Any], job: QualifyJob) -> str:
+    """Same inputs, same key: identity (bundle sources or endpoint), workload digest, tool versions, settings."""
+    payload = {"identity": identity, "workload": job.workload.digest, "tool": __version__,
+               "aiperf": job.aiperf.version, "settings": job.settings.model_dump(), "tokenizer": job.tokenizer_label}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def reusable(row_dir: Path, key: str, force: bool) -> ResultRow | None:
+    path = row_dir / "result.json"
+    if force or not path.is_file():
+        return None
+    try:
+        row = ResultRow.model_validate_json(path.read_bytes())
+    except ValueError:
+        return None  # a damaged result is measured again, not trusted
+    if row.cache_key == key and row.status in FINAL_STATUSES:
+        return row.model_copy(update={"reused": True})
+    return None
+
+
+def hardware() -> dict[str, Any]:
+    facts: dict[str, Any] = {"machine": platform.machine(), "cpus": os.cpu_count(), "system": platform.system()}
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=20, check=False)
+        if done.returncode == 0 and done.stdout.strip():
+            facts["gpus"] = done.stdout.strip().splitlines()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return facts
+
+
+def _provenance(job: QualifyJob, *, mode: str, endpoint: str | None, served_by: str | None,
+                **extra: Any) -> Provenance:
+    return Provenance(tool_versions=tool_versions(), aiperf=job.aiperf.model_dump(), workload=job.workload.name,
+                      workload_digest=job.workload.digest, endpoint=endpoint, mode=mode, served_by=served_by,
+                      hardware=hardware(), settings=job.settings.model_dump() | extra.pop("settings", {}),
+                      tokenizer=job.tokenizer_label, **extra)
+
+
+def _finish(job: QualifyJob, row: ResultRow, commands: dict[str, str]) -> ResultRow:
+    row_dir = job.row_dir(row.profile)
+    row = row.model_copy(update={"commands": commands})
+    write_text_atomic(row_dir / "command.txt", "".join(f"# {name}\n{command}\n" for name, command in commands.items()))
+    write_model_atomic(row_dir / "result.json", row)
+    return row
+
+
+def _measured(row: ResultRow, measurement: EndpointMeasurement) -> dict[str, Any]:
+    """The fields a measurement fills in, whatever the ladder."""
+    figures = measurement.figures
+    plan = measurement.plan
+    return dict(
+        stages=row.stages + measurement.stages,
+        warmup_requests=len(plan.warmup) if plan else 0,
+        profiling_requests_planned=len(plan.profiling) if plan else 0,
+        profiling_requests_completed=figures.get("completed", 0),
+        failed_requests=figures.get("failed", 0),
+        requests=measurement.records,
+        client_latency=figures.get("client_latency"),
+        server_task_time=figures.get("server_task_time"),
+        task_time_field=measurement.task_time_field,
+        requests_per_s=figures.get("requests_per_s"),
+        accuracy=measurement.accuracy,
+    )
+
+
+def _ladder_after_measurement(measurement: EndpointMeasurement, qualified: str) -> tuple[str, str, str | None, list[str]]:
+    """(status, reason, failed stage, evidence) once capability, AIPerf and grading have run."""
+    bad = measurement.failed_stage
+    if bad is None:
+        return qualified, "complete AIPerf run, every request accounted for, answers graded", None, [
+            "result.json#requests", "grading.json", "aiperf/outcome.json"]
+    if bad.status == "rejected":
+        return "unsupported", f"the server rejected a video request: {bad.detail}", None, ["capability.json"]
+    return "failed", f"{bad.name}: {bad.detail}", bad.name, bad.evidence
+
+
+# --- endpoint mode ------------------------------------------------------------------------------------------
+
+def endpoint_key(job: QualifyJob, *, identity: str, model: str, stated: dict[str, str]) -> str:
+    """An endpoint is identified by what the user says it is (its URL by default), the model and its settings."""
+    return cache_key({"mode": "endpoint", "endpoint": identity, "model": model, "stated": stated}, job)
+
+
+def qualify_endpoint(job: QualifyJob, *, url: str, model: str, profile: str, stated: dict[str, str],
+                     identity: str | None = None, reference_self_test: bool = False,
+                     server_records: Path | None = None, alive: Callable[[], bool] = lambda: True) -> ResultRow:
+    """An already running OpenAI-compatible video chat server: planned -> endpoint-qualified."""
+    key = endpoint_key(job, identity=identity or url, model=model, stated=stated)
+    row_dir = job.row_dir(profile)
+    previous = reusable(row_dir, key, job.force)
+    if previous is not None:
+        job.progress(f"{profile}: unchanged inputs, result reused")
+        return previous
+    row = ResultRow(profile=profile, status="planned", status_reason="endpoint given; nothing run yet",
+                    reference_self_test=reference_self_test, cache_key=key,
+                    stages=[StageResult(name="plan", status="passed", detail=f"endpoint {url}, model {model}")])
+    row = _with_workload_facts(job, row)
+    measurement = measure_endpoint(url=url, model=model, workload=job.workload, settings=job.settings,
+                                   aiperf=job.aiperf, tokenizer=job.tokenizer, row_dir=row_dir, api_key=job.api_key,
+                                   server_records=server_records, alive=alive,
+                                   progress=lambda m: job.progress(f"{profile}: {m}"))
+    status, reason, failed, evidence = _ladder_after_measurement(measurement, "endpoint-qualified")
+    served_by = measurement.capability.served_by if measurement.capability else None
+    row = row.model_copy(update=_measured(row, measurement) | dict(
+        status=status, status_reason=reason, failed_stage=failed, status_evidence=evidence,
+        provenance=_provenance(job, mode="endpoint", endpoint=url, served_by=served_by,
+                               settings={"server_stated": stated})))
+    return _finish(job, row, {"trtmc-videoqa": job.command, **measurement.commands})
+
+
+def _with_workload_facts(job: QualifyJob, row: ResultRow) -> ResultRow:
+    clips_dir = workload_dir(job.out, job.workload)
+    clips = {}
+    for clip in job.workload.spec.clips:
+        manifest = clips_dir / f"{clip.id}.json"
+        if manifest.is_file():
+            clips[clip.id] = json.loads(manifest.read_text())
+    sampling = {}
+    sampling_file = clips_dir / "sampling.json"
+    if sampling_file.is_file():
+        sampling = json.loads(sampling_file.read_text())
+    return row.model_copy(update={"clips": clips, "sampling": sampling})
+
+
+# --- TRTMC mode ---------------------------------------------------------------------------------------------
+
+def unsupported_row(entry: CheckpointEntry) -> ResultRow:
+    evidence = [f"{e.file}:{e.line}" if e.line else e.file for e in entry.evidence]
+    return ResultRow(profile=entry.profile, family=entry.family, checkpoint=entry.checkpoint, revision=entry.revision,
+                     verdict=entry.verdict, in_group=entry.in_group, status="unsupported",
+                     status_reason=entry.gap or f"verdict {entry.verdict}", status_evidence=evidence)
+
+
+def _run_step(argv: list[str], *, log: Path, timeout_s: float, cwd: Path | None = None,
+              env: dict[str, str] | None = None) -> tuple[int | None, float]:
+    from .aiperf.runner import run_with_wall_limit
+
+    outcome = run_with_wall_limit(argv, wall_limit_s=timeout_s, log_path=log, cwd=cwd, env=env)
+    return (None if outcome.timed_out else outcome.exit_code), outcome.wall_s
+
+
+def _redacted(argv: list[str]) -> str:
+    from .aiperf.command import reproducible_command
+
+    return reproducible_command(argv)
+
+
+def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory, checkout: Path,
+                  toolchain: Toolchain) -> ResultRow:
+    """One capable checkpoint through every step, as far as this machine and the evidence allow."""
+    row_dir = job.row_dir(entry.profile)
+    key = cache_key({"mode": "trtmc", "profile": entry.profile, "commit": inventory.commit,
+                     "checkpoint": entry.checkpoint, "revision": entry.revision}, job)
+    previous = reusable(row_dir, key, job.force)
+    if previous is not None:
+        job.progress(f"{entry.profile}: unchanged inputs, result reused")
+        return previous
+    base = unsupported_row(entry).model_copy(update=dict(
+        status="planned", status_reason="temporal video QA capability found; nothing run yet", cache_key=key,
+        stages=[StageResult(name="plan", status="passed", detail=f"verdict {entry.verdict}",
+                            evidence=[f"{e.file}:{e.line}" for e in entry.evidence if e.line][:4])]))
+    row = _with_workload_facts(job, base)
+    commands = {"trtmc-videoqa": job.command}
+
+    def provenance(**extra: Any) -> Provenance:
+        return _provenance(job, mode="trtmc", endpoint=None, served_by=None, trtmc_commit=inventory.commit,
+                           effective_precision=entry.precision, **extra)
+
+    def stop(status: str, reason: str, stage: StageResult, failed: str | None = None, **extra: Any) -> ResultRow:
+        done = row.model_copy(update=dict(status=status, status_reason=reason, failed_stage=failed,
+                                          stages=row.stages + [stage], status_evidence=stage.evidence,
+                                          provenance=provenance(**extra)))
+        return _finish(job, done, commands)
+
+    missing = toolchain.missing()
+    if missing:
+        return stop("blocked", "; ".join(missing), StageResult(name="build", status="blocked", detail="; ".join(missing)))
+
+    # Build (cached by profile, commit and revision).
+    cache = job.bundle_cache or (job.out / "bundles")
+    bundle = bundle_path(cache, entry, inventory.commit)
+    argv = build_argv(toolchain, entry, bundle)
+    commands["build"] = _redacted(argv)
+    if not bundle.is_file():
+        job.progress(f"{entry.profile}: building the bundle")
+        bundle.parent.mkdir(parents=True, exist_ok=True)
+        code, wall = _run_step(argv, log=row_dir / "build.log", timeout_s=job.stage_timeouts["build"])
+        if code != 0 or not bundle.is_file():
+            why = "timed out" if code is None else f"exit {code}" if code else "no bundle written"
+            return stop("failed", f"build {why}", StageResult(name="build", status="failed", detail=why, wall_s=wall,
+                                                              evidence=["build.log"]), failed="build")
+    digest = file_digest(bundle)
+    row = row.model_copy(update=dict(
+        status="implemented", status_reason="bundle built; workload adapted",
+        stages=row.stages + [StageResult(name="build", status="passed", detail=f"{bundle.name} {digest}",
+                                         evidence=["build.log"] if (row_dir / "build.log").exists() else [])]))
+
+    # The family's own correctness command, unchanged, on this exact bundle.
+    test = correctness_test(checkout, entry, inventory.layout)
+    if test is None:
+        return stop("blocked", f"family {entry.family!r} has no E2E correctness test in the checkout",
+                    StageResult(name="correctness", status="blocked", detail="no family E2E test found"),
+                    bundle_digest=digest)
+    artifacts = row_dir / "correctness"
+    argv = correctness_argv(toolchain, checkout, test, entry, artifacts)
+    commands["correctness"] = _redacted(argv)
+    job.progress(f"{entry.profile}: the family's correctness tests")
+    code, wall = _run_step(argv, log=row_dir / "correctness.log", timeout_s=job.stage_timeouts["correctness"],
+                           cwd=checkout, env=correctness_env(checkout, bundle, dict(os.environ)))
+    own = [file_digest(p) for p in bundles_built_by(artifacts)]
+    if code != 0:
+        why = "timed out" if code is None else f"exit {code}"
+        return stop("failed", f"family correctness {why}", StageResult(
+            name="correctness", status="failed", detail=why, wall_s=wall, evidence=["correctness.log"]),
+            failed="correctness", bundle_digest=digest)
+    if own and digest not in own:
+        return stop("failed", "the family's command validated a bundle it built itself, not this one",
+                    StageResult(name="correctness", status="failed", wall_s=wall, evidence=["correctness.log"],
+                                detail=f"ours {digest}; the family's {', '.join(own)}"),
+                    failed="correctness", bundle_digest=digest)
+    row = row.model_copy(update=dict(
+        status="family-validated", status_reason="the family's own correctness passed on this bundle",
+        stages=row.stages + [StageResult(name="correctness", status="passed", wall_s=wall,
+                                         detail=f"{test.relative_to(checkout)} on {digest}",
+                                         evidence=["correctness.log"])]))
+
+    # trtmc-server on loopback, then the measurement beside it.
+    port = free_loopback_port()
+    url = f"http://127.0.0.1:{port}"
+    records = row_dir / "server-records.jsonl"
+    argv = server_argv(toolchain, bundle, model_name=entry.profile, port=port, body_limit=job.settings.body_limit,
+                       records=records, startup_timeout_s=job.stage_timeouts["startup"],
+                       request_timeout_s=job.settings.request_timeout_s)
+    commands["serve"] = _redacted(argv)
+    env = dict(os.environ)
+    if job.api_key:
+        env["TRTMC_SERVE_TOKEN"] = job.api_key  # the server reads it from its environment, never from argv
+    job.progress(f"{entry.profile}: starting trtmc-server")
+    started = time.monotonic()
+    try:
+        server = ServerProcess(argv, url=url, log_path=row_dir / "server.log",
+                               startup_timeout_s=job.stage_timeouts["startup"], env=env)
+        with server:
+            serve = StageResult(name="serve", status="passed", detail=f"ready after {server.ready_after_s:.1f} s",
+                                wall_s=round(time.monotonic() - started, 3), evidence=["server.log"])
+            row = row.model_copy(update={"stages": row.stages + [serve]})
+            measurement = measure_endpoint(url=url, model=entry.profile, workload=job.workload, settings=job.settings,
+                                           aiperf=job.aiperf, tokenizer=job.tokenizer, row_dir=row_dir,
+                                           api_key=job.api_key, server_records=records, alive=lambda: server.alive,
+                                           progress=lambda m: job.progress(f"{entry.profile}: {m}"))
+    except ServerProblem as problem:
+        return stop("failed", f"serve: {problem}", StageResult(name="serve", status="failed", detail=str(problem),
+                                                               evidence=["server.log"]),
+                    failed="serve", bundle_digest=digest)
+    status, reason, failed, evidence = _ladder_after_measurement(measurement, "aiperf-qualified")
+    if status == "failed" and failed is None:
+        failed = "aiperf"
+    served_by = measurement.capability.served_by if measurement.capability else None
+    row = row.model_copy(update=_measured(row, measurement) | dict(
+        status=status, status_reason=reason, failed_stage=failed, status_evidence=evidence,
+        provenance=provenance(bundle_digest=digest).model_copy(update={"served_by": served_by, "endpoint": url})))
+    return _finish(job, row, commands | measurement.commands)
+
+
+def qualify_inventory(job: QualifyJob, inventory: Inventory, checkout: Path, toolchain: Toolchain,
+                      profiles: list[str] | None = None) -> list[ResultRow]:
+    """Every in-group row gets a result row; only capable ones run steps."""
+    selected = [e for e in inventory.entries if e.in_group and (not profiles or e.profile in profiles)]
+    rows = []
+    for entry in selected:
+        if entry.verdict != "temporal-video-qa":
+            rows.append(_finish(job, unsupported_row(entry), {"trtmc-videoqa": job.command}))
+            continue
+        try:
+            rows.append(qualify_entry(job, entry, inventory, checkout, toolchain))
+        except Exception as error:  # one row's crash never stops the others; it is recorded at its stage
+            rows.append(_finish(job, unsupported_row(entry).model_copy(update=dict(
+                status="failed", status_reason=f"internal error: {type(error).__name__}: {error}",
+                failed_stage="plan")), {"trtmc-videoqa": job.command}))
+    return rows

@@ -1,0 +1,63 @@
+"""Collect result rows from one or more artifact directories and write every report format."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+from .. import __version__
+from ..artifacts import write_model_atomic, write_text_atomic
+from ..results import Report, ResultRow
+from .html import render_html
+from .junit import render_junit
+from .markdown import render_markdown, render_step_summary
+
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+
+
+class ReportInputError(Exception):
+    """An artifact directory without results, or a result file that does not parse."""
+
+
+def load_rows(directory: Path) -> list[ResultRow]:
+    results = sorted((directory / "checkpoints").glob("*/result.json"))
+    if not results:
+        raise ReportInputError(f"{directory} holds no checkpoints/*/result.json; pass the --out directory of a "
+                               "`trtmc-videoqa qualify` run")
+    rows = []
+    for path in results:
+        try:
+            rows.append(ResultRow.model_validate_json(path.read_bytes()))
+        except ValueError as error:
+            raise ReportInputError(f"{path} is not a result of this tool ({str(error).splitlines()[0]}); "
+                                   "re-run the qualification for that checkpoint") from None
+    return rows
+
+
+def build_report(directories: list[Path], title: str | None = None) -> Report:
+    rows: list[ResultRow] = []
+    for directory in directories:
+        rows.extend(load_rows(directory))
+    # Rows of several runs stand side by side: one profile on two servers stays two rows.
+    rows.sort(key=lambda row: (row.profile, row.provenance.endpoint if row.provenance else ""))
+    self_test = bool(rows) and all(row.reference_self_test for row in rows)
+    default = "trtmc-videoqa reference self-test (test double, not a TRTMC model)" if self_test else \
+        "trtmc-videoqa qualification"
+    return Report(title=title or default, generated_by=f"trtmc-videoqa {__version__}",
+                  sources=[str(d) for d in directories], reference_self_test=self_test, rows=rows,
+                  counts=dict(sorted(Counter(row.status for row in rows).items())))
+
+
+def write_report(report: Report, out: Path, frames_png: Path | None = None) -> list[Path]:
+    written = [
+        write_model_atomic(out / "report.json", report),
+        write_text_atomic(out / "report.md", render_markdown(report)),
+        write_text_atomic(out / "report.html", render_html(report, frames_png)),
+        write_text_atomic(out / "junit.xml", render_junit(report)),
+    ]
+    summary = os.environ.get(STEP_SUMMARY_ENV)
+    if summary:
+        with open(summary, "a", encoding="utf-8") as stream:
+            stream.write(render_step_summary(report))
+    return written

@@ -1,0 +1,114 @@
+"""The TRTMC side of a checkpoint's steps: prerequisites, `trtmc build`, the family's own correctness command,
+and the `trtmc-server` argv. Each is an argv list built from the inventory row; running them is `qualify`'s job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from .results import CheckpointEntry
+
+TRTMC_TOOLS = ("trtmc", "trtmc-server")
+GPU_PROBE = ("nvidia-smi", "-L")
+HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+SERVER_TOKEN_ENV = "TRTMC_SERVE_TOKEN"
+
+
+class Toolchain(BaseModel):
+    """Where the TRTMC executables are; found on PATH unless configured."""
+
+    trtmc: str | None
+    trtmc_server: str | None
+    python: str = sys.executable  # runs the family's own tests (TRTMC's Python in the runtime image)
+    gpu: str | None = None  # what nvidia-smi listed; None without a GPU
+
+    def missing(self) -> list[str]:
+        """Named missing prerequisites; a row that needs them is `blocked`, never faked."""
+        lacks = []
+        if self.gpu is None:
+            lacks.append("no NVIDIA GPU visible (`nvidia-smi -L` found none): run on a GPU runner")
+        for tool, path in (("trtmc", self.trtmc), ("trtmc-server", self.trtmc_server)):
+            if path is None:
+                lacks.append(f"`{tool}` is not on PATH: TRTMC is not built here (use the runtime container)")
+        return lacks
+
+
+def find_toolchain(python: str | None = None) -> Toolchain:
+    gpu = None
+    if shutil.which(GPU_PROBE[0]):
+        try:
+            done = subprocess.run(list(GPU_PROBE), capture_output=True, text=True, timeout=20, check=False)
+            listed = done.stdout.strip()
+            gpu = listed if done.returncode == 0 and listed else None
+        except (OSError, subprocess.TimeoutExpired):
+            gpu = None
+    return Toolchain(trtmc=shutil.which("trtmc"), trtmc_server=shutil.which("trtmc-server"),
+                     python=python or sys.executable, gpu=gpu)
+
+
+def bundle_path(cache_dir: Path, entry: CheckpointEntry, commit: str) -> Path:
+    """Bundles are cached by what makes them: profile, TRTMC commit and checkpoint revision."""
+    revision = (entry.revision or "unpinned")[:12]
+    return cache_dir / f"{entry.profile}-{commit[:12]}-{revision}.bundle"
+
+
+def build_argv(toolchain: Toolchain, entry: CheckpointEntry, bundle: Path) -> list[str]:
+    """`trtmc build <hf_id> --output X.bundle`, settings from the manifest (the family's own defaults otherwise)."""
+    if not entry.checkpoint:
+        raise ValueError(f"profile {entry.profile!r} names no checkpoint (hf_id) to build from")
+    argv = [toolchain.trtmc or "trtmc", "build", entry.checkpoint, "--output", str(bundle)]
+    length = entry.build_settings.get("max_sequence_length") or entry.build_settings.get("max_cache_length")
+    if isinstance(length, int):
+        argv += ["--max-cache-length", str(length)]
+    return argv
+
+
+def correctness_test(checkout: Path, entry: CheckpointEntry, layout: str) -> Path | None:
+    """The family's own E2E test file, unchanged, or None when the family has none."""
+    if layout == "families":
+        candidate = checkout / "families" / entry.family / "tests" / "test_e2e.py"
+        return candidate if candidate.is_file() else None
+    family_dir = checkout / Path(entry.manifest).parents[1]
+    found = sorted(family_dir.glob("test_*_e2e.py"))
+    return found[0] if found else None
+
+
+def correctness_argv(toolchain: Toolchain, checkout: Path, test: Path, entry: CheckpointEntry,
+                     artifacts: Path) -> list[str]:
+    """The family's command as TRTMC's docs give it: pytest on its E2E test, selecting this profile."""
+    return [toolchain.python, "-m", "pytest", str(test.relative_to(checkout)), "--e2e-model", entry.profile,
+            "--e2e-artifacts-dir", str(artifacts), "-p", "no:cacheprovider"]
+
+
+def correctness_env(checkout: Path, bundle: Path, base: dict[str, str]) -> dict[str, str]:
+    env = dict(base)
+    env.update({"TRTMC_E2E": "1", "TRTMC_E2E_BUNDLE": str(bundle),
+                "PYTHONPATH": ":".join(str(checkout / p) for p in ("core/builder", "apps/benchmark", "."))})
+    return env
+
+
+def server_argv(toolchain: Toolchain, bundle: Path, *, model_name: str, port: int, body_limit: int,
+                records: Path, startup_timeout_s: float, request_timeout_s: float) -> list[str]:
+    """trtmc-server on loopback with a body limit large enough for the clip, writing per-request records."""
+    return [toolchain.trtmc_server or "trtmc-server", str(bundle), "--model-name", model_name,
+            "--host", "127.0.0.1", "--port", str(port), "--max-body-bytes", str(body_limit),
+            "--startup-timeout", f"{startup_timeout_s:g}", "--request-timeout", f"{request_timeout_s:g}",
+            "--records", str(records)]
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def bundles_built_by(directory: Path) -> list[Path]:
+    return sorted(directory.rglob("*.bundle")) if directory.is_dir() else []
