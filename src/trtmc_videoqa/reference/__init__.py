@@ -1,0 +1,74 @@
+"""The reference endpoint: a real OpenAI-compatible video chat server that is a TEST DOUBLE, not a TRTMC model.
+
+It decodes the clip in each request with PyAV, samples frames by its own policy, tracks the synthetic scene's
+red and blue squares by colour, and answers the synthetic workload's questions by computation (any other clip or
+question: "I cannot tell from this clip."). Every response and record says it is the reference endpoint.
+
+Only ``cli.py`` and tests start it; the step chain never knows it talks to it.
+
+Choices, in brief:
+- ``stream: true`` is refused with 400, like trtmc-server (AIPerf 0.13.0 is run non-streaming).
+- Task time is ``trtmc_timing.model_call_ms`` (TASK_TIME_FIELD): from the start of decoding the clip to the
+  answer, monotonic clock, including ``added_task_ms``; ``queue_ms`` is the wait for the single execution lane,
+  ``handler_ms`` the whole route from arrival. The data URL is parsed (and refused) before the timed section.
+- Fault positions count chat requests from 1 in arrival order, whatever their outcome: the error rate answers
+  request n with 500 when floor(n*rate) > floor((n-1)*rate) (after the body validated); ``crash_after=N``
+  answers N requests and calls os._exit(CRASH_EXIT_CODE) when request N+1 arrives, leaving it unanswered.
+- Records: one JSONL line per chat request (RequestRecord), flushed as it finishes; a client that reuses an
+  X-Request-ID gets one line per request, told apart by ``sequence``.
+"""
+
+from trtmc_videoqa.reference.app import create_app
+from trtmc_videoqa.reference.cli_args import add_reference_arguments, argv_from_config, config_from_arguments
+from trtmc_videoqa.reference.config import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_SAMPLING_POLICY,
+    FaultKnobs,
+    NonLoopbackHostError,
+    ReferenceConfig,
+)
+from trtmc_videoqa.reference.faults import CRASH_EXIT_CODE, error_positions
+from trtmc_videoqa.reference.labels import (
+    CANNOT_TELL,
+    DEFAULT_MODEL_NAME,
+    OBSERVATION_FIELD,
+    RECORD_SCHEMA,
+    REQUEST_ID_HEADER,
+    SERVED_BY,
+    SERVED_BY_HEADER,
+    TASK_TIME_FIELD,
+    TASK_TIME_KEY,
+    TEST_DOUBLE_LABEL,
+    TIMING_FIELD,
+)
+from trtmc_videoqa.reference.records import RequestRecord
+from trtmc_videoqa.reference.server import ReferenceServer, argv_for_subprocess, serve
+
+__all__ = [
+    "CANNOT_TELL",
+    "CRASH_EXIT_CODE",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MODEL_NAME",
+    "DEFAULT_SAMPLING_POLICY",
+    "OBSERVATION_FIELD",
+    "RECORD_SCHEMA",
+    "REQUEST_ID_HEADER",
+    "SERVED_BY",
+    "SERVED_BY_HEADER",
+    "TASK_TIME_FIELD",
+    "TASK_TIME_KEY",
+    "TEST_DOUBLE_LABEL",
+    "TIMING_FIELD",
+    "FaultKnobs",
+    "NonLoopbackHostError",
+    "ReferenceConfig",
+    "ReferenceServer",
+    "RequestRecord",
+    "add_reference_arguments",
+    "argv_for_subprocess",
+    "argv_from_config",
+    "config_from_arguments",
+    "create_app",
+    "error_positions",
+    "serve",
+]

@@ -1,0 +1,92 @@
+"""The reference endpoint's command-line flags, both ways: flags -> ReferenceConfig, and config -> flags.
+
+``cli.py`` (serve-reference) adds these flags to its own parser; ``__main__`` and ``argv_for_subprocess`` use
+them too, so a config survives the trip to a separate process unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from trtmc_videoqa.reference.config import (
+    DEFAULT_HOST,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_SAMPLING_POLICY,
+    FaultKnobs,
+    ReferenceConfig,
+)
+from trtmc_videoqa.reference.labels import DEFAULT_MODEL_NAME
+
+
+def add_reference_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    listen = parser.add_argument_group("listening (loopback only unless --allow-non-loopback)")
+    listen.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
+    listen.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default)")
+    listen.add_argument("--allow-non-loopback", action="store_true", help="allow a host beyond this machine")
+    listen.add_argument("--url-file", type=Path, help="write the base URL here once the port is bound")
+    serving = parser.add_argument_group("serving")
+    serving.add_argument("--model-name", default=DEFAULT_MODEL_NAME, help="model id to serve (must say 'reference')")
+    serving.add_argument("--sampling-policy", default=DEFAULT_SAMPLING_POLICY,
+                         help=f"frames the endpoint samples, a media.sampling spec (default {DEFAULT_SAMPLING_POLICY})")
+    serving.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES,
+                         help=f"larger request bodies get HTTP 413 (default {DEFAULT_MAX_BODY_BYTES})")
+    serving.add_argument("--records", type=Path, help="append one JSONL record per chat request here")
+    faults = parser.add_argument_group("fault knobs (tests)")
+    faults.add_argument("--added-task-ms", type=float, default=0.0, help="sleep this long inside the timed task")
+    faults.add_argument("--error-rate", type=float, default=0.0,
+                        help="answer HTTP 500 to chat request n when floor(n*rate) > floor((n-1)*rate)")
+    faults.add_argument("--crash-after", type=int, help="answer N chat requests, then exit hard on the next")
+    faults.add_argument("--ready-after-s", type=float, default=0.0, help="/health/ready says 503 until then")
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return add_reference_arguments(
+        argparse.ArgumentParser(
+            prog="python -m trtmc_videoqa.reference",
+            description="The reference endpoint: a test double for a video-capable trtmc-server (not a TRTMC model).",
+        )
+    )
+
+
+def config_from_arguments(arguments: argparse.Namespace) -> ReferenceConfig:
+    """Raises pydantic.ValidationError (a ValueError) naming the bad flag's field."""
+    return ReferenceConfig(
+        host=arguments.host,
+        port=arguments.port,
+        allow_non_loopback=arguments.allow_non_loopback,
+        url_file=arguments.url_file,
+        model_name=arguments.model_name,
+        sampling_policy=arguments.sampling_policy,
+        max_body_bytes=arguments.max_body_bytes,
+        records_path=arguments.records,
+        faults=FaultKnobs(
+            added_task_ms=arguments.added_task_ms,
+            error_rate=arguments.error_rate,
+            crash_after=arguments.crash_after,
+            ready_after_s=arguments.ready_after_s,
+        ),
+    )
+
+
+def argv_from_config(config: ReferenceConfig) -> list[str]:
+    argv = [
+        "--host", config.host,
+        "--port", str(config.port),
+        "--model-name", config.model_name,
+        "--sampling-policy", config.sampling_policy,
+        "--max-body-bytes", str(config.max_body_bytes),
+        "--added-task-ms", repr(config.faults.added_task_ms),
+        "--error-rate", repr(config.faults.error_rate),
+        "--ready-after-s", repr(config.faults.ready_after_s),
+    ]
+    if config.allow_non_loopback:
+        argv.append("--allow-non-loopback")
+    if config.url_file is not None:
+        argv += ["--url-file", str(config.url_file)]
+    if config.records_path is not None:
+        argv += ["--records", str(config.records_path)]
+    if config.faults.crash_after is not None:
+        argv += ["--crash-after", str(config.faults.crash_after)]
+    return argv

@@ -1,0 +1,97 @@
+"""The reference endpoint's settings, checked once at the boundary: where it listens, how it samples, its faults."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from trtmc_videoqa.media import SamplingPolicy
+from trtmc_videoqa.reference.labels import DEFAULT_MODEL_NAME
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_SAMPLING_POLICY = "uniform:16"
+# trtmc-server's --max-body-bytes default.
+DEFAULT_MAX_BODY_BYTES = 1 << 20
+
+
+class NonLoopbackHostError(ValueError):
+    """The endpoint was asked to listen beyond this machine without saying so explicitly."""
+
+
+def is_loopback_host(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_loopback(host: str, *, allow_non_loopback: bool) -> None:
+    if not allow_non_loopback and not is_loopback_host(host):
+        raise NonLoopbackHostError(
+            f"host {host!r} is not a loopback address; the reference endpoint listens on 127.0.0.1 or ::1 only, "
+            "unless allow_non_loopback=True (--allow-non-loopback) is given on purpose"
+        )
+
+
+class FaultKnobs(BaseModel):
+    """Faults for tests. Chat requests are numbered 1, 2, 3, ... in arrival order; every position counts,
+    whatever the request's own outcome."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    added_task_ms: float = Field(default=0.0, ge=0.0, description="slept inside the timed section of each answer")
+    error_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="fraction of chat requests answered HTTP 500, at fixed positions: request n fails when "
+        "floor(n*rate) > floor((n-1)*rate) (0.5 -> 2, 4, 6, ...; 0.25 -> 4, 8, ...; 1 -> all)",
+    )
+    crash_after: int | None = Field(
+        default=None,
+        ge=0,
+        description="answer this many chat requests, then exit the process hard (os._exit) when the next arrives, "
+        "without answering it",
+    )
+    ready_after_s: float = Field(default=0.0, ge=0.0, description="/health/ready says 503 until this long after start")
+
+
+class ReferenceConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = DEFAULT_HOST
+    port: int = Field(default=0, ge=0, le=65535, description="0 picks a free port")
+    allow_non_loopback: bool = False
+    model_name: str = DEFAULT_MODEL_NAME
+    sampling_policy: str = DEFAULT_SAMPLING_POLICY
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, gt=0)
+    records_path: Path | None = None
+    url_file: Path | None = Field(default=None, description="the base URL is written here once the port is bound")
+    faults: FaultKnobs = FaultKnobs()
+
+    @field_validator("model_name")
+    @classmethod
+    def _name_says_reference(cls, name: str) -> str:
+        # A test double must not be mistaken for a served checkpoint in anyone's records.
+        if "reference" not in name.lower():
+            raise ValueError(f"model name {name!r} must contain 'reference' (the endpoint is a test double)")
+        return name
+
+    @field_validator("sampling_policy")
+    @classmethod
+    def _policy_parses(cls, spec: str) -> str:
+        SamplingPolicy.parse(spec)  # ValueError names what is wrong with it
+        return spec
+
+    @property
+    def sampling(self) -> SamplingPolicy:
+        return SamplingPolicy.parse(self.sampling_policy)
+
+    @model_validator(mode="after")
+    def _loopback_unless_allowed(self) -> ReferenceConfig:
+        check_loopback(self.host, allow_non_loopback=self.allow_non_loopback)
+        return self

@@ -1,0 +1,24 @@
+"""The names that mark everything the reference endpoint produces as a test double, and its response fields."""
+
+from __future__ import annotations
+
+SERVED_BY = "trtmc-videoqa-reference"
+TEST_DOUBLE_LABEL = f"{SERVED_BY} (test double)"
+NOT_A_MODEL_NOTE = "reference endpoint: a test double that answers the synthetic clip by computation, not a TRTMC model"
+
+DEFAULT_MODEL_NAME = "trtmc-videoqa-reference"
+
+SERVED_BY_HEADER = "X-Served-By"
+REQUEST_ID_HEADER = "X-Request-ID"
+
+# The server's own task time, in the shape perf_serving uses (trtmc.md §3.3). The qualification step records
+# which field it read, so the name lives here, once.
+TIMING_FIELD = "trtmc_timing"
+TASK_TIME_KEY = "model_call_ms"
+TASK_TIME_FIELD = f"{TIMING_FIELD}.{TASK_TIME_KEY}"
+
+# What the endpoint saw and did for one request, next to the OpenAI fields of the response.
+OBSERVATION_FIELD = "reference_observation"
+
+RECORD_SCHEMA = "trtmc-videoqa.reference-record/v1"
+CANNOT_TELL = "I cannot tell from this clip."

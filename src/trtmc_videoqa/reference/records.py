@@ -1,0 +1,72 @@
+"""One JSONL line per chat request, written and flushed as the request finishes, in the style of trtmc-server's
+--records: a crash loses at most the request in flight, never the lines before it."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import BaseModel, ConfigDict
+
+from trtmc_videoqa.reference.labels import RECORD_SCHEMA, SERVED_BY, TEST_DOUBLE_LABEL
+
+
+class RequestRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_: str = RECORD_SCHEMA
+    served_by: str = SERVED_BY
+    label: str = TEST_DOUBLE_LABEL
+    test_double: bool = True
+    request_id: str
+    sequence: int  # 1-based arrival position among chat requests (the fault knobs count these)
+    received_at: datetime  # wall clock, UTC
+    finished_at: datetime
+    status: int
+    error: str | None
+    model: str
+    handler_ms: float
+    queue_ms: float | None
+    model_call_ms: float | None  # the task time: decode start to answer, monotonic clock
+    sampling_policy: str
+    frame_count: int | None
+    frame_indices: list[int] | None
+    question_id: str | None
+    answer: str | None
+    finish_reason: str | None
+    clip_sha256: str | None
+    clip_bytes: int | None
+
+    def json_line(self) -> str:
+        data: dict[str, Any] = self.model_dump(mode="json")
+        return json.dumps({"schema": data.pop("schema_"), **data}, separators=(",", ":")) + "\n"
+
+
+class RecordWriter:
+    """Appends records to one file; safe to call from the event loop and worker threads alike."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._stream: TextIO | None = None
+
+    def write(self, record: RequestRecord) -> None:
+        if self.path is None:
+            return
+        line = record.json_line()
+        with self._lock:
+            if self._stream is None:  # opened on the first record, so an app that never serves leaves no handle
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._stream = self.path.open("a", encoding="utf-8")
+            self._stream.write(line)
+            # Into the kernel now: an os._exit (the crash knob) or a kill keeps every line written so far.
+            self._stream.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._stream is not None:
+                self._stream.close()
+                self._stream = None

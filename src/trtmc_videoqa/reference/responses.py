@@ -1,0 +1,94 @@
+"""The JSON bodies the endpoint answers with: OpenAI chat completion (plus timing and observation), errors, health."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from trtmc_videoqa.reference.labels import (
+    NOT_A_MODEL_NOTE,
+    OBSERVATION_FIELD,
+    SERVED_BY,
+    TEST_DOUBLE_LABEL,
+    TIMING_FIELD,
+)
+
+
+@dataclass(frozen=True)
+class Timing:
+    queue_ms: float
+    model_call_ms: float
+    handler_ms: float
+
+    def body(self) -> dict[str, float]:
+        return {"queue_ms": round(self.queue_ms, 3), "model_call_ms": round(self.model_call_ms, 3),
+                "handler_ms": round(self.handler_ms, 3)}
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def cut_to_tokens(text: str, max_tokens: int | None) -> tuple[str, str]:
+    """(content, finish_reason): tokens are whitespace-separated words; "length" when max_tokens cut it."""
+    words = text.split()
+    if max_tokens is not None and len(words) > max_tokens:
+        return " ".join(words[:max_tokens]), "length"
+    return text, "stop"
+
+
+def label_fields() -> dict[str, Any]:
+    return {"served_by": SERVED_BY, "label": TEST_DOUBLE_LABEL, "test_double": True}
+
+
+def chat_completion_body(
+    *,
+    request_id: str,
+    model: str,
+    content: str,
+    finish_reason: str,
+    prompt_text: str,
+    timing: Timing,
+    observation: dict[str, Any],
+) -> dict[str, Any]:
+    completion_tokens = word_count(content)
+    prompt_tokens = word_count(prompt_text)  # text only; the clip is not tokenised by a test double
+    return {
+        "id": f"chatcmpl-{request_id}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": TEST_DOUBLE_LABEL,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+        TIMING_FIELD: timing.body(),
+        OBSERVATION_FIELD: {**label_fields(), "note": NOT_A_MODEL_NOTE, "request_id": request_id, **observation},
+    }
+
+
+def error_body(status: int, message: str, error_type: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": error_type, "code": status}, **label_fields()}
+
+
+def models_body(model: str, created: int) -> dict[str, Any]:
+    return {
+        "object": "list",
+        "data": [{"id": model, "object": "model", "created": created, "owned_by": TEST_DOUBLE_LABEL}],
+    }
+
+
+def readiness_body(*, ready: bool, model: str) -> dict[str, Any]:
+    return {
+        "status": "ready" if ready else "starting",
+        "ready": ready,
+        "degraded": False,
+        "models": [model],
+        **label_fields(),
+    }

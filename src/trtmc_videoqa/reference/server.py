@@ -1,0 +1,145 @@
+"""Run the app under uvicorn: in a background thread (tests, in-process use) or in the foreground (the CLI).
+
+The socket is bound here, before uvicorn starts, so port 0 yields a known port and a non-loopback address is
+refused even when the config was built without validation.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+import uvicorn
+
+from trtmc_videoqa.reference.app import create_app
+from trtmc_videoqa.reference.cli_args import argv_from_config
+from trtmc_videoqa.reference.config import ReferenceConfig, check_loopback
+
+STARTUP_TIMEOUT_S = 15.0
+STOP_TIMEOUT_S = 10.0
+
+
+def bind_socket(config: ReferenceConfig) -> socket.socket:
+    check_loopback(config.host, allow_non_loopback=config.allow_non_loopback)
+    family, kind, proto, _, address = socket.getaddrinfo(config.host, config.port, type=socket.SOCK_STREAM)[0]
+    # "localhost" could resolve anywhere; what is bound must be loopback too.
+    check_loopback(address[0], allow_non_loopback=config.allow_non_loopback)
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def socket_url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
+    return f"http://{shown}:{port}"
+
+
+def write_url_file(path: Path, url: str) -> None:
+    """Atomically, so a process polling for it never reads half a URL."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_text(url + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+def _uvicorn_server(config: ReferenceConfig) -> uvicorn.Server:
+    # No logging config and no access log: library code prints nothing; warnings reach stderr via logging.
+    return uvicorn.Server(
+        uvicorn.Config(
+            create_app(config), log_config=None, log_level="warning", access_log=False, lifespan="on",
+            timeout_graceful_shutdown=2,
+        )
+    )
+
+
+class ReferenceServer:
+    """``with ReferenceServer(config) as server: httpx.get(server.url + "/health/live")``.
+
+    Runs in a daemon thread of this process, so the crash knob (os._exit) would end this process too:
+    use ``argv_for_subprocess`` for that.
+    """
+
+    def __init__(self, config: ReferenceConfig | None = None) -> None:
+        self.config = config or ReferenceConfig()
+        self._socket: socket.socket | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._url: str | None = None
+
+    @property
+    def url(self) -> str:
+        if self._url is None:
+            raise RuntimeError("the reference server is not running; use it as a context manager")
+        return self._url
+
+    def start(self) -> ReferenceServer:
+        self._socket = bind_socket(self.config)
+        self._server = _uvicorn_server(self.config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, name="trtmc-videoqa-reference",
+            daemon=True,
+        )
+        self._thread.start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the reference server did not start (see the warnings logged on stderr)")
+            time.sleep(0.01)
+        self._url = socket_url(self._socket)
+        if self.config.url_file is not None:
+            write_url_file(self.config.url_file, self._url)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(STOP_TIMEOUT_S)
+        if self._socket is not None:
+            self._socket.close()
+        self._server = self._thread = self._socket = None
+        self._url = None
+
+    def __enter__(self) -> ReferenceServer:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def serve(config: ReferenceConfig, on_listening: Callable[[str], None] | None = None) -> int:
+    """Serve in the foreground until interrupted (SIGINT/SIGTERM stop it gracefully); returns the exit code."""
+    sock = bind_socket(config)
+    try:
+        url = socket_url(sock)
+        server = _uvicorn_server(config)
+        if config.url_file is not None:
+            write_url_file(config.url_file, url)
+        if on_listening is not None:
+            on_listening(url)
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0
+
+
+def argv_for_subprocess(config: ReferenceConfig) -> list[str]:
+    """The argv that runs this config as a separate process: ``[python, -m, trtmc_videoqa.reference, ...]``."""
+    return [sys.executable, "-m", "trtmc_videoqa.reference", *argv_from_config(config)]

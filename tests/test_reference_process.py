@@ -1,0 +1,89 @@
+"""The reference endpoint as a separate process: slow readiness, and the crash knob that kills it mid-run."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from trtmc_videoqa.media import chat_request_body, video_data_url
+from trtmc_videoqa.reference import (
+    CRASH_EXIT_CODE,
+    TEST_DOUBLE_LABEL,
+    FaultKnobs,
+    ReferenceConfig,
+    argv_for_subprocess,
+)
+from trtmc_videoqa.workloads import builtin_workload
+from trtmc_videoqa.workloads.synthetic import make_clip
+
+START_TIMEOUT_S = 30
+
+
+@contextmanager
+def reference_process(tmp_path: Path, faults: FaultKnobs) -> Iterator[tuple[subprocess.Popen, str]]:
+    """Start ``python -m trtmc_videoqa.reference`` and wait for the URL it writes once its port is bound."""
+    url_file = tmp_path / "url"
+    config = ReferenceConfig(url_file=url_file, records_path=tmp_path / "records.jsonl", faults=faults)
+    with (tmp_path / "stderr.log").open("wb") as stderr:
+        process = subprocess.Popen(argv_for_subprocess(config), stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not url_file.exists():
+            assert process.poll() is None, (tmp_path / "stderr.log").read_text()
+            assert time.monotonic() < deadline, "the reference process did not bind a port in time"
+            time.sleep(0.02)
+        yield process, url_file.read_text().strip()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def chat_body(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    url = video_data_url(make_clip(tmp_path_factory.mktemp("reference-process") / "forward.mp4"))
+    prompt = builtin_workload("synthetic").prompt("synthetic-direction").text
+    return chat_request_body("trtmc-videoqa-reference", prompt, url, max_tokens=16)
+
+
+def test_subprocess_is_live_at_once_and_ready_only_after_the_delay(tmp_path):
+    with reference_process(tmp_path, FaultKnobs(ready_after_s=1.0)) as (process, url):
+        started = time.monotonic()
+        assert httpx.get(url + "/health/live").status_code == 200
+        statuses = []
+        while time.monotonic() - started < 10:
+            status = httpx.get(url + "/health/ready").status_code
+            statuses.append(status)
+            if status == 200:
+                break
+            time.sleep(0.1)
+        assert statuses[0] == 503 and statuses[-1] == 200
+        assert set(statuses[:-1]) == {503}
+        process.send_signal(signal.SIGINT)
+        assert process.wait(10) == 128 + signal.SIGINT  # a graceful stop, not a traceback
+    listening = (tmp_path / "stderr.log").read_text().strip().splitlines()
+    assert listening == [f"{TEST_DOUBLE_LABEL} listening on {url}"]
+
+
+def test_crash_after_n_exits_hard_and_keeps_the_earlier_records(tmp_path, chat_body):
+    with reference_process(tmp_path, FaultKnobs(crash_after=2)) as (process, url):
+        for request_id in ("first", "second"):
+            response = httpx.post(url + "/v1/chat/completions", json=chat_body, headers={"X-Request-ID": request_id},
+                                  timeout=30)
+            assert response.status_code == 200
+        # The third request dies with the process, unanswered: a closed or reset connection, as AIPerf would see it.
+        with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
+            httpx.post(url + "/v1/chat/completions", json=chat_body, headers={"X-Request-ID": "third"}, timeout=30)
+        assert process.wait(10) == CRASH_EXIT_CODE
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(url + "/health/live", timeout=5)
+    lines = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert [(line["request_id"], line["status"]) for line in lines] == [("first", 200), ("second", 200)]
