@@ -1,0 +1,66 @@
+"""Decoded pixels: the frames at chosen indices, and a hash of every frame's RGB pixels.
+
+Clips are a few seconds long, so each call decodes the clip once from the start and picks what it needs
+(seeking lands on the previous keyframe anyway, which for a typical x264 clip is frame 0; media.md §2.5).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from contextlib import closing
+
+import av
+import av.error
+import numpy as np
+
+from .source import DEFAULT_MAX_BYTES, ClipSource, decode_failure, load_clip, open_video
+
+
+def decode_frames(
+    source: ClipSource, indices: Sequence[int], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> list[np.ndarray]:
+    """The frames at ``indices`` (presentation order, 0-based), in the order asked, as HxWx3 uint8 RGB arrays."""
+    wanted = list(indices)
+    for index in wanted:
+        if isinstance(index, bool) or not isinstance(index, int | np.integer) or index < 0:
+            raise ValueError(f"frame indices must be non-negative integers, got {index!r}")
+    data, clip = load_clip(source, max_bytes=max_bytes)
+    if not wanted:
+        return []
+    needed = set(wanted)
+    last_needed = max(needed)
+    picked: dict[int, np.ndarray] = {}
+    seen = 0
+    with closing(_frames(data, clip)) as frames:  # stops decoding (and closes the file) after the last one needed
+        for position, frame in enumerate(frames):
+            seen = position + 1
+            if position in needed:
+                picked[position] = frame.to_ndarray(format="rgb24")
+            if position == last_needed:
+                break
+    missing = sorted(needed - picked.keys())
+    if missing:
+        raise ValueError(f"frame index {missing[0]} is out of range: clip {clip} has {seen} frames")
+    return [picked[index] for index in wanted]
+
+
+def decoded_rgb_sha256(source: ClipSource, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """sha256 over every frame's RGB24 pixels (rows packed, frames in presentation order).
+
+    A secondary identity: it survives a re-mux, but RGB conversion may change between FFmpeg versions, so the
+    file's sha256 stays the primary one (media.md §2.5).
+    """
+    data, clip = load_clip(source, max_bytes=max_bytes)
+    digest = hashlib.sha256()
+    for frame in _frames(data, clip):
+        digest.update(frame.to_ndarray(format="rgb24").tobytes())
+    return digest.hexdigest()
+
+
+def _frames(data: bytes, clip: str) -> Iterator[av.VideoFrame]:
+    with open_video(data, clip) as (container, stream):
+        try:
+            yield from container.decode(stream)
+        except av.error.FFmpegError as error:
+            raise decode_failure(clip, error) from None

@@ -1,0 +1,156 @@
+"""probe_clip on every container the tool must read, against what the synthetic clips are known to hold."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import av
+import pytest
+from media_clips import FRAMES, HEIGHT, WIDTH, Clips, clips  # noqa: F401  (clips is a fixture)
+
+from trtmc_videoqa.media import (
+    COUNT_BY_DECODING,
+    COUNT_BY_PACKETS,
+    ClipManifest,
+    decoded_rgb_sha256,
+    probe_clip,
+)
+
+# container -> (demuxer, decoder, canonical codec, profile, pix_fmt, frames declared, fps, bit-rate source,
+#               first pts, last pts)
+EXPECTED = {
+    "mp4": ("mov,mp4,m4a,3gp,3g2,mj2", "h264", "h264", "High", "yuv420p", 48, "24/1", "stream", 0.0, 1.958333),
+    "webm": ("matroska,webm", "vp9", "vp9", "Profile 0", "yuv420p", 0, "24/1", "derived: size*8/duration",
+             0.0, 1.958),
+    "mkv": ("matroska,webm", "h264", "h264", "High", "yuv420p", 0, "24/1", "derived: size*8/duration", 0.0, 1.958),
+    "avi": ("avi", "mpeg4", "mpeg4", "Simple Profile", "yuv420p", 48, "24/1", "derived: size*8/duration",
+            0.0, 1.958333),
+    # MPEG-PS: the muxer starts the clock at 0.54 s (media.md: cityCC0.mpg too), declares no frame count, and
+    # for this clip stamps frame 35 as 36, so the last of the 48 frames sits at 2.0 s after the first
+    "mpg": ("mpeg", "mpeg2video", "mpeg2video", "Main", "yuv420p", 0, "24/1", "derived: size*8/duration",
+            0.541667, 2.541667),
+    # GIF delays are in 1/100 s; average_rate reads 25 although the frames are 1/24 s apart on average
+    "gif": ("gif", "gif", "gif", None, "bgra", 48, "25/1", "derived: size*8/duration", 0.0, 1.96),
+}
+
+
+@pytest.fixture(scope="module")
+def manifests(clips: Clips) -> dict[str, ClipManifest]:
+    return {name: probe_clip(getattr(clips, name)) for name in EXPECTED}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_probe_reports_each_containers_facts(name: str, clips: Clips, manifests: dict[str, ClipManifest]) -> None:
+    demuxer, decoder, codec, profile, pix_fmt, declared, fps, bit_rate_source, first, last = EXPECTED[name]
+    path = getattr(clips, name)
+    manifest = manifests[name]
+    data = path.read_bytes()
+
+    assert manifest.path == str(path)
+    assert manifest.sha256 == hashlib.sha256(data).hexdigest()
+    assert manifest.bytes == len(data)
+    assert manifest.container == demuxer
+    assert manifest.container_long_name
+    assert (manifest.codec.decoder, manifest.codec.name, manifest.codec.profile, manifest.codec.pix_fmt) == (
+        decoder, codec, profile, pix_fmt)
+    assert manifest.codec.long_name
+    assert (manifest.width, manifest.height) == (WIDTH, HEIGHT)
+    assert manifest.fps == fps and manifest.fps_source == "average_rate"
+    assert manifest.fps_float == pytest.approx(int(fps.split("/")[0]))
+    assert manifest.frames_declared == declared
+    assert manifest.frames_counted == FRAMES
+    assert manifest.frame_count_method == COUNT_BY_PACKETS == "packets, first and last frame decoded"
+    assert manifest.frames_mismatch is False and manifest.frames_mismatch_message is None
+    assert manifest.first_pts_s == pytest.approx(first, abs=1e-6)
+    assert manifest.last_pts_s == pytest.approx(last, abs=1e-6)
+    assert manifest.start_time_s == pytest.approx(first, abs=1e-6)
+    # what the timestamps cover, whatever the header says: 48 frames at 24 fps (one more frame for the gap in mpg)
+    assert manifest.frames_span_s == pytest.approx(last - first + 1 / 24, abs=0.002)
+    assert manifest.duration_source == "container" and manifest.duration_s > 0
+    assert manifest.bit_rate_source == bit_rate_source and manifest.bit_rate > 0
+    if bit_rate_source.startswith("derived"):
+        assert manifest.bit_rate == round(len(data) * 8 / manifest.duration_s)
+    assert manifest.audio is None
+    assert manifest.decoded_rgb_sha256 is None  # only when asked for
+
+
+def test_container_durations_for_whole_file_formats(manifests: dict[str, ClipManifest]) -> None:
+    # mp4, webm, mkv, avi and GIF state 2.0 s; MPEG-PS's is FFmpeg's estimate from timestamps, and it is short
+    assert {name: m.duration_s for name, m in manifests.items() if name != "mpg"} == dict.fromkeys(
+        ["mp4", "webm", "mkv", "avi", "gif"], 2.0)
+    assert manifests["mpg"].duration_s < manifests["mpg"].frames_span_s
+
+
+def test_probe_tool_names_av_and_ffmpeg(manifests: dict[str, ClipManifest]) -> None:
+    tool = manifests["mp4"].probe_tool
+    assert tool.av == av.__version__
+    assert re.fullmatch(r"\d+\.\d+(\.\d+)?", tool.ffmpeg)
+    assert set(tool.libraries) >= {"libavcodec", "libavformat", "libavutil"}
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+", version) for version in tool.libraries.values())
+
+
+def test_audio_track_is_recorded(clips: Clips) -> None:
+    manifest = probe_clip(clips.mp4_audio)
+    assert manifest.audio == "aac"
+    assert manifest.frames_counted == FRAMES
+
+
+def test_duration_falls_back_to_the_frames_when_no_header_states_it(clips: Clips) -> None:
+    # a raw MPEG-4 elementary stream carries no duration in the container or the stream
+    with av.open(str(clips.m4v)) as container:
+        assert container.duration is None and container.streams.video[0].duration is None
+    manifest = probe_clip(clips.m4v)
+    assert manifest.duration_source == "last pts + frame duration"
+    assert manifest.frames_counted == FRAMES
+    # the packets are 1/24 s apart and the last one lasts 1/24 s (the raw demuxer's guessed rate says 25)
+    assert manifest.duration_s == manifest.frames_span_s == 2.0
+    assert manifest.fps == "25/1"
+
+
+def test_declared_count_that_disagrees_with_the_content_is_flagged(clips: Clips) -> None:
+    manifest = probe_clip(clips.avi_overstated)
+    assert (manifest.frames_declared, manifest.frames_counted) == (60, FRAMES)
+    assert manifest.frames_mismatch is True
+    assert manifest.frames_mismatch_message == (
+        "the container declares 60 frames but 48 were counted (packets, first and last frame decoded); "
+        "its index disagrees with its content: re-export the clip")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_decode_all_counts_decoded_frames_and_agrees_with_packets(
+    name: str, clips: Clips, manifests: dict[str, ClipManifest]
+) -> None:
+    decoded = probe_clip(getattr(clips, name), decode_all=True)
+    assert decoded.frame_count_method == COUNT_BY_DECODING == "decoded all frames"
+    assert decoded.frames_counted == manifests[name].frames_counted == FRAMES
+    assert (decoded.first_pts_s, decoded.last_pts_s) == (manifests[name].first_pts_s, manifests[name].last_pts_s)
+    assert decoded.decoded_rgb_sha256 is None
+
+
+def test_decode_all_also_flags_the_mismatch(clips: Clips) -> None:
+    manifest = probe_clip(clips.avi_overstated, decode_all=True)
+    assert manifest.frames_mismatch and "48 were counted (decoded all frames)" in (manifest.frames_mismatch_message
+                                                                                    or "")
+
+
+def test_pixel_hash_is_filled_only_when_asked_and_matches_the_function(clips: Clips) -> None:
+    manifest = probe_clip(clips.mp4, hash_pixels=True)
+    assert manifest.frame_count_method == COUNT_BY_DECODING
+    assert manifest.decoded_rgb_sha256 == decoded_rgb_sha256(clips.mp4)
+    assert decoded_rgb_sha256(clips.mp4) == decoded_rgb_sha256(clips.mp4.read_bytes())
+    # the same pixels re-muxed into Matroska hash the same; a different codec (lossy VP9) does not
+    assert decoded_rgb_sha256(clips.mkv) == manifest.decoded_rgb_sha256
+    assert decoded_rgb_sha256(clips.webm) != manifest.decoded_rgb_sha256
+
+
+def test_manifest_round_trips_through_json(manifests: dict[str, ClipManifest]) -> None:
+    for manifest in manifests.values():
+        assert ClipManifest.model_validate_json(manifest.model_dump_json()) == manifest
+
+
+def test_faststart_mp4_probes_like_the_plain_one(clips: Clips, manifests: dict[str, ClipManifest]) -> None:
+    manifest = probe_clip(clips.mp4_faststart)
+    assert clips.mp4_faststart.read_bytes()[36:40] == b"moov"  # index before the media data
+    assert manifest.frames_counted == FRAMES and manifest.duration_s == 2.0
+    assert manifest.sha256 != manifests["mp4"].sha256

@@ -1,0 +1,62 @@
+"""Decoded frames come back in the asked order with the right content, and the strip shows exactly them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from media_clips import HEIGHT, WIDTH, Clips, clips, measured_square_x, square_x  # noqa: F401  (clips: fixture)
+from PIL import Image
+
+from trtmc_videoqa.media import SamplingPolicy, decode_frames, probe_clip, write_strip
+
+
+@pytest.mark.parametrize("name", ["mp4", "webm", "mkv", "avi", "mpg", "gif"])
+def test_decoded_frames_are_rgb_in_the_asked_order(name: str, clips: Clips) -> None:
+    indices = [47, 0, 20, 20, 7]
+    frames = decode_frames(getattr(clips, name), indices)
+    assert len(frames) == len(indices)
+    for index, pixels in zip(indices, frames):
+        assert pixels.shape == (HEIGHT, WIDTH, 3) and pixels.dtype == np.uint8
+        assert abs(measured_square_x(pixels) - square_x(index)) <= 1, (name, index)
+
+
+def test_square_moves_left_to_right_over_the_uniform_8_frames(clips: Clips) -> None:
+    resolved = SamplingPolicy.parse("uniform:8").resolve(48, 24)
+    positions = [measured_square_x(pixels) for pixels in decode_frames(clips.mp4, resolved.indices)]
+    assert positions == sorted(positions) and len(set(positions)) == 8
+
+
+def test_bytes_and_path_decode_the_same(clips: Clips) -> None:
+    from_path = decode_frames(clips.mp4, [3, 30])
+    from_bytes = decode_frames(clips.mp4.read_bytes(), [3, 30])
+    assert all(np.array_equal(a, b) for a, b in zip(from_path, from_bytes))
+    assert decode_frames(clips.mp4, []) == []
+
+
+@pytest.mark.parametrize("spec", ["uniform:8", "fps:2,min=4,max=768,even", "uniform:3,floor"])
+def test_strip_shows_the_picked_frames_side_by_side(spec: str, clips: Clips, tmp_path: Path) -> None:
+    manifest = probe_clip(clips.mp4)
+    resolved = SamplingPolicy.parse(spec).resolve(manifest.frames_counted, manifest.fps, manifest.start_time_s)
+    out = write_strip(clips.mp4, resolved, tmp_path / "strips" / "frames.png")
+    assert out == tmp_path / "strips" / "frames.png" and out.is_file()
+    assert sorted(p.name for p in out.parent.iterdir()) == ["frames.png"]  # no temporary file left behind
+    with Image.open(out) as image:
+        assert image.format == "PNG"
+        assert image.width == len(resolved.indices) * WIDTH
+        assert image.height > HEIGHT  # a label band below the frames
+        strip = np.asarray(image.convert("RGB"))
+    frames = decode_frames(clips.mp4, resolved.indices)
+    for slot, pixels in enumerate(frames):
+        assert np.array_equal(strip[:HEIGHT, slot * WIDTH : (slot + 1) * WIDTH], pixels)
+        band = strip[HEIGHT:, slot * WIDTH : (slot + 1) * WIDTH]
+        assert band.max() > 120 and band.min() < 30  # light (anti-aliased) label text on the dark band
+
+
+def test_strip_refuses_an_empty_pick(clips: Clips, tmp_path: Path) -> None:
+    resolved = SamplingPolicy.parse("uniform:8").resolve(48, 24).model_copy(update={"indices": [],
+                                                                                       "timestamps_s": []})
+    with pytest.raises(ValueError, match="picks no frames"):
+        write_strip(clips.mp4, resolved, tmp_path / "empty.png")
+    assert not (tmp_path / "empty.png").exists()
