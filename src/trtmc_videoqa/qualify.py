@@ -25,7 +25,7 @@ from .artifacts import write_model_atomic, write_text_atomic
 from .endpoint_run import EndpointMeasurement, RunSettings, measure_endpoint
 from .pins import tool_versions
 from .results import CheckpointEntry, Inventory, Provenance, ResultRow, StageResult
-from .serving.process import ServerProblem, ServerProcess, free_loopback_port
+from .serving.process import ServerProblem, ServerProcess, free_loopback_port, served_model
 from .trtmc_steps import (Toolchain, build_argv, bundle_path, bundles_built_by, correctness_argv, correctness_env,
                           correctness_test, file_digest, server_argv)
 from .workloads import Workload
@@ -387,7 +387,8 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
             serve = StageResult(name="serve", status="passed", detail=f"ready after {server.ready_after_s:.1f} s",
                                 wall_s=round(time.monotonic() - started, 3), evidence=["server.log"])
             row = row.model_copy(update={"stages": row.stages + [serve]})
-            measurement = measure_endpoint(url=url, model=entry.profile, workload=job.workload, settings=job.settings,
+            model = served_model(url, entry.profile, api_key=job.api_key)
+            measurement = measure_endpoint(url=url, model=model, workload=job.workload, settings=job.settings,
                                            aiperf=job.aiperf, tokenizer=job.tokenizer, row_dir=row_dir,
                                            api_key=job.api_key, server_records=records, alive=lambda: server.alive,
                                            progress=lambda m: job.progress(f"{entry.profile}: {m}"))

@@ -15,7 +15,6 @@ from .aiperf.command import API_KEY_PLACEHOLDER
 from .aiperf.locate import AiperfProblem, locate_aiperf
 from .aiperf.tokenizer import choose_tokenizer
 from .artifacts import write_model_atomic, write_text_atomic
-from .endpoint_run import RunSettings
 from .pins import load_pins
 from .results import ResultRow
 
@@ -64,7 +63,9 @@ def _progress(quiet: bool):
     return lambda message: print(f"  {message}", file=sys.stderr, flush=True)
 
 
-def _settings(args: argparse.Namespace) -> RunSettings:
+def _settings(args: argparse.Namespace):
+    from .endpoint_run import RunSettings
+
     if args.repeats < 1 or args.warmup < 0 or args.concurrency < 1:
         raise _BadInput("--repeats and --concurrency must be at least 1 and --warmup at least 0")
     return RunSettings(repeats=args.repeats, warmup=args.warmup, concurrency=args.concurrency,

@@ -8,6 +8,7 @@ from html import escape
 from pathlib import Path
 
 from ..results import Report, ResultRow
+from .markdown import served_by_test_double
 
 _STATUS_COLOURS = {"aiperf-qualified": "#1a7f37", "endpoint-qualified": "#1a7f37", "family-validated": "#4d8f3a",
                    "implemented": "#8a6d00", "planned": "#57606a", "unsupported": "#57606a", "blocked": "#9a6700",
@@ -91,7 +92,7 @@ def render_html(report: Report, frames_png: Path | None = None) -> str:
                      f'the first clip.</p><img class="strip" alt="frame strip" src="data:image/png;base64,{encoded}">')
     for row in report.rows:
         parts.append(f"<h2>{escape(row.profile)} {_status(row)}</h2><p>{escape(row.status_reason)}</p>")
-        if row.reference_self_test:
+        if served_by_test_double(row):
             parts.append('<p class="note">Reference endpoint (test double): not a TRTMC model qualification.</p>')
         stages = "".join(f"<li>{escape(s.name)}: {escape(s.status)} — {escape(s.detail)}</li>" for s in row.stages)
         parts.append(f"<ul>{stages}</ul>")

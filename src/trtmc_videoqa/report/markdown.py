@@ -5,6 +5,11 @@ from __future__ import annotations
 from ..results import Report, ResultRow
 
 
+def served_by_test_double(row: ResultRow) -> bool:
+    """The row's server said it is a test double (the reference endpoint does, in every response)."""
+    return row.reference_self_test or "test double" in ((row.provenance.served_by or "") if row.provenance else "")
+
+
 def _ms(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
 
@@ -28,7 +33,7 @@ def status_table(report: Report) -> list[str]:
 
 def _row_details(row: ResultRow) -> list[str]:
     out = [f"### {row.profile}", "", f"- Status: **{row.status}** — {row.status_reason}"]
-    if row.reference_self_test:
+    if served_by_test_double(row):
         out.append("- Served by the reference endpoint, a **test double**: not a TRTMC model qualification")
     if row.status_evidence:
         out.append(f"- Evidence: {', '.join(f'`{e}`' for e in row.status_evidence)}")

@@ -109,3 +109,15 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def served_model(url: str, fallback: str, *, api_key: str | None = None) -> str:
+    """The model id the server serves (trtmc-server serves its --model-name), when it lists exactly one."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        with httpx.Client(timeout=10.0, trust_env=False) as client:
+            models = client.get(url.rstrip("/") + "/v1/models", headers=headers).json().get("data") or []
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return fallback
+    ids = [m.get("id") for m in models if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    return ids[0] if len(ids) == 1 else fallback

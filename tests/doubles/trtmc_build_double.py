@@ -1,0 +1,25 @@
+"""TEST DOUBLE for `trtmc build HF_ID --output X.bundle [--max-cache-length N]`: writes a labelled fake bundle."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="trtmc (test double)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("build")
+    build.add_argument("checkpoint")
+    build.add_argument("--output", type=Path, required=True)
+    build.add_argument("--max-cache-length", type=int)
+    args = parser.parse_args()
+    header = {"format": 1, "family": "test-double", "checkpoint": args.checkpoint, "backend": "none",
+              "test_double": True, "max_cache_length": args.max_cache_length}
+    args.output.write_bytes(json.dumps(header, sort_keys=True).encode() + b"\n" + b"\0" * 64)
+    print(f"test double: wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""TEST DOUBLE for `trtmc-server BUNDLE --model-name NAME ...`: serves the reference endpoint instead.
+
+It takes trtmc-server's flags, checks the bundle is a test-double bundle, and runs the reference endpoint (a
+labelled test double) on the same host, port, body limit and records file.
+"""
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="trtmc-server (test double)")
+    parser.add_argument("bundle", type=Path)
+    parser.add_argument("--model-name", required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--max-body-bytes", type=int, default=1 << 20)
+    parser.add_argument("--startup-timeout", type=float)
+    parser.add_argument("--request-timeout", type=float)
+    parser.add_argument("--records", type=Path)
+    args = parser.parse_args()
+    header = json.loads(args.bundle.read_bytes().split(b"\n", 1)[0])
+    if not header.get("test_double"):
+        print("trtmc-server test double: refusing a bundle that is not a test-double bundle", file=sys.stderr)
+        return 2
+    argv = [sys.executable, "-m", "trtmc_videoqa.reference", "--host", args.host, "--port", str(args.port),
+            "--max-body-bytes", str(args.max_body_bytes)]
+    if args.records:
+        argv += ["--records", str(args.records)]
+    os.execv(sys.executable, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""The qualification end to end, for real: the published AIPerf 0.13.0 against the reference endpoint over loopback,
+the TRTMC step chain through labelled test doubles, resume, reuse and --force."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from doubles.toolchain import install_doubles
+from trtmc_videoqa.results import Report, ResultRow
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DOUBLES = Path(__file__).parent / "doubles"
+
+
+def qualify(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "trtmc_videoqa", "qualify", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def row(out: Path, profile: str) -> ResultRow:
+    return ResultRow.model_validate_json((out / "checkpoints" / profile / "result.json").read_bytes())
+
+
+@pytest.fixture(scope="module")
+def self_test(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str], float]:
+    """The embedded default, exactly as the README's main job runs it."""
+    out = tmp_path_factory.mktemp("self-test")
+    start = time.monotonic()
+    done = qualify("--out", str(out))
+    return out, done, time.monotonic() - start
+
+
+def test_self_test_writes_every_report(self_test) -> None:
+    out, done, _ = self_test
+    assert done.returncode == 0, done.stderr
+    for name in ("report.json", "report.md", "report.html", "junit.xml", "workload/synthetic/frames.png",
+                 "workload/bigbuckbunny/forward.json"):
+        assert (out / name).is_file(), name
+    report = Report.model_validate_json((out / "report.json").read_bytes())
+    assert report.reference_self_test and "test double" in report.title
+    assert {r.profile: r.status for r in report.rows} == {
+        "reference-self-test.synthetic": "endpoint-qualified", "reference-self-test.bigbuckbunny": "endpoint-qualified"}
+    html = (out / "report.html").read_text()
+    assert "data:image/png;base64," in html and "<svg" in html and "test double" in html
+
+
+def test_every_request_accounted_for_and_warmup_apart(self_test) -> None:
+    out, _, _ = self_test
+    result = row(out, "reference-self-test.synthetic")
+    plan = json.loads((out / "checkpoints" / "reference-self-test.synthetic" / "aiperf" / "plan.json").read_text())
+    planned = {r["session_id"]: r["phase"] for r in plan["requests"]}
+    assert {r.session_id: r.phase for r in result.requests} == planned
+    assert result.warmup_requests == 2 == sum(1 for p in planned.values() if p == "warmup")
+    assert result.profiling_requests_planned == 3 * 2 * 5  # questions x clips x repeats
+    assert result.profiling_requests_completed == 30 and result.failed_requests == 0
+    assert result.client_latency.count == 30  # steady state: profiling only, warmup never enters
+    assert all(r.x_request_id for r in result.requests)
+    assert len({r.x_request_id for r in result.requests}) == len(result.requests)
+
+
+def test_client_latency_and_server_task_time_are_joined_by_identity(self_test) -> None:
+    out, _, _ = self_test
+    result = row(out, "reference-self-test.synthetic")
+    records = [json.loads(line) for line in (out / "reference" / "records.jsonl").read_text().splitlines()]
+    served = {r["request_id"]: r for r in records}
+    assert result.task_time_field == "response.trtmc_timing.model_call_ms"
+    for request in result.requests:
+        server = served[request.x_request_id]  # the server saw the same X-Request-ID
+        assert request.server_task_ms == pytest.approx(server["model_call_ms"], abs=0.01)
+        assert request.server_task_ms <= request.client_latency_ms
+    assert result.server_task_time.p50_ms <= result.client_latency.p50_ms
+
+
+def test_answers_graded_with_reversed_controls(self_test) -> None:
+    out, _, _ = self_test
+    synthetic = row(out, "reference-self-test.synthetic")
+    assert synthetic.accuracy.forward == synthetic.accuracy.reversed == synthetic.accuracy.both_right == 1.0
+    graded = [r for r in synthetic.requests if r.phase == "profiling"]
+    assert {r.clip_id for r in graded} == {"forward", "reversed"}
+    flips = {(r.question_id, r.clip_id): r.answer for r in graded}
+    assert flips[("synthetic-direction", "forward")] != flips[("synthetic-direction", "reversed")]
+    real = row(out, "reference-self-test.bigbuckbunny")
+    assert real.accuracy.unparseable == real.accuracy.graded == 40  # "cannot tell" is no answer, not a wrong one
+    assert real.accuracy.both_right == 0.0
+
+
+def test_rerun_with_unchanged_inputs_reuses_without_aiperf(self_test) -> None:
+    out, _, _ = self_test
+    row_dir = out / "checkpoints" / "reference-self-test.synthetic"
+    before = {name: (row_dir / name).stat().st_mtime_ns for name in ("aiperf/aiperf.log", "result.json")}
+    start = time.monotonic()
+    done = qualify("--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - start < 15
+    assert done.stdout.count("(reused)") == 2
+    assert {name: (row_dir / name).stat().st_mtime_ns for name in before} == before  # nothing measured again
+
+
+def test_force_measures_again(tmp_path: Path) -> None:
+    args = ("--out", str(tmp_path), "--workload", "synthetic", "--repeats", "1", "--warmup", "1")
+    assert qualify(*args).returncode == 0
+    log = tmp_path / "checkpoints" / "reference-self-test.synthetic" / "aiperf" / "aiperf.log"
+    before = log.stat().st_mtime_ns
+    done = qualify(*args, "--force")
+    assert done.returncode == 0 and "(reused)" not in done.stdout
+    assert log.stat().st_mtime_ns != before
+
+
+def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
+    env = install_doubles(tmp_path / "bin")
+    out = tmp_path / "out"
+    done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(out), "--profile", "vidqa-2b",
+                   "--profile", "vlm-3b", "--repeats", "1", "--warmup", "1", env=env)
+    assert done.returncode == 0, done.stderr
+    capable = row(out, "vidqa-2b")
+    assert [(s.name, s.status) for s in capable.stages] == [
+        ("plan", "passed"), ("build", "passed"), ("correctness", "passed"), ("serve", "passed"),
+        ("capability", "passed"), ("aiperf", "passed"), ("grading", "passed")]
+    assert capable.status == "aiperf-qualified"
+    assert capable.provenance.bundle_digest.startswith("sha256:")
+    assert "test double" in capable.provenance.served_by  # the server said what it is; the report says so too
+    assert "TEST DOUBLE" in " ".join(capable.provenance.hardware["gpus"])
+    for name in ("build.log", "correctness.log", "server.log", "capability.json", "command.txt"):
+        assert (out / "checkpoints" / "vidqa-2b" / name).is_file(), name
+    unsupported = row(out, "vlm-3b")
+    assert unsupported.status == "unsupported" and "one image" in unsupported.status_reason
+    assert any(e.startswith("families/vlm/") for e in unsupported.status_evidence)
+    assert (out / "inventory.json").is_file()
+    junit = (out / "junit.xml").read_text()
+    assert 'name="vlm-3b"' in junit and "<skipped" in junit
+
+
+def test_without_gpu_or_trtmc_the_row_is_blocked_not_faked(tmp_path: Path) -> None:
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin")
+    done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path), "--profile", "vidqa-2b",
+                   env=env)
+    assert done.returncode == 0, done.stderr
+    blocked = row(tmp_path, "vidqa-2b")
+    assert blocked.status == "blocked" and "trtmc" in blocked.status_reason
+    assert not (tmp_path / "checkpoints" / "vidqa-2b" / "aiperf").exists()
+
+
+def test_missing_family_test_blocks_at_correctness(tmp_path: Path) -> None:
+    env = install_doubles(tmp_path / "bin")
+    done = qualify("--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(tmp_path / "out"), "--profile", "oldvideo-7b",
+                   env=env)
+    assert done.returncode == 0, done.stderr
+    result = row(tmp_path / "out", "oldvideo-7b")
+    assert result.status == "blocked" and "no E2E correctness test" in result.status_reason
+    assert [s.name for s in result.stages][-1] == "correctness"
+
+
+@pytest.fixture()
+def text_only_server(tmp_path: Path):
+    from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
+
+    port = free_loopback_port()
+    with ServerProcess([sys.executable, str(DOUBLES / "text_only_server.py"), str(port)], url=f"http://127.0.0.1:{port}",
+                       log_path=tmp_path / "text-only.log", startup_timeout_s=20):
+        yield f"http://127.0.0.1:{port}"
+
+
+def test_a_server_that_rejects_video_is_unsupported_with_the_rejection(tmp_path: Path, text_only_server: str) -> None:
+    done = qualify("--endpoint", text_only_server, "--model", "text-only-double", "--workload", "synthetic",
+                   "--out", str(tmp_path), "--server-setting", "media_cache=off")
+    assert done.returncode == 0, done.stderr
+    result = row(tmp_path, "text-only-double")
+    assert result.status == "unsupported" and "HTTP 400" in result.status_reason
+    assert result.status_evidence == ["capability.json"]
+    capability = json.loads((tmp_path / "checkpoints" / "text-only-double" / "capability.json").read_text())
+    assert capability["rejected"] and capability["http_status"] == 400
+    assert not (tmp_path / "checkpoints" / "text-only-double" / "aiperf").exists()
+
+
+def test_unreachable_endpoint_fails_at_capability(tmp_path: Path) -> None:
+    from trtmc_videoqa.serving.process import free_loopback_port
+
+    url = f"http://127.0.0.1:{free_loopback_port()}"
+    done = qualify("--endpoint", url, "--model", "m", "--workload", "synthetic", "--out", str(tmp_path))
+    assert done.returncode == 0
+    result = row(tmp_path, "m")
+    assert result.status == "failed" and result.failed_stage == "capability"
+    assert qualify("--endpoint", url, "--model", "m", "--workload", "synthetic", "--out", str(tmp_path),
+                   "--strict").returncode == 1
+
+
+def test_busy_output_directory_fails_fast(tmp_path: Path) -> None:
+    (tmp_path / ".trtmc-videoqa.lock").write_text(str(os.getppid()))  # a live process holds it
+    start = time.monotonic()
+    done = qualify("--out", str(tmp_path))
+    assert done.returncode == 2 and "in use by another run" in done.stderr
+    assert "Traceback" not in done.stderr and time.monotonic() - start < 10
+
+
+def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path) -> None:
+    done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path / "out"), "--dry-run")
+    assert done.returncode == 0
+    assert "vidqa-2b: build -> correctness -> serve -> capability -> aiperf -> grading" in done.stdout
+    assert "vlm-3b: unsupported" in done.stdout
+    assert not (tmp_path / "out").exists()
+
+
+def test_endpoint_needs_a_model(tmp_path: Path) -> None:
+    done = qualify("--endpoint", "http://127.0.0.1:9", "--out", str(tmp_path))
+    assert done.returncode == 2 and "--model" in done.stderr
