@@ -18,7 +18,8 @@ Choices, in brief:
   X-Request-ID gets one line per request, told apart by ``sequence``.
 """
 
-from trtmc_videoqa.reference.app import create_app
+from typing import TYPE_CHECKING, Any
+
 from trtmc_videoqa.reference.cli_args import add_reference_arguments, argv_from_config, config_from_arguments
 from trtmc_videoqa.reference.config import (
     DEFAULT_MAX_BODY_BYTES,
@@ -42,7 +43,21 @@ from trtmc_videoqa.reference.labels import (
     TIMING_FIELD,
 )
 from trtmc_videoqa.reference.records import RequestRecord
-from trtmc_videoqa.reference.server import ReferenceServer, argv_for_subprocess, serve
+
+if TYPE_CHECKING:
+    from trtmc_videoqa.reference.app import create_app
+    from trtmc_videoqa.reference.server import ReferenceServer, argv_for_subprocess, serve
+
+# The app and server bring FastAPI and uvicorn: loaded on first use, so the CLI's parser stays quick.
+_LAZY = {"create_app": "app", "ReferenceServer": "server", "argv_for_subprocess": "server", "serve": "server"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f"trtmc_videoqa.reference.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "CANNOT_TELL",
