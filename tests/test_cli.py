@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SUBCOMMANDS = ("inventory", "doctor", "schemas")
+SUBCOMMANDS = ("inventory", "matrix", "qualify", "report", "probe", "serve-reference", "doctor", "schemas")
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -105,3 +105,10 @@ def test_doctor_names_a_missing_aiperf_and_the_fix(tmp_path: Path) -> None:
     done = run_cli("doctor", env=env)
     assert done.returncode == 1
     assert "FAIL  aiperf" in done.stdout and "pip install aiperf==0.13.0" in done.stdout
+
+
+def test_matrix_lists_the_capable_profiles() -> None:
+    done = run_cli("matrix", "--trtmc", str(FIXTURES / "trtmc_families"))
+    assert done.returncode == 0 and json.loads(done.stdout) == ["vidqa-2b", "vidqa-2b-native"]
+    old = run_cli("matrix", "--trtmc", str(FIXTURES / "trtmc_e2e"))
+    assert json.loads(old.stdout) == ["oldvideo-7b"]

@@ -72,6 +72,17 @@ def cmd_inventory(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from .inventory import NotACheckout, run_inventory
+
+    try:
+        inventory = run_inventory(args.trtmc)
+    except NotACheckout as error:
+        raise BadInput(str(error)) from None
+    print(json.dumps(inventory.summary.capable))
+    return EXIT_OK
+
+
 # --- doctor ---------------------------------------------------------------------------------------------------
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -183,6 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
     inventory.add_argument("--against", type=Path, metavar="OLD.json",
                            help="an earlier inventory.json to reconcile with: added, removed and changed rows")
     inventory.set_defaults(handler=cmd_inventory)
+
+    matrix = commands.add_parser(
+        "matrix", help="print the JSON list of profiles to qualify (capable checkpoints), for a CI matrix",
+        description="Audit the checkout and print, as one JSON list, the profiles with a temporal video QA "
+                    "capability (variants excluded). An empty list is a valid answer.")
+    matrix.add_argument("--trtmc", type=Path, required=True, metavar="PATH", help="root of the TRTMC checkout")
+    matrix.set_defaults(handler=cmd_matrix)
 
     doctor = commands.add_parser(
         "doctor", help="check this machine: Python, PyAV codecs, aiperf version, loopback ports, Docker, GPU",
