@@ -210,3 +210,21 @@ def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path) -> None:
 def test_endpoint_needs_a_model(tmp_path: Path) -> None:
     done = qualify("--endpoint", "http://127.0.0.1:9", "--out", str(tmp_path))
     assert done.returncode == 2 and "--model" in done.stderr
+
+
+def test_an_api_key_reaches_the_server_but_no_artifact(tmp_path: Path) -> None:
+    from trtmc_videoqa.reference import ReferenceConfig, ReferenceServer
+
+    token = "sk-test-0123456789abcdef"
+    records = tmp_path / "server-records.jsonl"
+    with ReferenceServer(ReferenceConfig(records_path=records)) as server:
+        env = dict(os.environ, TRTMC_SERVE_TOKEN=token)
+        done = qualify("--endpoint", server.url, "--model", "trtmc-videoqa-reference", "--workload", "synthetic",
+                       "--repeats", "1", "--warmup", "1", "--out", str(tmp_path / "out"), env=env)
+    assert done.returncode == 0, done.stderr
+    assert row(tmp_path / "out", "trtmc-videoqa-reference").status == "endpoint-qualified"
+    leaked = [p for p in (tmp_path / "out").rglob("*") if p.is_file() and token.encode() in p.read_bytes()]
+    assert leaked == []
+    assert token not in done.stdout + done.stderr
+    command = (tmp_path / "out" / "checkpoints" / "trtmc-videoqa-reference" / "command.txt").read_text()
+    assert "--api-key $TRTMC_SERVE_TOKEN" in command  # a named placeholder, to be filled from the environment

@@ -153,7 +153,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ReportInputError as error:
         raise BadInput(str(error)) from None
     out: Path = args.out or args.dirs[0]
-    frames = next(iter(sorted(Path(d).glob("workload/*/frames.png"))), None) if args.dirs else None
+    strips = [strip for directory in args.dirs for strip in sorted(directory.glob("workload/*/frames.png"))]
+    frames = strips[0] if strips else None
     for path in write_report(report, out, frames):
         print(f"wrote {path}")
     print(", ".join(f"{status} {count}" for status, count in report.counts.items()))

@@ -1,0 +1,130 @@
+"""The AIPerf room without running AIPerf: the request plan, the argv, the exports reader, scrubbing, the runner."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from trtmc_videoqa.aiperf.command import API_KEY_PLACEHOLDER, AiperfSettings, profile_argv, reproducible_command
+from trtmc_videoqa.aiperf.dataset import Prompt, input_file_lines, plan_requests
+from trtmc_videoqa.aiperf.exports import read_client_records, scrub_exports
+from trtmc_videoqa.aiperf.locate import AiperfProblem, locate_aiperf
+from trtmc_videoqa.aiperf.runner import run_with_wall_limit
+from trtmc_videoqa.measure import latency_stats, min_samples, requests_per_second
+
+PROMPTS = [Prompt(question_id=q, clip_id=c, clip_path=f"/clips/{c}.mp4", text=f"{q}?")
+           for q in ("q1", "q2") for c in ("forward", "reversed")]
+
+
+def test_plan_puts_warmup_first_and_covers_every_row_once() -> None:
+    plan = plan_requests(PROMPTS, repeats=3, warmup=2, max_tokens=16)
+    phases = [r.phase for r in plan.requests]
+    assert phases == ["warmup"] * 2 + ["profiling"] * 12  # one shared sequential sampler: warmup rows first
+    ids = [r.session_id for r in plan.requests]
+    assert len(set(ids)) == len(ids)
+    counted = {(r.question_id, r.clip_id): 0 for r in plan.profiling}
+    for r in plan.profiling:
+        counted[(r.question_id, r.clip_id)] += 1
+    assert set(counted.values()) == {3}
+    rows = [json.loads(line) for line in input_file_lines(plan)]
+    assert rows[0]["session_id"] == ids[0] and rows[2]["video"] == "/clips/forward.mp4"
+    assert rows[0]["extra"] == {"max_tokens": 16, "temperature": 0.0}
+
+
+@pytest.mark.parametrize(("repeats", "warmup"), [(0, 1), (1, -1)])
+def test_plan_refuses_nonsense(repeats: int, warmup: int) -> None:
+    with pytest.raises(ValueError):
+        plan_requests(PROMPTS, repeats=repeats, warmup=warmup, max_tokens=8)
+
+
+def test_argv_sets_counts_timeout_and_hides_the_key_when_reproduced() -> None:
+    settings = AiperfSettings(url="http://127.0.0.1:1", model="m", tokenizer="/tok", input_file="/in.jsonl",
+                              artifact_dir="/art", warmup_requests=2, profiling_requests=12, request_timeout_s=30,
+                              api_key="s3cret-token")
+    argv = profile_argv("/bin/aiperf", settings)
+    assert argv[argv.index("--request-count") + 1] == "12"
+    assert argv[argv.index("--warmup-request-count") + 1] == "2"
+    assert argv[argv.index("--request-timeout-seconds") + 1] == "30"
+    assert argv[argv.index("--custom-dataset-type") + 1] == "single_turn"
+    assert "s3cret-token" in argv  # the real run needs it
+    shown = reproducible_command(profile_argv("/bin/aiperf", settings, reveal_secrets=False))
+    assert "s3cret-token" not in shown and API_KEY_PLACEHOLDER in shown
+
+
+def _raw(session: str, request_id: str, phase: str, body: dict | None, error: dict | None = None) -> dict:
+    record = {"metadata": {"conversation_id": session, "x_request_id": request_id, "benchmark_phase": phase,
+                           "session_num": 0, "request_start_ns": 1_000_000_000, "request_end_ns": 1_050_000_000},
+              "request_headers": {"Authorization": "Bearer s3cret-token", "X-Request-ID": request_id},
+              "payload": {"messages": [{"content": [{"type": "video_url",
+                                                     "video_url": {"url": "data:video/mp4;base64,AAAAAAAA"}}]}]},
+              "status": 200 if error is None else None}
+    if body is not None:
+        record["responses"] = [{"perf_ns": 1, "text": json.dumps(body)}]
+    if error is not None:
+        record["error"] = error
+    return record
+
+
+def test_exports_are_read_by_identity_and_scrubbed(tmp_path: Path) -> None:
+    ok = {"choices": [{"message": {"content": "B"}, "finish_reason": "stop"}], "usage": {"completion_tokens": 1},
+          "trtmc_timing": {"model_call_ms": 12.5}}
+    raw = [_raw("warm-0", "r0", "warmup", ok), _raw("q1.forward.r00", "r1", "profiling", ok),
+           _raw("q1.reversed.r00", "r2", "profiling", None, {"code": 500, "type": "Internal Server Error",
+                                                             "message": "boom"})]
+    (tmp_path / "profile_export_raw.jsonl").write_text("".join(json.dumps(r) + "\n" for r in raw) + '{"cut off')
+    (tmp_path / "profile_export.jsonl").write_text(json.dumps(
+        {"metadata": {"x_request_id": "r1", "session_num": 0}, "metrics": {"request_latency": {"value": 50.0}}}) + "\n")
+    records = {r.session_id: r for r in read_client_records(tmp_path)}
+    assert set(records) == {"warm-0", "q1.forward.r00", "q1.reversed.r00"}  # the truncated line is skipped
+    assert records["warm-0"].phase == "warmup" and records["warm-0"].answer == "B"
+    good = records["q1.forward.r00"]
+    assert (good.latency_ms, good.answer, good.finish_reason, good.completion_tokens) == (50.0, "B", "stop", 1)
+    assert good.response_fields["trtmc_timing"]["model_call_ms"] == 12.5
+    bad = records["q1.reversed.r00"]
+    assert not bad.ok and bad.http_status == 500 and "boom" in bad.error and bad.latency_ms is None
+    scrub_exports(tmp_path, ["s3cret-token"])
+    text = (tmp_path / "profile_export_raw.jsonl").read_text()
+    assert "s3cret-token" not in text and "<redacted>" in text
+    assert "base64,AAAA" not in text and "sha256=" in text
+
+
+def test_latency_figures_need_enough_samples() -> None:
+    assert (min_samples(0.5), min_samples(0.9), min_samples(0.99)) == (2, 10, 100)
+    few = latency_stats([10.0, 20.0, 30.0])
+    assert few.p50_ms == 20.0 and few.p90_ms is None and few.p99_ms is None and few.mean_ms == 20.0
+    many = latency_stats([float(v) for v in range(1, 11)])
+    assert many.p90_ms == pytest.approx(9.1) and many.p99_ms is None
+    assert latency_stats([]).count == 0
+    assert requests_per_second([(0, 500_000_000), (500_000_000, 1_000_000_000)]) == 2.0
+
+
+def test_runner_ends_the_whole_group_past_its_wall_limit(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    script = (f"import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; "
+              f"time.sleep(60)']); open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+    start = time.monotonic()
+    outcome = run_with_wall_limit([sys.executable, "-c", script], wall_limit_s=1.5, log_path=tmp_path / "log")
+    assert outcome.timed_out and time.monotonic() - start < 20
+    child = int(pid_file.read_text())
+    time.sleep(0.2)
+    alive = subprocess.run(["ps", "-o", "stat=", "-p", str(child)], capture_output=True, text=True).stdout.strip()
+    assert alive in ("", "Z")  # gone (or a zombie awaiting its reaper), never left running
+
+
+def test_locate_refuses_a_wrong_version(tmp_path: Path) -> None:
+    venv_python = tmp_path / "python"
+    venv_python.write_text(f"#!/bin/sh\nexec {sys.executable} -c \"print('{{\\\"version\\\": \\\"0.12.0\\\", "
+                           f"\\\"direct_url\\\": null}}')\"\n")
+    venv_python.chmod(0o755)
+    fake = tmp_path / "aiperf"
+    fake.write_text(f"#!{venv_python}\n")
+    fake.chmod(0o755)
+    with pytest.raises(AiperfProblem, match="0.12.0.*needs the published 0.13.0"):
+        locate_aiperf(str(fake), expected_version="0.13.0")
+    with pytest.raises(AiperfProblem, match="not found"):
+        locate_aiperf(str(tmp_path / "none"), expected_version="0.13.0")
