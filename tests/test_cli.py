@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -112,3 +113,60 @@ def test_matrix_lists_the_capable_profiles() -> None:
     assert done.returncode == 0 and json.loads(done.stdout) == ["vidqa-2b", "vidqa-2b-native"]
     old = run_cli("matrix", "--trtmc", str(FIXTURES / "trtmc_e2e"))
     assert json.loads(old.stdout) == ["oldvideo-7b"]
+
+
+SYNTHETIC = Path(__file__).parents[1] / "src" / "trtmc_videoqa" / "workloads" / "data" / "synthetic"
+
+
+def test_probe_prints_the_manifest_and_writes_a_strip(tmp_path: Path) -> None:
+    strip = tmp_path / "strip.png"
+    done = run_cli("probe", str(SYNTHETIC / "synthetic-forward.mp4"), "--policy", "uniform:4", "--strip", str(strip))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["manifest"]["frames_counted"] == 48 and data["manifest"]["fps"] == "24/1"
+    assert data["sampling"]["indices"] == [0, 16, 31, 47]
+    from PIL import Image
+
+    assert Image.open(strip).size[0] == 4 * 160
+
+
+@pytest.mark.parametrize("content", [None, b"", b"not a video at all", b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 40])
+def test_probe_bad_clips_are_bad_input(tmp_path: Path, content: bytes | None) -> None:
+    clip = tmp_path / "clip.mp4"
+    if content is not None:
+        clip.write_bytes(content)
+    assert_bad_input(run_cli("probe", str(clip)), "clip.mp4")
+
+
+def test_probe_bad_policy_is_bad_input() -> None:
+    assert_bad_input(run_cli("probe", str(SYNTHETIC / "synthetic-forward.mp4"), "--policy", "every:other"), "--policy")
+
+
+def test_serve_reference_refuses_a_non_loopback_host() -> None:
+    assert_bad_input(run_cli("serve-reference", "--host", "0.0.0.0", "--port", "0"), "loopback")
+
+
+def test_serve_reference_serves_on_loopback(tmp_path: Path) -> None:
+    import httpx
+
+    url_file = tmp_path / "url"
+    process = subprocess.Popen([sys.executable, "-m", "trtmc_videoqa", "serve-reference", "--url-file", str(url_file)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):
+            if url_file.is_file() and url_file.read_text().strip():
+                break
+            time.sleep(0.05)
+        url = url_file.read_text().strip()
+        assert url.startswith("http://127.0.0.1:")
+        for _ in range(100):
+            try:
+                if httpx.get(url + "/health/ready", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        models = httpx.get(url + "/v1/models", timeout=5).json()
+        assert models["data"][0]["id"] == "trtmc-videoqa-reference"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)

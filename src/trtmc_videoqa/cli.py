@@ -129,9 +129,12 @@ def cmd_serve_reference(args: argparse.Namespace) -> int:
 
     try:
         config = config_from_arguments(args)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "settings"
+        raise BadInput(f"{where}: {first['msg']}") from None
     except ValueError as error:
-        raise BadInput(str(error).splitlines()[0] if "validation error" not in str(error)
-                       else str(error).splitlines()[-1].strip()) from None
+        raise BadInput(str(error)) from None
     serve(config)
     return EXIT_OK
 
