@@ -277,3 +277,29 @@ def test_committed_json_schemas_are_current() -> None:
 def test_inventory_json_round_trips(new_inventory: Inventory) -> None:
     again = Inventory.model_validate_json(new_inventory.model_dump_json())
     assert again == new_inventory
+
+
+def test_unknown_tasks_are_inferred_from_their_words() -> None:
+    from trtmc_videoqa.inventory.tasks import infer_contract
+
+    assert infer_contract("frames_text_to_answer").inputs == ("frames", "text")
+    assert infer_contract("frames_text_to_answer").output == "text"
+    # a task that segments a video does not generate one
+    segmenting = infer_contract("video_object_segmentation")
+    assert segmenting.output == "masks" and "frames" in segmenting.inputs
+    assert infer_contract("text_to_audio_and_video").output == "video"
+
+
+def test_a_profile_named_by_two_manifests_stays_two_rows(tmp_path: Path) -> None:
+    tree = tmp_path / "trtmc"
+    shutil.copytree(NEW, tree)
+    source = tree / "families" / "vlm" / "tests" / "manifests" / "vlm-3b.json"
+    shutil.copy(source, source.with_name("vlm-3b-copy.json"))
+    inventory = run_inventory(tree)
+    assert [e.manifest for e in inventory.entries if e.profile == "vlm-3b"] == [
+        "families/vlm/tests/manifests/vlm-3b-copy.json", "families/vlm/tests/manifests/vlm-3b.json"]
+    assert any("'vlm-3b' is named by 2 manifests" in item for item in inventory.lacking)
+    result = reconcile(run_inventory(NEW), inventory, "old.json")
+    assert result.added == ["vlm-3b (families/vlm/tests/manifests/vlm-3b-copy.json)",
+                            "vlm-3b (families/vlm/tests/manifests/vlm-3b.json)"]
+    assert result.removed == ["vlm-3b"]

@@ -69,6 +69,9 @@ def run_inventory(checkout: Path, *, pinned_commit: str | None = None) -> Invent
     if layout == "e2e-models":
         _check_listed_manifests(context, paths)
     entries.sort(key=lambda entry: (entry.family, entry.profile, entry.manifest))
+    for profile, count in Counter(entry.profile for entry in entries).items():
+        if count > 1:
+            context.lack(f"profile {profile!r} is named by {count} manifests: rows are told apart by manifest path")
     commit = checkout_commit(tree.root)
     pinned = pinned_commit or load_pins().trtmc.commit
     return Inventory(

@@ -116,6 +116,14 @@ TASKS: dict[str, Contract] = {
     "mixed_batch_speech_to_text": _c("audio", "text"),
     "transcription": _c("audio", "text"),
     "transcription_streaming": _c("audio", "text"),
+    # Seen in newer catalogs without a benchmark implementation yet.
+    "video_segmentation": _c("frames text", "tracks"),
+    "text_to_audio_video": _c("text", "video"),
+    "speech_session": _c("audio", "audio"),
+    "monocular_depth": _c("image", "features"),
+    "structure_prediction": _c("text", "structure"),
+    "pose_hypothesis_refinement": _c("images", "poses"),
+    "points_to_semantic_segmentation": _c("", "masks", "point clouds in, not images"),
 }
 
 # Older layout: task strategies (tests/e2e/models/<family>/manifests/*.json `task_strategy`).
@@ -145,8 +153,9 @@ FRAME_RUNTIME_MARKERS = ("video_tracking", "video")
 _INPUT_WORDS = {"image": "image", "images": "images", "frames": "frames", "frame": "frames", "video": "frames",
                 "clip": "frames", "text": "text", "prompt": "text", "document": "text", "speech": "audio",
                 "audio": "audio"}
-_OUTPUT_WORDS = (("video", "video"), ("tracks", "tracks"), ("masks", "masks"), ("mask", "masks"),
-                 ("segmentation", "masks"), ("decision", "decision"), ("text", "text"), ("answer", "text"),
+# Order matters: "video_segmentation" segments a video, it does not make one.
+_OUTPUT_WORDS = (("tracks", "tracks"), ("masks", "masks"), ("mask", "masks"), ("segmentation", "masks"),
+                 ("tracking", "tracks"), ("video", "video"), ("decision", "decision"), ("text", "text"), ("answer", "text"),
                  ("image", "image"), ("speech", "audio"), ("audio", "audio"), ("embedding", "features"),
                  ("features", "features"), ("scores", "scores"), ("relevance", "scores"), ("boxes", "boxes"),
                  ("action", "action"), ("forecast", "forecast"), ("generation", "text"))
@@ -172,4 +181,6 @@ def infer_contract(task: str) -> Contract:
         before, after = words, words
     inputs = tuple(dict.fromkeys(_INPUT_WORDS[w] for w in before if w in _INPUT_WORDS))
     output = next((kind for word, kind in _OUTPUT_WORDS if word in after), "unknown")
+    if output in ("masks", "tracks") and "video" in words:
+        inputs = tuple(dict.fromkeys((*inputs, "frames")))
     return Contract(inputs, output, "inferred from the Task name")
