@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel
 
@@ -22,8 +22,10 @@ from .artifacts import write_model_atomic, write_text_atomic
 from .grading import GradedAnswer, grade_answer, grade_workload
 from .measure import latency_stats, requests_per_second
 from .results import Accuracy, RequestRow, StageResult
-from .serving.capability import CapabilityResult, check_capability
 from .workloads import Workload
+
+if TYPE_CHECKING:  # the capability check brings httpx; loaded when a measurement really starts
+    from .serving.capability import CapabilityResult
 
 # Where a server's own task time for a request can be found, most specific first: the response field of
 # perf_serving / the reference endpoint (`trtmc_timing`), then a records file joined by X-Request-ID.
@@ -130,6 +132,8 @@ def measure_endpoint(*, url: str, model: str, workload: Workload, settings: RunS
                      tokenizer: Path, row_dir: Path, api_key: str | None = None,
                      server_records: Path | None = None, alive: Callable[[], bool] = lambda: True,
                      progress: Callable[[str], None] = lambda _: None) -> EndpointMeasurement:
+    from .serving.capability import check_capability
+
     result = EndpointMeasurement()
     max_tokens = settings.max_tokens or workload.spec.generation.max_tokens
     prompts = workload_prompts(workload)

@@ -25,7 +25,6 @@ from .artifacts import write_model_atomic, write_text_atomic
 from .endpoint_run import EndpointMeasurement, RunSettings, measure_endpoint
 from .pins import tool_versions
 from .results import CheckpointEntry, Inventory, Provenance, ResultRow, StageResult
-from .serving.process import ServerProblem, ServerProcess, free_loopback_port, served_model
 from .trtmc_steps import (Toolchain, build_argv, bundle_path, bundles_built_by, correctness_argv, correctness_env,
                           correctness_test, file_digest, server_argv)
 from .workloads import Workload
@@ -37,6 +36,11 @@ _SECRET_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "TRTMC_SERVE_TOKEN")
 
 class OutputBusy(Exception):
     """Another run holds the output directory."""
+
+
+class WorkloadClipError(ValueError):
+    """A clip of the workload cannot be used (corrupt, truncated, empty, not a video, too large, or not the one
+    the workload records); the message names the clip and the fix."""
 
 
 @dataclass
@@ -112,28 +116,79 @@ def workload_dir(out: Path, workload: Workload) -> Path:
     return out / "workload" / workload.name
 
 
+PREPARED_STAMP = "prepared.digest.json"  # two dots: no clip id ("^[a-z][a-z0-9-]*$") can name this file
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _prepared_identity(workload: Workload) -> dict[str, Any]:
+    """What the workload artifacts are made from: the workload (its digest covers every clip's sha256, checked on
+    load), where its clips are, and the tool and decoder that probed them. The same identity, the same artifacts."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        decoder = version("av")
+    except PackageNotFoundError:
+        decoder = None
+    return {"workload": workload.name, "digest": workload.digest, "tool": __version__, "av": decoder,
+            "clips": {clip.id: str(workload.clip_path(clip.id)) for clip in workload.spec.clips}}
+
+
+def _still_prepared(directory: Path, identity: dict[str, Any]) -> bool:
+    """True when the stamp records this identity and every file it lists is there with the recorded digest."""
+    try:
+        stamp = json.loads((directory / PREPARED_STAMP).read_text())
+        if stamp.get("identity") != identity or not stamp.get("files"):
+            return False
+        return all(_file_sha256(directory / name) == digest for name, digest in stamp["files"].items())
+    except (OSError, ValueError, AttributeError):
+        return False  # missing, damaged or edited: made again
+
+
 def prepare_workload_artifacts(out: Path, workload: Workload) -> Path:
     """workload/<name>/: each clip's probe manifest (refusing a clip that is not what the workload says), the declared
-    sampling policy resolved on each clip, and frames.png, the strip of what the model is meant to see."""
-    from .media import probe_clip, write_strip
+    sampling policy resolved on each clip, and frames.png, the strip of what the model is meant to see.
 
+    Skipped when prepared.digest.json records the same workload identity and every file still has its recorded
+    sha256 (a re-run with unchanged inputs); anything else makes them again."""
     directory = workload_dir(out, workload)
+    identity = _prepared_identity(workload)
+    if _still_prepared(directory, identity):
+        return directory
+    from .media import ClipError, probe_clip, write_strip
+
     policy = workload.sampling_policies()[0]
     sampling: dict[str, Any] = {"policy": policy.spec, "where": policy.where, "clips": {}}
+    written: list[str] = []
     for index, clip in enumerate(workload.spec.clips):
         path = workload.clip_path(clip.id)
-        manifest = probe_clip(path)
+        try:
+            manifest = probe_clip(path)
+        except ClipError as error:
+            raise WorkloadClipError(f"workload {workload.name!r} ({workload.file}): {error}") from None
         if manifest.sha256 != clip.sha256 or manifest.frames_counted != clip.video.frames:
-            raise ValueError(f"clip {path} is not the one workload {workload.name!r} records (sha256 or frame "
-                             f"count differ); restore it from the repository or seal a new workload identity")
+            raise WorkloadClipError(
+                f"clip {path} is not the one workload {workload.name!r} records (sha256 or frame count differ); "
+                "restore it from the repository or seal a new workload identity")
         write_model_atomic(directory / f"{clip.id}.json", manifest)
+        written.append(f"{clip.id}.json")
         resolved = policy.resolve(manifest.frames_counted, manifest.fps, manifest.start_time_s)
         sampling["clips"][clip.id] = {"indices": resolved.indices, "timestamps_s": resolved.timestamps_s,
                                       "rule": resolved.rule}
-        write_strip(path, resolved, directory / ("frames.png" if index == 0 else f"frames-{clip.id}.png"))
+        strip = "frames.png" if index == 0 else f"frames-{clip.id}.png"
+        try:
+            write_strip(path, resolved, directory / strip)
+        except ClipError as error:
+            raise WorkloadClipError(f"workload {workload.name!r} ({workload.file}): {error}") from None
+        written.append(strip)
     sampling["note"] = ("the clip is sent whole; where the server samples, these are the frames the declared "
                         "policy picks, and the server's own settings are recorded beside them")
     write_text_atomic(directory / "sampling.json", json.dumps(sampling, indent=2) + "\n")
+    written.append("sampling.json")
+    stamp = {"identity": identity, "files": {name: _file_sha256(directory / name) for name in written}}
+    write_text_atomic(directory / PREPARED_STAMP, json.dumps(stamp, indent=2, sort_keys=True) + "\n")
     return directory
 
 
@@ -291,6 +346,8 @@ def _redacted(argv: list[str]) -> str:
 def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory, checkout: Path,
                   toolchain: Toolchain) -> ResultRow:
     """One capable checkpoint through every step, as far as this machine and the evidence allow."""
+    from .serving.process import ServerProblem, ServerProcess, free_loopback_port, served_model
+
     row_dir = job.row_dir(entry.profile)
     key = cache_key({"mode": "trtmc", "profile": entry.profile, "commit": inventory.commit,
                      "checkpoint": entry.checkpoint, "revision": entry.revision}, job)

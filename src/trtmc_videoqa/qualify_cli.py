@@ -131,7 +131,7 @@ def _dry_run(args: argparse.Namespace, workloads, self_test: bool) -> int:
 
 def run_qualify(args: argparse.Namespace) -> int:
     from .cli import BadInput
-    from .qualify import OutputBusy, OutputLock, prepare_workload_artifacts, workload_dir
+    from .qualify import OutputBusy, OutputLock, WorkloadClipError, prepare_workload_artifacts, workload_dir
     from .report import build_report, write_report
 
     self_test = not args.trtmc and not args.endpoint
@@ -175,7 +175,7 @@ def run_qualify(args: argparse.Namespace) -> int:
             report = build_report([args.out])
             frames = workload_dir(args.out, workloads[0]) / "frames.png"
             write_report(report, args.out, frames)
-    except OutputBusy as error:
+    except (OutputBusy, WorkloadClipError) as error:
         raise BadInput(str(error)) from None
     for row in rows:
         stage = f" at {row.failed_stage}" if row.failed_stage else ""
@@ -212,8 +212,7 @@ def _trtmc(args, workload, aiperf, tokenizer, label, command, progress) -> list[
 def _self_test(args, workloads, aiperf, tokenizer, label, command, progress) -> list[ResultRow]:
     """Start the reference endpoint (a test double) once, qualify it on every self-test workload, stop it."""
     from .qualify import endpoint_key, qualify_endpoint, reusable
-    from .reference import DEFAULT_MODEL_NAME, DEFAULT_SAMPLING_POLICY, ReferenceConfig, argv_for_subprocess
-    from .serving.process import ServerProcess, free_loopback_port
+    from .reference import DEFAULT_MODEL_NAME, DEFAULT_SAMPLING_POLICY
 
     identity = "reference endpoint of trtmc-videoqa (test double)"
     stated = {"sampling_policy": DEFAULT_SAMPLING_POLICY, "sampling_where": "server", "media_cache": "none"}
@@ -222,8 +221,11 @@ def _self_test(args, workloads, aiperf, tokenizer, label, command, progress) -> 
     previous = [reusable(job.row_dir(profile), endpoint_key(job, identity=identity, model=DEFAULT_MODEL_NAME,
                                                               stated=stated), args.force)
                 for job, profile in zip(jobs, profiles)]
-    if all(previous):  # nothing changed: no server, no AIPerf
+    if all(previous):  # nothing changed: no server, no AIPerf (and none of their imports)
         return [row for row in previous if row is not None]
+    from .reference import ReferenceConfig, argv_for_subprocess
+    from .serving.process import ServerProcess, free_loopback_port
+
     port = free_loopback_port()
     records = args.out / "reference" / "records.jsonl"
     records.parent.mkdir(parents=True, exist_ok=True)

@@ -46,6 +46,35 @@ def _interpreter(executable: Path) -> Path:
     return Path(command[0])
 
 
+def _same_environment(interpreter: Path) -> bool:
+    """True when the script's interpreter is this one (same bin directory, same binary): then aiperf's metadata is
+    read in this process, which costs milliseconds instead of an interpreter start."""
+    try:
+        return (interpreter.absolute().parent == Path(sys.executable).absolute().parent
+                and os.path.samefile(interpreter, sys.executable))
+    except OSError:
+        return False
+
+
+def _read_metadata(interpreter: Path, executable: Path, fix: str) -> dict[str, str | None]:
+    if _same_environment(interpreter):
+        import importlib.metadata as metadata
+
+        try:
+            found = metadata.distribution("aiperf")
+        except metadata.PackageNotFoundError:
+            raise AiperfProblem(f"{executable} has no installed aiperf package metadata; {fix}") from None
+        return {"version": found.version, "direct_url": found.read_text("direct_url.json")}
+    try:
+        done = subprocess.run([str(interpreter), "-c", _METADATA_PROBE], capture_output=True, text=True,
+                              timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise AiperfProblem(f"could not run {interpreter} to read aiperf's metadata ({error}); {fix}") from None
+    if done.returncode != 0:
+        raise AiperfProblem(f"{executable} has no installed aiperf package metadata; {fix}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def locate_aiperf(configured: str | None = None, *, expected_version: str) -> AiperfInstall:
     """The configured path (argument, then $TRTMC_VIDEOQA_AIPERF), else `aiperf` on PATH, else the one installed
     beside this interpreter (our own dependency, in a virtual environment that is not activated)."""
@@ -58,14 +87,7 @@ def locate_aiperf(configured: str | None = None, *, expected_version: str) -> Ai
         raise AiperfProblem(f"aiperf was not found {where}; {fix}")
     executable = Path(found).resolve()
     interpreter = _interpreter(executable)
-    try:
-        done = subprocess.run([str(interpreter), "-c", _METADATA_PROBE], capture_output=True, text=True,
-                              timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise AiperfProblem(f"could not run {interpreter} to read aiperf's metadata ({error}); {fix}") from None
-    if done.returncode != 0:
-        raise AiperfProblem(f"{executable} has no installed aiperf package metadata; {fix}")
-    record = json.loads(done.stdout.strip().splitlines()[-1])
+    record = _read_metadata(interpreter, executable, fix)
     version = record["version"]
     if version != expected_version:
         raise AiperfProblem(f"{executable} is aiperf {version}, but this tool needs the published "

@@ -1,28 +1,61 @@
 """The media room: clip probing, frame sampling, decoded frames, chat payloads and body-size checks.
 
 It knows nothing of TRTMC. Every bad clip raises ClipError; nothing here prints.
+
+PyAV, NumPy and Pillow load on first use of what needs them (PEP 562), so importing the room, its ClipError or its
+sampling policies stays quick: the CLI's parser and a re-run that reuses every result never pay for a decoder.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import ClipError
-from .frames import decode_frames, decoded_rgb_sha256
 from .manifest import COUNT_BY_DECODING, COUNT_BY_PACKETS, ClipManifest, CodecInfo, ProbeTool
-from .payload import (
-    TRTMC_SERVER_BODY_LIMIT,
-    base64_size,
-    chat_request_body,
-    check_body_limit,
-    clip_mime,
-    data_url,
-    encode_body,
-    encoded_body_size,
-    parse_data_url,
-    predicted_body_size,
-    video_data_url,
-)
-from .probe import probe_clip, probe_tool
 from .sampling import ResolvedSampling, SamplingPolicy
-from .source import DEFAULT_MAX_BYTES, read_clip_bytes
-from .strip import write_strip
+
+if TYPE_CHECKING:
+    from .frames import decode_frames, decoded_rgb_sha256
+    from .payload import (
+        TRTMC_SERVER_BODY_LIMIT,
+        base64_size,
+        chat_request_body,
+        check_body_limit,
+        clip_mime,
+        data_url,
+        encode_body,
+        encoded_body_size,
+        parse_data_url,
+        predicted_body_size,
+        video_data_url,
+    )
+    from .probe import probe_clip, probe_tool
+    from .source import DEFAULT_MAX_BYTES, read_clip_bytes
+    from .strip import write_strip
+
+_LAZY = {
+    "decode_frames": "frames", "decoded_rgb_sha256": "frames",
+    "TRTMC_SERVER_BODY_LIMIT": "payload", "base64_size": "payload", "chat_request_body": "payload",
+    "check_body_limit": "payload", "clip_mime": "payload", "data_url": "payload", "encode_body": "payload",
+    "encoded_body_size": "payload", "parse_data_url": "payload", "predicted_body_size": "payload",
+    "video_data_url": "payload",
+    "probe_clip": "probe", "probe_tool": "probe",
+    "DEFAULT_MAX_BYTES": "source", "read_clip_bytes": "source",
+    "write_strip": "strip",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        value = getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value  # once loaded, a plain attribute
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "COUNT_BY_DECODING",

@@ -29,7 +29,6 @@ import math
 from fractions import Fraction
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 Mode = Literal["all", "uniform", "fps"]
@@ -224,6 +223,8 @@ def _integer(text: str, spec: str) -> int:
 def _spread(frame_count: int, count: int, rounding: Rounding) -> list[int]:
     if count == 1:
         return [0]
+    import numpy as np  # here, not at the top: a policy is parsed far more often than it is spread
+
     positions = np.linspace(0, frame_count - 1, count)  # float64, as numpy-based loaders compute it
     picked = np.rint(positions) if rounding == "round" else np.trunc(positions)
     return [int(index) for index in picked]
