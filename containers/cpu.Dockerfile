@@ -1,0 +1,27 @@
+# The CPU image: this package and the published aiperf (each in an environment of its own) on the pin file's
+# CPU base. The Dagger module builds the same image step by step with the same scripts. From the repository root:
+#   docker build -f containers/cpu.Dockerfile -t trtmc-videoqa-cpu .
+#   docker run --rm -v "$PWD/artifacts:/work/artifacts" trtmc-videoqa-cpu        # the reference self-test
+# Build arguments: BASE_IMAGE (default: images.cpu of containers/pins.toml, by digest when one is pinned),
+# PIP_INDEX_URL (pip's own variable; never a URL with a password in it: build arguments show in the image
+# history), APT_PACKAGES (default: containers/packages/cpu.txt; "none" for a base that has them). A CA bundle
+# for the index goes into containers/certs/. Classic builder and BuildKit alike: no BuildKit-only syntax.
+ARG BASE_IMAGE=python:3.11-slim-bookworm
+FROM ${BASE_IMAGE}
+ARG BASE_IMAGE
+ARG PIP_INDEX_URL=https://pypi.org/simple
+ARG APT_PACKAGES=
+LABEL org.opencontainers.image.title="trtmc-videoqa-cpu" \
+      org.opencontainers.image.base.name="${BASE_IMAGE}"
+ENV TRTMC_VIDEOQA_PINS=/opt/trtmc-videoqa/src/containers/pins.toml \
+    TRTMC_VIDEOQA_AIPERF=/opt/aiperf/bin/aiperf \
+    PATH=/opt/trtmc-videoqa/venv/bin:$PATH \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+COPY containers/ /opt/trtmc-videoqa/src/containers/
+RUN sh /opt/trtmc-videoqa/src/containers/system-packages.sh cpu
+COPY pyproject.toml README.md /opt/trtmc-videoqa/src/
+COPY src/ /opt/trtmc-videoqa/src/src/
+RUN sh /opt/trtmc-videoqa/src/containers/install-python.sh cpu /opt/trtmc-videoqa/src /opt/trtmc-videoqa/venv /opt/aiperf
+WORKDIR /work
+CMD ["trtmc-videoqa", "qualify", "--out", "/work/artifacts"]
