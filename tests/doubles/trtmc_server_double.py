@@ -30,6 +30,10 @@ def main() -> int:
             "--max-body-bytes", str(args.max_body_bytes)]
     if args.records:
         argv += ["--records", str(args.records)]
+    if os.environ.get("TRTMC_SERVE_TOKEN"):  # like trtmc-server: the token comes from the environment, never argv
+        argv += ["--api-key-env", "TRTMC_SERVE_TOKEN"]
+    if os.environ.get("TRTMC_SERVER_DOUBLE_READY_AFTER_S"):  # a fault knob of the double: slow (or never) ready
+        argv += ["--ready-after-s", os.environ["TRTMC_SERVER_DOUBLE_READY_AFTER_S"]]
     os.execv(sys.executable, argv)
 
 

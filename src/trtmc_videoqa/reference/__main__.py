@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return serve(config, on_listening=lambda url: print(f"{TEST_DOUBLE_LABEL} listening on {url}",
                                                             file=sys.stderr, flush=True))
+    except ValueError as error:  # e.g. --api-key-env naming an unset variable
+        parser.error(str(error))
     except KeyboardInterrupt:  # uvicorn re-raises SIGINT after its graceful shutdown; no traceback for Ctrl-C
         return 128 + signal.SIGINT
 

@@ -7,6 +7,8 @@ URL (400); the error knob's 500; then the timed task on the lane. Every outcome 
 
 from __future__ import annotations
 
+import hmac
+import os
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -68,6 +70,7 @@ class _Endpoint:
         # One lane, like perf_serving: concurrent requests queue, and the wait is reported as queue_ms.
         self.lane = anyio.CapacityLimiter(1)
         self.created = int(time.time())
+        self.api_key = _api_key(config)
 
     async def chat(self, request: Request) -> JSONResponse:
         exchange = _Exchange(
@@ -92,7 +95,18 @@ class _Endpoint:
         self.records.write(self._record(exchange, status, error))
         return response
 
+    def check_key(self, request: Request) -> None:
+        """401 unless the request carries the configured key (compared in constant time); the key is never
+        echoed, logged or recorded."""
+        if self.api_key is None:
+            return
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {self.api_key}".encode()):
+            raise RequestRejected(401, "missing or wrong API key (send 'Authorization: Bearer <key>')",
+                                  "authentication_error")
+
     async def _answer(self, request: Request, exchange: _Exchange) -> dict[str, Any]:
+        self.check_key(request)
         if not self.plan.is_ready():
             raise RequestRejected(503, "the reference endpoint is not ready yet", "service_unavailable")
         exchange.chat = parse_chat_request(await read_body_limited(request, self.config.max_body_bytes))
@@ -156,6 +170,15 @@ class _Endpoint:
         )
 
 
+def _api_key(config: ReferenceConfig) -> str | None:
+    if config.api_key_env is None:
+        return None
+    key = os.environ.get(config.api_key_env)
+    if not key:
+        raise ValueError(f"--api-key-env {config.api_key_env}: that environment variable is empty or unset")
+    return key
+
+
 def create_app(config: ReferenceConfig) -> FastAPI:
     endpoint = _Endpoint(config)
 
@@ -190,7 +213,12 @@ def create_app(config: ReferenceConfig) -> FastAPI:
         return JSONResponse(body, status_code=200 if is_ready else 503)
 
     @app.get("/v1/models")
-    async def models() -> JSONResponse:
+    async def models(request: Request) -> JSONResponse:
+        try:
+            endpoint.check_key(request)
+        except RequestRejected as rejected:
+            return JSONResponse(error_body(rejected.status, rejected.message, rejected.error_type),
+                                status_code=rejected.status)
         return JSONResponse(models_body(config.model_name, endpoint.created))
 
     @app.post("/v1/chat/completions")

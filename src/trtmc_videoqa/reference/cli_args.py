@@ -32,6 +32,8 @@ def add_reference_arguments(parser: argparse.ArgumentParser) -> argparse.Argumen
     serving.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES,
                          help=f"larger request bodies get HTTP 413 (default {DEFAULT_MAX_BODY_BYTES})")
     serving.add_argument("--records", type=Path, help="append one JSONL record per chat request here")
+    serving.add_argument("--api-key-env", metavar="NAME",
+                         help="require 'Authorization: Bearer <key>' on /v1/*, the key read from this variable")
     faults = parser.add_argument_group("fault knobs (tests)")
     faults.add_argument("--added-task-ms", type=float, default=0.0, help="sleep this long inside the timed task")
     faults.add_argument("--error-rate", type=float, default=0.0,
@@ -61,6 +63,7 @@ def config_from_arguments(arguments: argparse.Namespace) -> ReferenceConfig:
         sampling_policy=arguments.sampling_policy,
         max_body_bytes=arguments.max_body_bytes,
         records_path=arguments.records,
+        api_key_env=arguments.api_key_env,
         faults=FaultKnobs(
             added_task_ms=arguments.added_task_ms,
             error_rate=arguments.error_rate,
@@ -87,6 +90,8 @@ def argv_from_config(config: ReferenceConfig) -> list[str]:
         argv += ["--url-file", str(config.url_file)]
     if config.records_path is not None:
         argv += ["--records", str(config.records_path)]
+    if config.api_key_env is not None:
+        argv += ["--api-key-env", config.api_key_env]
     if config.faults.crash_after is not None:
         argv += ["--crash-after", str(config.faults.crash_after)]
     return argv

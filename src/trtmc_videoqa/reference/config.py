@@ -71,6 +71,11 @@ class ReferenceConfig(BaseModel):
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, gt=0)
     records_path: Path | None = None
     url_file: Path | None = Field(default=None, description="the base URL is written here once the port is bound")
+    api_key_env: str | None = Field(
+        default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="name of an environment variable holding an API key: when given, /v1/* answers 401 unless "
+        "the request carries 'Authorization: Bearer <key>' (the key itself is never in the config or the argv)",
+    )
     faults: FaultKnobs = FaultKnobs()
 
     @field_validator("model_name")
