@@ -9,21 +9,70 @@ from pathlib import Path
 from pydantic import BaseModel
 
 
+def _named(error: OSError, path: Path) -> OSError:
+    """The same error, naming the artifact it was writing (a write or flush error names no file of its own)."""
+    if error.filename is not None or error.errno is None:
+        return error
+    return type(error)(error.errno, error.strerror, str(path))
+
+
 def write_text_atomic(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, 0o644)  # mkstemp makes 0600; artifacts are for everyone who reads the run
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+    return write_bytes_atomic(path, text.encode("utf-8"), fsync=True)
 
 
 def write_model_atomic(path: Path, model: BaseModel) -> Path:
     return write_text_atomic(path, model.model_dump_json(indent=2) + "\n")
+
+
+REDACTED = "<redacted>"
+# Environment variables whose values are secrets wherever they turn up (hub tokens, the server's API key).
+SECRET_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "TRTMC_SERVE_TOKEN")
+
+
+def known_secrets(*given: str | None) -> list[str]:
+    """The secrets given (the server's API key), and the environment's tokens when they look like tokens (a value
+    of a few characters would be replaced all over the artifacts)."""
+    from_env = [os.environ.get(name) or "" for name in SECRET_ENVS]
+    return [value for value in given if value] + [value for value in from_env if len(value) >= 8]
+
+
+def scrub_secrets(paths: list[Path], secrets: list[str]) -> None:
+    """Replace every known secret value in these text files (logs of tools we ran) by a placeholder, in place."""
+    values = sorted({s for s in secrets if s}, key=len, reverse=True)
+    if not values:
+        return
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            continue
+        cleaned = data
+        for value in values:
+            cleaned = cleaned.replace(value.encode(), REDACTED.encode())
+        if cleaned != data:
+            write_bytes_atomic(path, cleaned)
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, fsync: bool = False) -> Path:
+    """Write to a temporary file beside it, then rename: a reader never sees half a file, and a failure (a full
+    or read-only file system) leaves the old file and no temporary one."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as error:
+        raise _named(error, path) from None
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            if fsync:
+                os.fsync(stream.fileno())
+        os.chmod(temporary, 0o644)  # mkstemp makes 0600; artifacts are for everyone who reads the run
+        os.replace(temporary, path)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise _named(error, path) from None
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path

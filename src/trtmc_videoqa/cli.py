@@ -135,7 +135,10 @@ def cmd_serve_reference(args: argparse.Namespace) -> int:
         raise BadInput(f"{where}: {first['msg']}") from None
     except ValueError as error:
         raise BadInput(str(error)) from None
-    serve(config)
+    try:
+        serve(config)
+    except ValueError as error:  # e.g. --api-key-env naming an unset variable
+        raise BadInput(str(error)) from None
     return EXIT_OK
 
 
@@ -270,11 +273,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`| head`): nothing left to say
         return EXIT_OK
     except KeyboardInterrupt:
-        _say(f"trtmc-videoqa {args.command}: interrupted; what was written so far is kept")
+        _say(f"trtmc-videoqa {args.command}: interrupted; what was written so far is kept "
+             "(a run again resumes from it)")
         return 130
     except OSError as error:
         # An output or input location we cannot use (read-only, full, missing): the user can fix it.
-        where = f" {error.filename}" if error.filename else ""
+        # A write error names no file of its own; the output directory is then where it happened.
+        where = f" {error.filename}" if error.filename else (f" {args.out}" if getattr(args, "out", None) else "")
         _say(f"trtmc-videoqa {args.command}: cannot use{where}: {error.strerror or error}; "
              "choose a writable location with free space")
         return EXIT_BAD_INPUT

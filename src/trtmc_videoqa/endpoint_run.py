@@ -7,6 +7,9 @@ server says about itself (`X-Served-By`, `system_fingerprint`) is recorded, neve
 from __future__ import annotations
 
 import json
+import shutil
+import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -17,8 +20,8 @@ from .aiperf.command import AiperfSettings, profile_argv, reproducible_command
 from .aiperf.dataset import Prompt, RequestPlan, plan_requests, write_input_file
 from .aiperf.exports import ClientRecord, read_client_records, scrub_exports
 from .aiperf.locate import AiperfInstall
-from .aiperf.runner import run_with_wall_limit
-from .artifacts import write_model_atomic, write_text_atomic
+from .aiperf.runner import RunOutcome, run_with_wall_limit
+from .artifacts import known_secrets, write_model_atomic, write_text_atomic
 from .grading import GradedAnswer, grade_answer, grade_workload
 from .measure import latency_stats, requests_per_second
 from .results import Accuracy, RequestRow, StageResult
@@ -58,6 +61,7 @@ class EndpointMeasurement:
     commands: dict[str, str] = field(default_factory=dict)
     aiperf_exit: int | None = None
     figures: dict[str, Any] = field(default_factory=dict)
+    interrupted: bool = False  # SIGINT while AIPerf ran: the caller records the row, then stops the run
 
     @property
     def failed_stage(self) -> StageResult | None:
@@ -128,10 +132,35 @@ def _accuracy(workload: Workload, graded: list[GradedAnswer]) -> Accuracy:
     )
 
 
+def _set_aside(export_dir: Path) -> None:
+    """A previous attempt's exports move to export.previous/, so a new run never reads a stale file as its own
+    (AIPerf writes only some files when it fails) and the last attempt's evidence is still there to read."""
+    if not export_dir.exists():
+        return
+    previous = export_dir.with_name(export_dir.name + ".previous")
+    if previous.exists():
+        shutil.rmtree(previous)
+    export_dir.rename(previous)
+
+
+def _failure_summary(failed: list[RequestRow], settings: RunSettings) -> str:
+    """"12 request(s) failed (12 TimeoutError); first: ..." with the fix where the error names one."""
+    kinds = Counter((r.error or "").split(":", 1)[0] if r.http_status is None else f"HTTP {r.http_status}"
+                    for r in failed)
+    counted = ", ".join(f"{count} {kind}" for kind, count in kinds.most_common())
+    text = f"{len(failed)} request(s) failed ({counted}); first: {failed[0].error}"
+    if any("TimeoutError" in (r.error or "") for r in failed):
+        text += f" (each request may take {settings.request_timeout_s:g} s: raise --request-timeout if that is short)"
+    if any(r.http_status == 413 for r in failed):
+        text += " (413: the body is over the server's limit: raise its --max-body-bytes or use a smaller clip)"
+    return text
+
+
 def measure_endpoint(*, url: str, model: str, workload: Workload, settings: RunSettings, aiperf: AiperfInstall,
                      tokenizer: Path, row_dir: Path, api_key: str | None = None,
                      server_records: Path | None = None, alive: Callable[[], bool] = lambda: True,
                      progress: Callable[[str], None] = lambda _: None) -> EndpointMeasurement:
+    from .media import ClipError
     from .serving.capability import check_capability
 
     result = EndpointMeasurement()
@@ -141,9 +170,13 @@ def measure_endpoint(*, url: str, model: str, workload: Workload, settings: RunS
     # 1. Capability check: one real clip-plus-question request. A 4xx is evidence of a missing capability.
     progress("capability check: one video request")
     first = prompts[0]
-    capability = check_capability(url, model, Path(first.clip_path), first.text, max_tokens=max_tokens,
-                                  timeout_s=settings.capability_timeout_s, body_limit=settings.body_limit,
-                                  api_key=api_key)
+    try:
+        capability = check_capability(url, model, Path(first.clip_path), first.text, max_tokens=max_tokens,
+                                      timeout_s=settings.capability_timeout_s, body_limit=settings.body_limit,
+                                      api_key=api_key)
+    except ClipError as error:  # over the body limit: refused before sending, nothing measured
+        result.stages.append(StageResult(name="capability", status="failed", detail=str(error)))
+        return result
     result.capability = capability
     write_model_atomic(row_dir / "capability.json", capability)
     if not capability.accepted:
@@ -170,10 +203,18 @@ def measure_endpoint(*, url: str, model: str, workload: Workload, settings: RunS
     result.commands["aiperf"] = reproducible_command(profile_argv(aiperf.executable, aiperf_settings,
                                                                   reveal_secrets=False))
     progress(f"aiperf: {len(plan.warmup)} warmup + {len(plan.profiling)} profiling requests")
-    outcome = run_with_wall_limit(argv, wall_limit_s=settings.aiperf_wall_limit_s, log_path=aiperf_dir / "aiperf.log")
+    _set_aside(Path(aiperf_settings.artifact_dir))
+    started = time.monotonic()
+    try:
+        outcome = run_with_wall_limit(argv, wall_limit_s=settings.aiperf_wall_limit_s,
+                                      log_path=aiperf_dir / "aiperf.log")
+    except KeyboardInterrupt:  # AIPerf's whole group is already ended; keep what it wrote, then say so
+        result.interrupted = True
+        outcome = RunOutcome(exit_code=None, timed_out=False, wall_s=time.monotonic() - started,
+                             log=str(aiperf_dir / "aiperf.log"), interrupted=True)
     result.aiperf_exit = outcome.exit_code
     clients = read_client_records(Path(aiperf_settings.artifact_dir))
-    scrub_exports(aiperf_dir, [api_key] if api_key else [])
+    scrub_exports(aiperf_dir, known_secrets(api_key))
     write_model_atomic(aiperf_dir / "outcome.json", outcome)
 
     # 3. Join: every planned request must be accounted for, by identity.
@@ -217,13 +258,19 @@ def measure_endpoint(*, url: str, model: str, workload: Workload, settings: RunS
     write_text_atomic(row_dir / "requests.jsonl", "".join(r.model_dump_json() + "\n" for r in result.records))
     evidence = ["aiperf/plan.json", "aiperf/outcome.json", "aiperf/aiperf.log", "requests.jsonl"]
     missing = [r.session_id for r in result.records if r.error and r.error.startswith("no record")]
-    if outcome.timed_out:
+    server_gone = "" if alive() else "; the server is no longer running"
+    if outcome.interrupted:
+        detail, status = (f"interrupted (SIGINT) while AIPerf ran; AIPerf was ended; {len(completed)} profiling "
+                          f"request(s) recorded; run again to measure"), "failed"
+    elif outcome.timed_out:
         detail, status = f"aiperf overstayed its {settings.aiperf_wall_limit_s:g} s wall limit and was ended", "failed"
-    elif missing or not alive():
-        server = "" if alive() else "; the server is no longer running"
-        detail, status = f"{len(missing)} planned request(s) have no record{server}", "failed"
+    elif missing or server_gone:
+        detail, status = f"{len(missing)} planned request(s) have no record{server_gone}", "failed"
+        answered_badly = [r for r in failed if not (r.error or "").startswith("no record")]
+        if answered_badly:
+            detail += f"; {_failure_summary(answered_badly, settings)}"
     elif failed:
-        detail, status = f"{len(failed)} request(s) failed: {failed[0].error}", "failed"
+        detail, status = _failure_summary(failed, settings), "failed"
     else:
         detail = (f"exit {outcome.exit_code}; {len(plan.warmup)} warmup and {len(completed)} profiling requests, "
                   "every one accounted for")

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import Any, Callable
 
 from . import __version__
 from .aiperf.locate import AiperfInstall
-from .artifacts import write_model_atomic, write_text_atomic
+from .artifacts import known_secrets, scrub_secrets, write_model_atomic, write_text_atomic
 from .endpoint_run import EndpointMeasurement, RunSettings, measure_endpoint
 from .pins import tool_versions
 from .results import CheckpointEntry, Inventory, Provenance, ResultRow, StageResult
@@ -31,7 +32,6 @@ from .workloads import Workload
 
 FINAL_STATUSES = frozenset({"unsupported", "aiperf-qualified", "endpoint-qualified"})
 LOCK_NAME = ".trtmc-videoqa.lock"
-_SECRET_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "TRTMC_SERVE_TOKEN")
 
 
 class OutputBusy(Exception):
@@ -62,7 +62,40 @@ class QualifyJob:
     progress: Callable[[str], None] = lambda _: None
 
     def row_dir(self, profile: str) -> Path:
-        return self.out / "checkpoints" / profile
+        return self.out / "checkpoints" / row_dir_name(profile)
+
+
+# A profile names a directory (checkpoints/<profile>/) and a bundle file: one plain path component, nothing else.
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+def safe_name(name: str) -> bool:
+    """True for a name that is one path component and cannot lead anywhere else ('..', '/', a leading dot)."""
+    return bool(_SAFE_NAME.match(name))
+
+
+def row_dir_name(profile: str) -> str:
+    """The row's directory: the profile itself, or, for a name that could leave checkpoints/ (from a manifest or
+    an endpoint's model name), a fixed name made from its digest; the row keeps the name as given."""
+    if safe_name(profile):
+        return profile
+    return "unsafe-name-" + hashlib.sha256(profile.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def manifest_path_problem(entry: CheckpointEntry, checkout: Path, layout: str) -> str | None:
+    """Why this row's names from its manifest cannot be used as paths, or None: the profile names the row's
+    directory and bundle, the family the directory whose correctness test runs; none may leave its place."""
+    if not safe_name(entry.profile):
+        return (f"profile name {entry.profile!r} from {entry.manifest} is not a plain name (letters, digits, '.', "
+                "'_', '-'); it could lead outside the output directory, so nothing was run")
+    if layout == "families" and not safe_name(entry.family):
+        return (f"family {entry.family!r} from {entry.manifest} is not a plain name; its test path would leave "
+                "families/, so nothing was run")
+    try:
+        correctness_test(checkout, entry, layout)
+    except ValueError as error:
+        return f"{error}; nothing was run"
+    return None
 
 
 # --- the output directory -----------------------------------------------------------------------------------
@@ -85,8 +118,12 @@ class OutputLock:
                                      "wait for it to finish or choose another --out") from None
                 self.path.unlink(missing_ok=True)
                 continue
-            with os.fdopen(handle, "w") as stream:
-                stream.write(str(os.getpid()))
+            try:
+                with os.fdopen(handle, "w") as stream:
+                    stream.write(str(os.getpid()))
+            except BaseException:  # a full file system: no half-written lock is left behind
+                self.path.unlink(missing_ok=True)
+                raise
             return self
         raise OutputBusy(f"could not lock {self.path.parent}; remove {self.path} if no run is using it")
 
@@ -236,6 +273,9 @@ def _provenance(job: QualifyJob, *, mode: str, endpoint: str | None, served_by: 
 
 def _finish(job: QualifyJob, row: ResultRow, commands: dict[str, str]) -> ResultRow:
     row_dir = job.row_dir(row.profile)
+    # The tools we ran (build, the family's tests, the server) may print a token they were given: never kept.
+    if row_dir.is_dir():
+        scrub_secrets(sorted(row_dir.glob("*.log")), known_secrets(job.api_key))
     row = row.model_copy(update={"commands": commands})
     write_text_atomic(row_dir / "command.txt", "".join(f"# {name}\n{command}\n" for name, command in commands.items()))
     write_model_atomic(row_dir / "result.json", row)
@@ -303,7 +343,10 @@ def qualify_endpoint(job: QualifyJob, *, url: str, model: str, profile: str, sta
         status=status, status_reason=reason, failed_stage=failed, status_evidence=evidence,
         provenance=_provenance(job, mode="endpoint", endpoint=url, served_by=served_by,
                                settings={"server_stated": stated})))
-    return _finish(job, row, {"trtmc-videoqa": job.command, **measurement.commands})
+    row = _finish(job, row, {"trtmc-videoqa": job.command, **measurement.commands})
+    if measurement.interrupted:
+        raise KeyboardInterrupt  # the row is written; the run stops here
+    return row
 
 
 def _with_workload_facts(job: QualifyJob, row: ResultRow) -> ResultRow:
@@ -371,6 +414,11 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
                                           stages=row.stages + [stage], status_evidence=stage.evidence,
                                           provenance=provenance(**extra)))
         return _finish(job, done, commands)
+
+    escape = manifest_path_problem(entry, checkout, inventory.layout)
+    if escape:
+        return stop("failed", escape, StageResult(name="plan", status="failed", detail=escape,
+                                                  evidence=[entry.manifest]), failed="plan")
 
     missing = toolchain.missing()
     if missing:
@@ -451,6 +499,7 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
                                            progress=lambda m: job.progress(f"{entry.profile}: {m}"))
     except ServerProblem as problem:
         return stop("failed", f"serve: {problem}", StageResult(name="serve", status="failed", detail=str(problem),
+                                                               wall_s=round(time.monotonic() - started, 3),
                                                                evidence=["server.log"]),
                     failed="serve", bundle_digest=digest)
     status, reason, failed, evidence = _ladder_after_measurement(measurement, "aiperf-qualified")
@@ -460,7 +509,10 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
     row = row.model_copy(update=_measured(row, measurement) | dict(
         status=status, status_reason=reason, failed_stage=failed, status_evidence=evidence,
         provenance=provenance(bundle_digest=digest).model_copy(update={"served_by": served_by, "endpoint": url})))
-    return _finish(job, row, commands | measurement.commands)
+    row = _finish(job, row, commands | measurement.commands)
+    if measurement.interrupted:
+        raise KeyboardInterrupt  # the row is written and the server stopped; the run stops here
+    return row
 
 
 def qualify_inventory(job: QualifyJob, inventory: Inventory, checkout: Path, toolchain: Toolchain,

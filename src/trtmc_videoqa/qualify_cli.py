@@ -46,6 +46,11 @@ def add_qualify_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--tokenizer", type=Path, metavar="DIR", help="a local tokenizer directory for AIPerf")
     run.add_argument("--api-key-env", default="TRTMC_SERVE_TOKEN", metavar="NAME",
                      help="environment variable holding the server's API key, if any (never written anywhere)")
+    run.add_argument("--api-key-file", type=Path, metavar="PATH",
+                     help="a file holding the server's API key (first line; never written anywhere); "
+                          "wins over --api-key-env")
+    run.add_argument("--startup-timeout", type=float, default=600.0, metavar="S",
+                     help="seconds a server we start may take to get ready (default 600)")
     run.add_argument("--bundle-cache", type=Path, metavar="DIR", help="where built bundles are kept")
     run.add_argument("--force", action="store_true", help="measure again even where inputs are unchanged")
     run.add_argument("--dry-run", action="store_true", help="print the plan and run nothing")
@@ -97,13 +102,53 @@ def _workloads(args: argparse.Namespace, self_test: bool):
         raise _BadInput(str(error)) from None
 
 
-def _job(args, workload, aiperf, tokenizer, label, command, progress):
+def _api_key(args: argparse.Namespace) -> str | None:
+    """The server's API key: from --api-key-file (its first line), else from the --api-key-env variable."""
+    if args.api_key_file is not None:
+        try:
+            text = args.api_key_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            reason = getattr(error, "strerror", None) or type(error).__name__
+            raise _BadInput(f"--api-key-file {args.api_key_file} cannot be read ({reason}); "
+                            "give a readable file holding the key on its first line") from None
+        key = text.strip().splitlines()[0].strip() if text.strip() else ""
+        if not key:
+            raise _BadInput(f"--api-key-file {args.api_key_file} is empty; put the key on its first line")
+        return key
+    return os.environ.get(args.api_key_env) or None
+
+
+def _job(args, workload, aiperf, tokenizer, label, command, progress, api_key=None):
     from .qualify import QualifyJob
 
-    return QualifyJob(out=args.out, workload=workload, settings=_settings(args), aiperf=aiperf, tokenizer=tokenizer,
-                      tokenizer_label=label, command=command, force=args.force,
-                      api_key=os.environ.get(args.api_key_env) or None, bundle_cache=args.bundle_cache,
-                      progress=progress)
+    job = QualifyJob(out=args.out, workload=workload, settings=_settings(args), aiperf=aiperf, tokenizer=tokenizer,
+                     tokenizer_label=label, command=command, force=args.force, api_key=api_key,
+                     bundle_cache=args.bundle_cache, progress=progress)
+    job.stage_timeouts["startup"] = args.startup_timeout
+    return job
+
+
+# The model name in the body-size check when it is not known before the server runs (TRTMC: the served id).
+_LONGEST_MODEL_NAME = "m" * 128
+
+
+def _check_bodies(workloads, args: argparse.Namespace, model: str) -> None:
+    """Every clip's request body must fit the server's body limit: refused here, before anything is sent."""
+    from .media import ClipError, check_body_limit, predicted_body_size
+
+    settings = _settings(args)
+    for workload in workloads:
+        max_tokens = settings.max_tokens or workload.spec.generation.max_tokens
+        longest = max((p.text for p in workload.spec.prompts), key=len)
+        for clip in workload.spec.clips:
+            size = predicted_body_size(model, longest, clip.bytes, clip.mime, max_tokens=max_tokens,
+                                       temperature=workload.spec.generation.temperature)
+            try:
+                check_body_limit(size, settings.body_limit, clip=workload.clip_path(clip.id))
+            except ClipError as error:
+                raise _BadInput(f"workload {workload.name!r}: {error} (the limit is --body-limit "
+                                f"{settings.body_limit}: raise it together with the server's --max-body-bytes)"
+                                ) from None
 
 
 def _dry_run(args: argparse.Namespace, workloads, self_test: bool) -> int:
@@ -142,6 +187,13 @@ def run_qualify(args: argparse.Namespace) -> int:
     try:
         workloads = _workloads(args, self_test)
         _stated(args), _settings(args)
+        api_key = _api_key(args)
+        if args.startup_timeout <= 0 or args.request_timeout <= 0 or args.body_limit <= 0:
+            raise _BadInput("--startup-timeout, --request-timeout and --body-limit must be positive")
+        from .reference import DEFAULT_MODEL_NAME
+
+        _check_bodies(workloads, args, args.model if args.endpoint else
+                      DEFAULT_MODEL_NAME if self_test else _LONGEST_MODEL_NAME)
     except _BadInput as error:
         raise BadInput(str(error)) from None
     if args.dry_run:
@@ -153,8 +205,8 @@ def run_qualify(args: argparse.Namespace) -> int:
         raise BadInput(str(problem)) from None
     progress = _progress(quiet=False)
     command = _our_command(sys.argv[1:] if sys.argv[1:2] == ["qualify"] else ["qualify"])
-    if os.environ.get(args.api_key_env):
-        command = command.replace(os.environ[args.api_key_env], API_KEY_PLACEHOLDER)
+    if api_key:
+        command = command.replace(api_key, API_KEY_PLACEHOLDER)
     try:
         with OutputLock(args.out):
             candidates = [args.tokenizer] if args.tokenizer else []
@@ -162,16 +214,16 @@ def run_qualify(args: argparse.Namespace) -> int:
             for workload in workloads:
                 prepare_workload_artifacts(args.out, workload)
             if self_test:
-                rows = _self_test(args, workloads, aiperf, tokenizer, label, command, progress)
+                rows = _self_test(args, workloads, aiperf, tokenizer, label, command, progress, api_key)
             elif args.endpoint:
-                job = _job(args, workloads[0], aiperf, tokenizer, label, command, progress)
+                job = _job(args, workloads[0], aiperf, tokenizer, label, command, progress, api_key)
                 from .qualify import qualify_endpoint
 
                 profile = args.model.replace("/", "--")
                 rows = [qualify_endpoint(job, url=args.endpoint, model=args.model, profile=profile,
                                          stated=_stated(args))]
             else:
-                rows = _trtmc(args, workloads[0], aiperf, tokenizer, label, command, progress)
+                rows = _trtmc(args, workloads[0], aiperf, tokenizer, label, command, progress, api_key)
             report = build_report([args.out])
             frames = workload_dir(args.out, workloads[0]) / "frames.png"
             write_report(report, args.out, frames)
@@ -187,7 +239,7 @@ def run_qualify(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _trtmc(args, workload, aiperf, tokenizer, label, command, progress) -> list[ResultRow]:
+def _trtmc(args, workload, aiperf, tokenizer, label, command, progress, api_key) -> list[ResultRow]:
     from .cli import BadInput
     from .inventory import NotACheckout, run_inventory
     from .inventory.markdown import render_inventory_markdown
@@ -205,18 +257,18 @@ def _trtmc(args, workload, aiperf, tokenizer, label, command, progress) -> list[
     if unknown:
         raise BadInput(f"--profile {', '.join(unknown)} not in the inventory of {args.trtmc}; "
                        "see inventory.md for the profiles")
-    job = _job(args, workload, aiperf, tokenizer, label, command, progress)
+    job = _job(args, workload, aiperf, tokenizer, label, command, progress, api_key)
     return qualify_inventory(job, inventory, args.trtmc.resolve(), find_toolchain(), args.profile)
 
 
-def _self_test(args, workloads, aiperf, tokenizer, label, command, progress) -> list[ResultRow]:
+def _self_test(args, workloads, aiperf, tokenizer, label, command, progress, api_key) -> list[ResultRow]:
     """Start the reference endpoint (a test double) once, qualify it on every self-test workload, stop it."""
     from .qualify import endpoint_key, qualify_endpoint, reusable
     from .reference import DEFAULT_MODEL_NAME, DEFAULT_SAMPLING_POLICY
 
     identity = "reference endpoint of trtmc-videoqa (test double)"
     stated = {"sampling_policy": DEFAULT_SAMPLING_POLICY, "sampling_where": "server", "media_cache": "none"}
-    jobs = [_job(args, workload, aiperf, tokenizer, label, command, progress) for workload in workloads]
+    jobs = [_job(args, workload, aiperf, tokenizer, label, command, progress, api_key) for workload in workloads]
     profiles = [f"{SELF_TEST_PREFIX}.{workload.name}" for workload in workloads]
     previous = [reusable(job.row_dir(profile), endpoint_key(job, identity=identity, model=DEFAULT_MODEL_NAME,
                                                               stated=stated), args.force)

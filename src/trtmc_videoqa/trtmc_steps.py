@@ -70,13 +70,23 @@ def build_argv(toolchain: Toolchain, entry: CheckpointEntry, bundle: Path) -> li
 
 
 def correctness_test(checkout: Path, entry: CheckpointEntry, layout: str) -> Path | None:
-    """The family's own E2E test file, unchanged, or None when the family has none."""
+    """The family's own E2E test file, unchanged, or None when the family has none.
+
+    Raises ValueError when the path (from the manifest's family, or through a symlink) leads outside the checkout:
+    nothing outside the checkout is ever run."""
     if layout == "families":
         candidate = checkout / "families" / entry.family / "tests" / "test_e2e.py"
-        return candidate if candidate.is_file() else None
-    family_dir = checkout / Path(entry.manifest).parents[1]
-    found = sorted(family_dir.glob("test_*_e2e.py"))
-    return found[0] if found else None
+        found = [candidate] if candidate.is_file() else []
+    else:
+        family_dir = checkout / Path(entry.manifest).parents[1]
+        found = sorted(family_dir.glob("test_*_e2e.py"))[:1]
+    if not found:
+        return None
+    root = checkout.resolve()
+    if not found[0].resolve().is_relative_to(root):
+        raise ValueError(f"the correctness test {found[0]} of profile {entry.profile!r} leads outside the checkout "
+                         f"(to {found[0].resolve()})")
+    return found[0]
 
 
 def correctness_argv(toolchain: Toolchain, checkout: Path, test: Path, entry: CheckpointEntry,

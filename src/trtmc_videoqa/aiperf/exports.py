@@ -15,9 +15,12 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel
 
+from ..artifacts import write_bytes_atomic
+
 RAW_EXPORT = "profile_export_raw.jsonl"
 RECORDS_EXPORT = "profile_export.jsonl"
 INPUTS_EXPORT = "inputs.json"
+RAW_RECORDS_DIR = "raw_records"  # per record processor, before AIPerf consolidates them into RAW_EXPORT
 _SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
 _DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+);base64,([A-Za-z0-9+/=]+)")
 
@@ -113,27 +116,56 @@ def _latencies(artifact_dir: Path) -> dict[str, float]:
     return found
 
 
+def _raw_lines(artifact_dir: Path) -> Iterator[dict[str, Any]]:
+    """The raw export; when AIPerf did not consolidate it (every request failed, or it was ended early), the
+    per-record-processor files it wrote on the way (raw_records/*.jsonl) instead."""
+    if (artifact_dir / RAW_EXPORT).is_file():
+        yield from _lines(artifact_dir / RAW_EXPORT)
+        return
+    for part in sorted((artifact_dir / RAW_RECORDS_DIR).glob("*.jsonl")):
+        yield from _lines(part)
+
+
+def _client_record(raw: dict[str, Any], latencies: dict[str, float]) -> ClientRecord | None:
+    meta = raw.get("metadata") or {}
+    session = meta.get("conversation_id")
+    if not session:
+        return None
+    answer, finish, tokens, extra, status = _response(raw)
+    latency = latencies.get(meta.get("x_request_id") or "")
+    error = _error_text(raw.get("error"))
+    if error and isinstance(raw.get("error"), dict) and isinstance(raw["error"].get("code"), int):
+        status = raw["error"]["code"]
+    return ClientRecord(
+        session_id=session, x_request_id=meta.get("x_request_id"), phase=meta.get("benchmark_phase", "?"),
+        start_ns=meta.get("request_start_ns"), end_ns=meta.get("request_end_ns"),
+        latency_ms=float(latency) if isinstance(latency, (int, float)) and not error else None,
+        http_status=status, error=error, answer=answer, finish_reason=finish, completion_tokens=tokens,
+        response_fields=extra,
+    )
+
+
 def read_client_records(artifact_dir: Path) -> list[ClientRecord]:
-    """One record per request from the raw export, in completion order; empty when AIPerf wrote none."""
+    """One record per request, in completion order; empty when AIPerf wrote none.
+
+    The raw export gives answers; a request AIPerf recorded only in profile_export.jsonl (when every request
+    failed, AIPerf 0.13.0 writes no raw export) still counts, with its error and timestamps: nothing it measured
+    is dropped."""
     records = []
     latencies = _latencies(artifact_dir)
-    for raw in _lines(artifact_dir / RAW_EXPORT):
-        meta = raw.get("metadata") or {}
-        session = meta.get("conversation_id")
-        if not session:
-            continue
-        answer, finish, tokens, extra, status = _response(raw)
-        latency = latencies.get(meta.get("x_request_id") or "")
-        error = _error_text(raw.get("error"))
-        if error and isinstance(raw.get("error"), dict) and isinstance(raw["error"].get("code"), int):
-            status = raw["error"]["code"]
-        records.append(ClientRecord(
-            session_id=session, x_request_id=meta.get("x_request_id"), phase=meta.get("benchmark_phase", "?"),
-            start_ns=meta.get("request_start_ns"), end_ns=meta.get("request_end_ns"),
-            latency_ms=float(latency) if isinstance(latency, (int, float)) and not error else None,
-            http_status=status, error=error, answer=answer, finish_reason=finish, completion_tokens=tokens,
-            response_fields=extra,
-        ))
+    seen: set[str] = set()
+    for raw in _raw_lines(artifact_dir):
+        record = _client_record(raw, latencies)
+        if record is not None:
+            records.append(record)
+            seen.add(record.x_request_id or "")
+    for raw in _lines(artifact_dir / RECORDS_EXPORT):
+        request_id = (raw.get("metadata") or {}).get("x_request_id")
+        if request_id and request_id not in seen:
+            record = _client_record(raw, latencies)
+            if record is not None:
+                records.append(record)
+                seen.add(request_id)
     return records
 
 
@@ -165,7 +197,7 @@ def scrub_exports(artifact_dir: Path, secrets: list[str]) -> None:
             if secret:
                 cleaned = cleaned.replace(secret, "<redacted>")
         if cleaned != text:
-            path.write_text(cleaned, encoding="utf-8")
+            write_bytes_atomic(path, cleaned.encode("utf-8"))
 
 
 def _scrub_json_line(line: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -22,6 +23,7 @@ class RunOutcome(BaseModel):
     timed_out: bool
     wall_s: float
     log: str
+    interrupted: bool = False  # we were interrupted (SIGINT) and ended the group
 
 
 def _end_group(process: subprocess.Popen[bytes]) -> None:
@@ -35,6 +37,17 @@ def _end_group(process: subprocess.Popen[bytes]) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def _ignore_sigint() -> object:
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _restore_sigint(previous: object) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)  # type: ignore[arg-type]
 
 
 def run_with_wall_limit(argv: list[str], *, wall_limit_s: float, log_path: Path, cwd: Path | None = None,
@@ -51,7 +64,12 @@ def run_with_wall_limit(argv: list[str], *, wall_limit_s: float, log_path: Path,
             _end_group(process)
             exit_code, timed_out = process.returncode, True
         except BaseException:  # Ctrl-C or a crash of ours: leave no orphaned group behind
-            _end_group(process)
+            # A second Ctrl-C while the group is being ended must not leave it half-ended.
+            previous = _ignore_sigint()
+            try:
+                _end_group(process)
+            finally:
+                _restore_sigint(previous)
             raise
         finally:
             # The main process may be gone while children linger; end the rest of the group.

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..artifacts import write_text_atomic
+
 LOCAL_TOKENIZER_NAME = "trtmc-videoqa-local-bpe"
 _CORPUS = (
     "In which direction does the square move? What happens first? Answer with the option's letter only. "
@@ -33,11 +35,12 @@ def ensure_local_tokenizer(directory: Path) -> Path:
     trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=["[UNK]", "<s>", "</s>"], show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tokenizer.train_from_iterator([_CORPUS] * 4, trainer=trainer)
-    directory.mkdir(parents=True, exist_ok=True)
-    tokenizer.save(str(directory / "tokenizer.json"))
     config = {"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]", "bos_token": "<s>",
               "eos_token": "</s>", "model_max_length": 1_000_000, "name_or_path": LOCAL_TOKENIZER_NAME}
-    (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
+    # Written atomically by us (a full disk is an OSError naming the file), the config last: has_tokenizer()
+    # sees a complete tokenizer or none.
+    write_text_atomic(directory / "tokenizer.json", tokenizer.to_str(pretty=True))
+    write_text_atomic(directory / "tokenizer_config.json", json.dumps(config, indent=2) + "\n")
     return directory
 
 

@@ -39,11 +39,21 @@ class CheckoutTree:
         real = path.resolve()
         if real == self.root or self.root in real.parents:
             return True
-        self._skip(path, f"symlink pointing outside the checkout (to {real}); not followed")
+        what = "symlink pointing" if path.is_symlink() else "path leading"
+        self._skip(path, f"{what} outside the checkout (to {real}); not followed")
         return False
 
     def glob(self, pattern: str) -> list[Path]:
-        return sorted(p for p in self.root.glob(pattern) if self.inside(p) and p.is_file())
+        """Files matching the pattern; a link out of the checkout, or one to nothing, is recorded, not read."""
+        found = []
+        for path in sorted(self.root.glob(pattern)):
+            if not self.inside(path):
+                continue
+            if path.is_file():
+                found.append(path)
+            elif path.is_symlink():
+                self._skip(path, f"broken symlink: its target {os.readlink(path)} does not exist")
+        return found
 
     def files_under(self, directory: Path, suffixes: frozenset[str]) -> list[Path]:
         """Regular files below a directory, symlinks out of the checkout refused, never followed into."""

@@ -14,7 +14,6 @@ from typing import Any
 
 from .errors import ClipError
 from .sniff import mime_for_suffix, sniff_mime
-from .source import read_clip_bytes
 
 TRTMC_SERVER_BODY_LIMIT = 1_048_576  # trtmc-server's default --max-body-bytes
 _BASE64_MARKER = ";base64,"
@@ -36,6 +35,8 @@ def data_url(data: bytes, mime: str) -> str:
 
 def video_data_url(path: str | PathLike[str], mime: str | None = None) -> str:
     """The clip file as a base64 data URL; the MIME type comes from the container unless given."""
+    from .source import read_clip_bytes  # PyAV comes with it; the size checks here need none
+
     data = read_clip_bytes(path)
     return data_url(data, mime or clip_mime(path, data))
 

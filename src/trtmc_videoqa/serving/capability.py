@@ -1,6 +1,8 @@
 """The capability check: one real clip-plus-question request to the served model, before any measurement.
 
-A rejection (4xx) is evidence that the server or model cannot take video, and makes the row `unsupported`.
+A rejection of the request's content (400, 415, 422) is evidence that the server or model cannot take video, and
+makes the row `unsupported`. Other refusals say nothing about the capability and make the row `failed`, with the
+fix: 413 (the body is over the server's limit), 401/403 (the API key), 404 (the URL or the model name), 429 ...
 """
 
 from __future__ import annotations
@@ -16,6 +18,16 @@ from ..media.payload import chat_request_body, check_body_limit, encode_body, vi
 
 CHAT_PATH = "/v1/chat/completions"
 _EXCERPT = 500
+# The server understood the request and refused what it carries: a video part, its MIME type, its shape.
+CONTENT_REJECTIONS = frozenset({400, 415, 422})
+_FIXES = {
+    413: "the request body is over the server's body limit: start the server with a larger --max-body-bytes "
+         "(and pass the same value as --body-limit) or use a smaller clip",
+    401: "the server wants an API key: give it with --api-key-env NAME or --api-key-file PATH",
+    403: "the server refused the API key: check the key given with --api-key-env or --api-key-file",
+    404: "check --endpoint (the server's base URL) and --model (a model id the server lists at /v1/models)",
+    429: "the server is rate limiting: lower --concurrency or wait, then run again",
+}
 
 
 class CapabilityResult(BaseModel):
@@ -51,9 +63,11 @@ def check_capability(url: str, model: str, clip: Path, question: str, *, max_tok
     served_by = response.headers.get("x-served-by")
     text = response.text[:_EXCERPT]
     if response.status_code != 200:
-        return CapabilityResult(accepted=False, rejected=400 <= response.status_code < 500,
+        fix = _FIXES.get(response.status_code)
+        return CapabilityResult(accepted=False, rejected=response.status_code in CONTENT_REJECTIONS,
                                 http_status=response.status_code, request_id=request_id, latency_ms=latency,
-                                detail=f"HTTP {response.status_code}: {text}", served_by=served_by)
+                                detail=f"HTTP {response.status_code}: {text}" + (f" ({fix})" if fix else ""),
+                                served_by=served_by)
     try:
         data = response.json()
         answer = data["choices"][0]["message"]["content"]

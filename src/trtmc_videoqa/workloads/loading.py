@@ -145,6 +145,11 @@ def check_clip_files(spec: WorkloadFile, path: Path) -> None:
                 "(clips are committed bytes, never regenerated on load)"
             )
         size = clip_file.stat().st_size
+        if size == 0:
+            raise WorkloadError(
+                f"{path}: clip {clip.id!r} file {clip_file} is empty (0 bytes); restore the committed file, or "
+                f"re-export the clip and record it with `{SEAL_COMMAND} {path}`"
+            )
         actual = sha256_file(clip_file)
         if size != clip.bytes or actual != clip.sha256:
             raise WorkloadError(
