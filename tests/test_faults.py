@@ -1,0 +1,423 @@
+"""Faults, for real: each ends in a clear status or message (no traceback), keeps what was measured, and a re-run
+resumes. The servers are the reference endpoint (a test double) with its fault knobs, run as their own processes
+on 127.0.0.1, and the published AIPerf 0.13.0. Every wait is bounded in count and time.
+
+Runs are kept small (`--workload synthetic --repeats 1 --warmup 1`: one warmup and six profiling requests) where a
+test is not about volume. Chat requests reach the reference endpoint in this order: #1 the capability check, #2 the
+warmup request, #3..#8 the profiling requests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from doubles.toolchain import install_doubles
+from trtmc_videoqa.reference import (DEFAULT_MODEL_NAME, FaultKnobs, ReferenceConfig, ReferenceServer,
+                                     argv_for_subprocess, error_positions)
+from trtmc_videoqa.results import ResultRow
+from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SYNTHETIC = Path(__file__).resolve().parents[1] / "src" / "trtmc_videoqa" / "workloads" / "data" / "synthetic"
+QUICK = ("--workload", "synthetic", "--repeats", "1", "--warmup", "1")
+MODEL = DEFAULT_MODEL_NAME
+LOCK = ".trtmc-videoqa.lock"
+
+
+def qualify(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "trtmc_videoqa", "qualify", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def endpoint(url: str, out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return qualify("--endpoint", url, "--model", MODEL, *QUICK, "--out", str(out), *extra, env=env)
+
+
+def row(out: Path, profile: str = MODEL) -> ResultRow:
+    return ResultRow.model_validate_json((out / "checkpoints" / profile / "result.json").read_bytes())
+
+
+def requests_file(out: Path, profile: str = MODEL) -> list[dict]:
+    lines = (out / "checkpoints" / profile / "requests.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def no_traceback(done: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+
+
+def one_message(done: subprocess.CompletedProcess[str]) -> str:
+    """stderr is exactly one line, and it is that line."""
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+@contextmanager
+def reference(tmp: Path, *, port: int | None = None, name: str = "reference", max_body_bytes: int = 4 << 20,
+              **faults: object) -> Iterator[str]:
+    """The reference endpoint as its own process (so the crash knob ends only it), ready before it is used."""
+    port = port or free_loopback_port()
+    url = f"http://127.0.0.1:{port}"
+    config = ReferenceConfig(port=port, records_path=tmp / f"{name}-records.jsonl", max_body_bytes=max_body_bytes,
+                             faults=FaultKnobs(**faults))
+    with ServerProcess(argv_for_subprocess(config), url=url, log_path=tmp / f"{name}.log", startup_timeout_s=60):
+        yield url
+
+
+def server_records(tmp: Path, name: str = "reference") -> list[dict]:
+    path = tmp / f"{name}-records.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+# --- the server -----------------------------------------------------------------------------------------------
+
+def test_server_crash_during_profiling_keeps_what_completed_and_a_rerun_measures_again(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    port = free_loopback_port()
+    # Answers #1 (capability), #2 (warmup), #3 and #4 (profiling), then dies on #5 without answering it.
+    with reference(tmp_path, port=port, name="crashing", crash_after=4) as url:
+        done = endpoint(url, out)
+    assert done.returncode == 0, done.stderr  # an honest status was reached: failed, with its evidence
+    no_traceback(done)
+    crashed = row(out)
+    assert (crashed.status, crashed.failed_stage) == ("failed", "aiperf")
+    assert "request(s) failed" in crashed.status_reason
+    assert crashed.profiling_requests_completed == 2 and crashed.failed_requests == 4
+    kept = {r["session_id"]: r for r in requests_file(out)}
+    assert len(kept) == 7  # every planned request is accounted for, the failed ones with their error
+    completed = [r for r in kept.values() if r["phase"] == "profiling" and r["error"] is None]
+    served = {r["request_id"]: r for r in server_records(tmp_path, "crashing")}
+    for request in completed:  # what completed is kept, measured and joined to the server's own record
+        assert request["client_latency_ms"] > 0 and request["answer"] and request["grade"]
+        assert request["server_task_ms"] == pytest.approx(served[request["x_request_id"]]["model_call_ms"], abs=0.01)
+    assert {r.session_id for r in crashed.requests if r.error is None and r.phase == "profiling"} == {
+        r["session_id"] for r in completed}
+    errors = [r["error"] for r in kept.values() if r["error"]]
+    assert all(("Disconnect" in e) or ("Connect" in e) for e in errors), errors
+
+    # The server is back (same address): the failed row is not reused, it is measured again.
+    with reference(tmp_path, port=port, name="back") as url:
+        again = endpoint(url, out)
+    assert again.returncode == 0, again.stderr
+    assert "(reused)" not in again.stdout
+    resumed = row(out)
+    assert resumed.status == "endpoint-qualified" and resumed.failed_requests == 0
+    assert resumed.profiling_requests_completed == 6
+    assert (out / "checkpoints" / MODEL / "aiperf" / "export.previous").is_dir()  # the crashed attempt's exports
+
+
+def test_http_500_answers_are_recorded_request_by_request(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with reference(tmp_path, error_rate=0.5) as url:
+        done = endpoint(url, out)
+    assert done.returncode == 0, done.stderr
+    no_traceback(done)
+    result = row(out)
+    failing = set(error_positions(0.5, 8))  # #2 warmup, #4 #6 #8 profiling
+    assert failing == {2, 4, 6, 8}
+    assert (result.status, result.failed_stage) == ("failed", "aiperf")
+    assert "4 request(s) failed (4 HTTP 500)" in result.status_reason
+    assert result.failed_requests == 4 and result.profiling_requests_completed == 3
+    records = requests_file(out)
+    bad = [r for r in records if r["error"]]
+    assert len(bad) == 4 and all(r["http_status"] == 500 and "injected fault" in r["error"] for r in bad)
+    good = [r for r in records if not r["error"]]
+    assert all(r["client_latency_ms"] and r["server_task_ms"] for r in good)
+    served = {r["request_id"]: r["status"] for r in server_records(tmp_path)}
+    assert all(served[r["x_request_id"]] == 500 for r in bad)  # the same requests, by identity, on both sides
+    assert result.client_latency.count == 3  # the figures cover what succeeded, nothing more
+
+
+def test_request_timeouts_are_recorded_with_the_fix(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    # The capability check may take its time (its own timeout); every AIPerf request runs past --request-timeout.
+    with reference(tmp_path, added_task_ms=1500) as url:
+        done = endpoint(url, out, "--request-timeout", "0.5")
+    assert done.returncode == 0, done.stderr
+    no_traceback(done)
+    result = row(out)
+    assert (result.status, result.failed_stage) == ("failed", "aiperf")
+    assert "7 request(s) failed (7 TimeoutError)" in result.status_reason
+    assert "--request-timeout" in result.status_reason
+    records = requests_file(out)
+    # AIPerf writes no raw export when every request failed; its records export still counts, so nothing is lost.
+    assert len(records) == 7 and all(r["x_request_id"] and "TimeoutError" in r["error"] for r in records)
+
+
+def test_a_body_over_the_limit_is_refused_before_sending(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with reference(tmp_path) as url:
+        done = endpoint(url, out, "--body-limit", "3000")
+    assert done.returncode == 2
+    message = one_message(done)
+    assert "synthetic-forward.mp4" in message and "too large for the server's body limit" in message
+    assert "--body-limit" in message and "--max-body-bytes" in message
+    assert server_records(tmp_path) == []  # nothing was sent
+    assert not (out / "checkpoints").exists()
+
+
+def test_a_server_that_answers_413_is_recorded_with_the_fix(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with reference(tmp_path, max_body_bytes=3000) as url:  # the server's limit is lower than we were told
+        done = endpoint(url, out)
+    assert done.returncode == 0, done.stderr
+    result = row(out)
+    assert (result.status, result.failed_stage) == ("failed", "capability")  # not "unsupported": no capability gap
+    assert "HTTP 413" in result.status_reason and "--max-body-bytes" in result.status_reason
+    capability = json.loads((out / "checkpoints" / MODEL / "capability.json").read_text())
+    assert capability["http_status"] == 413 and not capability["rejected"]
+    assert [r["status"] for r in server_records(tmp_path)] == [413]
+    assert not (out / "checkpoints" / MODEL / "aiperf").exists()
+
+
+def test_an_endpoint_that_never_gets_ready_fails_at_the_capability_check(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with ReferenceServer(ReferenceConfig(faults=FaultKnobs(ready_after_s=3600))) as server:
+        done = endpoint(server.url, out)
+    assert done.returncode == 0, done.stderr
+    no_traceback(done)
+    result = row(out)
+    assert (result.status, result.failed_stage) == ("failed", "capability")
+    assert "HTTP 503" in result.status_reason and "not ready" in result.status_reason
+    assert not (out / "checkpoints" / MODEL / "aiperf").exists()
+
+
+def test_trtmc_server_never_ready_fails_at_serve_and_a_rerun_resumes_without_leaking_secrets(tmp_path: Path) -> None:
+    """The TRTMC chain through labelled doubles. The hub token and the server's API key are set: the build double
+    prints the hub token (as a careless tool would), the server double requires the key (as trtmc-server does)."""
+    hub_token, api_key = "hf_TESTTOKEN_0123456789abcdef", "sk-serve-TESTKEY-0123456789"
+    key_file = tmp_path / "serve.key"
+    key_file.write_text(api_key + "\n")
+    env = install_doubles(tmp_path / "bin")
+    env.pop("TRTMC_SERVE_TOKEN", None)
+    env["HF_TOKEN"] = hub_token
+    out = tmp_path / "out"
+    args = ("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(out), "--profile", "vidqa-2b",
+            "--api-key-file", str(key_file), *QUICK[2:])
+    slow = dict(env, TRTMC_SERVER_DOUBLE_READY_AFTER_S="3600")
+    started = time.monotonic()
+    done = qualify(*args, "--startup-timeout", "4", env=slow)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 60
+    no_traceback(done)
+    stuck = row(out, "vidqa-2b")
+    assert (stuck.status, stuck.failed_stage) == ("failed", "serve")
+    assert "not ready within 4 s" in stuck.status_reason and "HTTP 503" in stuck.status_reason
+    assert [(s.name, s.status) for s in stuck.stages][-1] == ("serve", "failed")
+    row_dir = out / "checkpoints" / "vidqa-2b"
+    assert (row_dir / "server.log").is_file() and (row_dir / "build.log").is_file()
+    build_log = (row_dir / "build.log").read_text()
+    assert hub_token not in build_log and "<redacted>" in build_log
+    bundles = sorted((out / "bundles").glob("*.bundle"))
+    assert len(bundles) == 1
+    built_at = bundles[0].stat().st_mtime_ns
+
+    again = qualify(*args, env=env)  # the server gets ready now; the bundle is not built again
+    assert again.returncode == 0, again.stderr
+    resumed = row(out, "vidqa-2b")
+    assert resumed.status == "aiperf-qualified"  # the API key reached the server: it answers 401 without it
+    assert bundles[0].stat().st_mtime_ns == built_at
+    leaked = [p for p in out.rglob("*") if p.is_file()
+              and (hub_token.encode() in p.read_bytes() or api_key.encode() in p.read_bytes())]
+    assert leaked == []
+    for text in (done.stdout, done.stderr, again.stdout, again.stderr):
+        assert hub_token not in text and api_key not in text
+    assert "$TRTMC_SERVE_TOKEN" in (row_dir / "command.txt").read_text()
+
+
+# --- the user's inputs ----------------------------------------------------------------------------------------
+
+def _user_workload(tmp: Path, clip_bytes: bytes, *, seal: bool = True) -> Path:
+    """A copy of the synthetic workload whose forward clip is replaced, sealed (so its identity matches) unless
+    sealing is what would refuse it."""
+    directory = tmp / "my-workload"
+    shutil.copytree(SYNTHETIC, directory)
+    (directory / "synthetic-forward.mp4").write_bytes(clip_bytes)
+    if seal:
+        subprocess.run([sys.executable, "-m", "trtmc_videoqa.workloads.seal", str(directory)], check=True,
+                       capture_output=True, timeout=60)
+    return directory
+
+
+def _corrupt(data: bytes) -> bytes:
+    damaged = bytearray(data)
+    payload = damaged.index(b"mdat") + 4
+    damaged[payload : payload + 4] = b"\xff\xff\xff\xff"  # the first H.264 sample's length prefix
+    return bytes(damaged)
+
+
+_CLIP = (SYNTHETIC / "synthetic-forward.mp4").read_bytes()
+BAD_CLIPS = {
+    "corrupt": (_corrupt(_CLIP), True, "is corrupt or truncated", "re-export or re-download it"),
+    "truncated": (_CLIP[: len(_CLIP) // 2], True, "is truncated", "re-export or re-download it"),
+    "empty": (b"", False, "is empty (0 bytes)", "restore the committed file"),
+    "not a video": (b"meeting notes, not a video\n" * 40, True, "is not a video file", "check that it really is"),
+    "oversized": (os.urandom(5 << 20), True, "too large for the server's body limit", "--body-limit"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CLIPS))
+def test_a_bad_clip_in_a_users_workload_is_bad_input(tmp_path: Path, case: str) -> None:
+    data, seal, problem, fix = BAD_CLIPS[case]
+    workload = _user_workload(tmp_path, data, seal=seal)
+    out = tmp_path / "out"
+    done = qualify("--endpoint", "http://127.0.0.1:9", "--model", "m", "--workload", str(workload),
+                   "--out", str(out))
+    assert done.returncode == 2, done.stderr
+    message = one_message(done)
+    assert "synthetic-forward.mp4" in message and problem in message and fix in message
+    assert not (out / "checkpoints").exists()  # refused before anything was sent
+    assert not (out / LOCK).exists()
+
+
+def test_a_workload_clip_path_leading_outside_its_directory_is_bad_input(tmp_path: Path) -> None:
+    directory = tmp_path / "escaping"
+    shutil.copytree(SYNTHETIC, directory)
+    raw = json.loads((directory / "workload.json").read_text())
+    raw["clips"][0]["file"] = "../outside.mp4"
+    (tmp_path / "outside.mp4").write_bytes(_CLIP)
+    (directory / "workload.json").write_text(json.dumps(raw))
+    done = qualify("--endpoint", "http://127.0.0.1:9", "--model", "m", "--workload", str(directory),
+                   "--out", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert "leads outside the workload directory" in one_message(done)
+
+
+def test_a_missing_aiperf_is_bad_input_before_anything_starts(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = qualify("--aiperf", str(tmp_path / "no-aiperf"), *QUICK, "--out", str(out))
+    assert done.returncode == 2
+    message = one_message(done)
+    assert "aiperf was not found" in message and "pip install aiperf==0.13.0" in message
+    assert not out.exists()  # nothing started: no lock, no server, no artifact
+    env = dict(os.environ, TRTMC_VIDEOQA_AIPERF=str(tmp_path / "elsewhere" / "aiperf"))
+    assert qualify(*QUICK, "--out", str(out), env=env).returncode == 2 and not out.exists()
+
+
+def test_an_aiperf_of_the_wrong_version_is_bad_input_before_anything_starts(tmp_path: Path) -> None:
+    interpreter = tmp_path / "python"  # reports an installed aiperf 0.12.0, as another environment's Python would
+    interpreter.write_text(f"#!/bin/sh\nexec {sys.executable} -c \"print('{{\\\"version\\\": \\\"0.12.0\\\", "
+                           f"\\\"direct_url\\\": null}}')\"\n")
+    interpreter.chmod(0o755)
+    fake = tmp_path / "aiperf"
+    fake.write_text(f"#!{interpreter}\n")
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    done = qualify("--aiperf", str(fake), *QUICK, "--out", str(out))
+    assert done.returncode == 2
+    assert "is aiperf 0.12.0, but this tool needs the published 0.13.0" in one_message(done)
+    assert not out.exists()
+
+
+# --- the run itself -------------------------------------------------------------------------------------------
+
+def _group_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _aiperf_groups(marker: str) -> set[int]:
+    """Process groups of running `aiperf profile` processes whose argv names `marker` (our artifact dir)."""
+    groups = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"profile" in argv and any(marker.encode() in part for part in argv):
+            group = _group_of(int(entry.name))
+            if group is not None:
+                groups.add(group)
+    return groups
+
+
+def _members(group: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and _group_of(int(entry.name)) == group:
+            try:
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != "Z":
+                members.append(int(entry.name))
+    return members
+
+
+def test_sigint_during_aiperf_ends_its_group_exits_130_and_a_rerun_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with reference(tmp_path, added_task_ms=400) as url:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "trtmc_videoqa", "qualify", "--endpoint", url, "--model", MODEL, *QUICK,
+             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            groups: set[int] = set()
+            deadline = time.monotonic() + 120
+            # Bounded wait: the capability check and the warmup have been served, AIPerf is in its profiling phase.
+            while time.monotonic() < deadline and process.poll() is None:
+                groups |= _aiperf_groups(str(out))
+                if groups and len(server_records(tmp_path)) >= 3:
+                    break
+                time.sleep(0.05)
+            assert process.poll() is None and groups, "AIPerf never reached its profiling phase"
+            os.kill(process.pid, signal.SIGINT)  # to our process only, as a terminal's Ctrl-C would reach us
+            stdout, stderr = process.communicate(timeout=90)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    assert done.returncode == 130
+    no_traceback(done)
+    assert "interrupted" in one_message(done)
+    assert all(_members(group) == [] for group in groups)  # AIPerf's whole process group is gone
+    assert not (out / LOCK).exists()
+    row_dir = out / "checkpoints" / MODEL
+    for kept in ("capability.json", "aiperf/plan.json", "aiperf/inputs.jsonl", "aiperf/aiperf.log",
+                 "requests.jsonl"):
+        assert (row_dir / kept).is_file(), kept
+    interrupted = row(out)
+    assert (interrupted.status, interrupted.failed_stage) == ("failed", "aiperf")
+    assert "interrupted" in interrupted.status_reason
+
+    with reference(tmp_path, name="again") as url:
+        again = endpoint(url, out)
+    assert again.returncode == 0, again.stderr
+    assert row(out).status == "endpoint-qualified"
+
+
+def test_a_second_run_on_a_busy_output_directory_fails_fast_and_leaves_the_first_alone(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (out / LOCK).write_text(str(holder.pid))  # a live run holds it
+        started = time.monotonic()
+        done = qualify(*QUICK, "--out", str(out))
+        assert done.returncode == 2 and time.monotonic() - started < 10
+        assert "in use by another run" in one_message(done)
+        assert (out / LOCK).read_text() == str(holder.pid)  # the holder's lock is not taken from it
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder is gone: its lock is stale, so the next run takes it over, reaches a status and releases it.
+    url = f"http://127.0.0.1:{free_loopback_port()}"  # nothing listens: the capability check fails at once
+    done = qualify("--endpoint", url, "--model", "m", "--workload", "synthetic", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert row(out, "m").failed_stage == "capability" and not (out / LOCK).exists()

@@ -1,0 +1,58 @@
+"""Malformed and missing manifests: each becomes an `invalid` row (or a recorded skip) with its own message, and the
+audit goes on with every other row. (tests/test_inventory.py covers malformed JSON and missing fields.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from trtmc_videoqa.inventory import run_inventory
+from trtmc_videoqa.inventory.manifest import MAX_MANIFEST_BYTES
+
+FIXTURES = Path(__file__).parent / "fixtures"
+GOOD = json.loads((FIXTURES / "trtmc_families" / "families" / "vlm" / "tests" / "manifests" / "vlm-3b.json")
+                  .read_text())
+
+BROKEN = {  # file stem -> (bytes, the message its row must carry)
+    "not-utf8": (b"\xff\xfe{\"name\": \"x\"}", "not UTF-8 text"),
+    "an-array": (b"[1, 2, 3]", "must be a JSON object, not list"),
+    "empty": (b"", "malformed JSON at line 1 column 1"),
+    "no-testcases": (json.dumps({**GOOD, "name": "no-testcases", "testcases": []}).encode(),
+                     "testcases must be a non-empty list of objects"),
+    "numeric-name": (json.dumps({**GOOD, "name": 5}).encode(), "name must be a non-empty string"),
+    "huge": (json.dumps({**GOOD, "name": "huge", "padding": "x" * (MAX_MANIFEST_BYTES + 1)}).encode(),
+             f"over the {MAX_MANIFEST_BYTES} byte limit"),
+}
+
+
+def test_every_broken_manifest_is_an_invalid_row_and_the_audit_goes_on(tmp_path: Path) -> None:
+    tree = tmp_path / "trtmc"
+    shutil.copytree(FIXTURES / "trtmc_families", tree)
+    before = run_inventory(tree)
+    manifests = tree / "families" / "vlm" / "tests" / "manifests"
+    for stem, (data, _) in BROKEN.items():
+        (manifests / f"{stem}.json").write_bytes(data)
+    (manifests / "gone.json").symlink_to(manifests / "deleted-long-ago.json")  # a manifest that is missing
+
+    inventory = run_inventory(tree)
+    rows = {entry.manifest.rsplit("/", 1)[-1][: -len(".json")]: entry for entry in inventory.entries}
+    for stem, (_, message) in BROKEN.items():
+        entry = rows[stem]
+        assert entry.verdict == "invalid" and entry.catalog_status == "invalid" and not entry.in_group, stem
+        assert message in entry.error, (stem, entry.error)
+    # nothing else changed: every other row is still there, judged as before
+    assert len(inventory.entries) == len(before.entries) + len(BROKEN)
+    assert {e.profile: e.verdict for e in before.entries}.items() <= {
+        e.profile: e.verdict for e in inventory.entries}.items()
+    assert inventory.summary.capable == before.summary.capable
+    # the missing one is not silently dropped
+    skipped = {item.path: item.reason for item in inventory.skipped}
+    assert "broken symlink" in skipped["families/vlm/tests/manifests/gone.json"]
+
+    done = subprocess.run([sys.executable, "-m", "trtmc_videoqa", "inventory", "--trtmc", str(tree),
+                           "--out", str(tmp_path / "inventory")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    assert "invalid" in done.stdout and (tmp_path / "inventory" / "inventory.json").is_file()
