@@ -30,6 +30,11 @@ GOAL_RATIO, GOAL_EXTRA_S = 1.10, 2.0
 PROFILE = DEFAULT_MODEL_NAME
 
 
+def aiperf_inside(out: Path) -> float:
+    """The wall time of the AIPerf process inside our run, as our run recorded it."""
+    return json.loads((out / "checkpoints" / PROFILE / "aiperf" / "outcome.json").read_text())["wall_s"]
+
+
 def qualify(url: str, out: Path, repeats: int, warmup: int) -> float:
     argv = [sys.executable, "-m", "trtmc_videoqa", "qualify", "--endpoint", url, "--model", DEFAULT_MODEL_NAME,
             "--workload", "synthetic", "--out", str(out), "--repeats", str(repeats), "--warmup", str(warmup)]
@@ -81,20 +86,24 @@ def main() -> None:
             print(f"warm-up qualify (not counted): {warm:.2f} s; {expected} requests per run; endpoint {url}")
             ours: list[float] = []
             theirs: list[float] = []
+            outside: list[float] = []  # our wall time minus the AIPerf run inside it
             for index in range(args.rounds):
                 order = ("ours", "bare") if index % 2 == 0 else ("bare", "ours")
                 for which in order:
                     if which == "ours":
                         ours.append(qualify(url, root / f"ours-{index}", args.repeats, args.warmup))
+                        outside.append(ours[-1] - aiperf_inside(root / f"ours-{index}"))
                     else:
                         artifacts = root / f"bare-{index}"
                         argv = bare_argv(first, artifacts)
                         theirs.append(bare(argv, artifacts, expected))
-                print(f"round {index + 1}: qualify {ours[-1]:.2f} s, bare aiperf {theirs[-1]:.2f} s")
+                print(f"round {index + 1}: qualify {ours[-1]:.2f} s (outside its AIPerf run {outside[-1]:.2f} s), "
+                      f"bare aiperf {theirs[-1]:.2f} s")
     ours_s, bare_s = statistics.median(ours), statistics.median(theirs)
     ratio, extra = ours_s / bare_s, ours_s - bare_s
     print(f"median: qualify {ours_s:.2f} s, bare aiperf profile {bare_s:.2f} s, {extra:+.2f} s "
-          f"(goal <= {GOAL_RATIO:.2f}x and < {GOAL_EXTRA_S:.0f} s more)")
+          f"(goal <= {GOAL_RATIO:.2f}x and < {GOAL_EXTRA_S:.0f} s more); our own work outside AIPerf: median "
+          f"{statistics.median(outside):.2f} s")
     print(f"overhead {ratio:.2f}x")
 
 

@@ -6,7 +6,9 @@ The clips are made once with PyAV (libx264 defaults: crf 23, keyint 250; no audi
 moving gradients, drifting noise and boxes: about 3 Mbit/s, and x264 codes every frame as a P-frame in one
 GOP, the worst case for this probe, which decodes the first frame and everything from the last keyframe on.
 So its cost follows the last GOP's length; for comparison the same frames with a keyframe every 2 s (a common
-streaming setting) are timed too, and so is decode_all (every frame decoded). The last line is the default clip.
+streaming setting) are timed too, and so is decode_all (every frame decoded). Before the last line it prints the
+floor: the CPU time of decoding the frames the last frame depends on, over the cores here. The last line is the
+default clip.
 """
 
 from __future__ import annotations
@@ -73,6 +75,37 @@ def median_ms(path: Path, runs: int, **options: bool) -> float:
     return statistics.median(timings)
 
 
+def last_frame_floor(path: Path, runs: int = 3) -> tuple[int, str, float, int]:
+    """What any probe that proves the last frame decodes must do: decode every frame from the last keyframe on
+    (each P-frame is a reference of the next). Returns (frames, their types, single-thread CPU ms, usable cores):
+    CPU ms / cores is the least wall time such a probe can take here, whatever threading it uses."""
+    import collections
+    import io
+    import os
+
+    data = path.read_bytes()
+    cpu = []
+    types: collections.Counter[str] = collections.Counter()
+    frames = 0
+    for run in range(runs):
+        with av.open(io.BytesIO(data)) as container:
+            stream = container.streams.video[0]
+            decoder = stream.codec_context
+            decoder.thread_type, decoder.thread_count = "SLICE", 1
+            decoder.options = {"skip_loop_filter": "all"}  # as the probe does
+            packets = [packet for packet in container.demux(stream) if packet.size]
+            last_key = max(i for i, packet in enumerate(packets) if packet.is_keyframe)
+            started = time.process_time()
+            decoded = [frame for packet in [*packets[last_key:], None] for frame in decoder.decode(packet)]
+            cpu.append((time.process_time() - started) * 1000)
+        if run == 0:
+            frames = len(decoded)
+            kinds = {1: "I", 2: "P", 3: "B"}  # AVPictureType
+            types.update(kinds.get(int(frame.pict_type), str(frame.pict_type)) + "-frames" for frame in decoded)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return frames, ", ".join(f"{count} {kind}" for kind, count in sorted(types.items())), min(cpu), cores
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
@@ -88,6 +121,10 @@ def main() -> None:
     everything = median_ms(clip, max(3, arguments.runs // 3), decode_all=True)
     print(f"probe decode_all (every frame decoded): {everything:.1f} ms")
     print(f"probe, keyframe every 2 s: {median_ms(short_gops, arguments.runs):.1f} ms")
+    frames, types, cpu_ms, cores = last_frame_floor(clip)
+    print(f"the last frame depends on {frames} frames ({types}); decoding them costs {cpu_ms:.0f} ms of CPU on one "
+          f"thread, so on {cores} core(s) no probe that decodes the last frame can take less than "
+          f"{cpu_ms / cores:.0f} ms")
     probe = median_ms(clip, arguments.runs)
     print(f"probe 5s 720p: {probe:.1f} ms (goal < {GOAL_MS:.0f} ms) ratio {probe / GOAL_MS:.2f}")
 
