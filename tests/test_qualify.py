@@ -228,3 +228,24 @@ def test_an_api_key_reaches_the_server_but_no_artifact(tmp_path: Path) -> None:
     assert token not in done.stdout + done.stderr
     command = (tmp_path / "out" / "checkpoints" / "trtmc-videoqa-reference" / "command.txt").read_text()
     assert "--api-key $TRTMC_SERVE_TOKEN" in command  # a named placeholder, to be filled from the environment
+
+
+def test_capable_variants_are_held_with_a_reason(tmp_path: Path) -> None:
+    done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path), "--profile", "vidqa-2b-tp2",
+                   env=dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin"))
+    assert done.returncode == 0, done.stderr
+    held = row(tmp_path, "vidqa-2b-tp2")
+    assert held.status == "blocked" and "tensor_parallel_size=2" in held.status_reason
+    assert held.status_evidence == ["families/vidqa/tests/manifests/vidqa-2b-tp2.json"]
+
+
+def test_smoke_variants_are_planned_unless_named() -> None:
+    from trtmc_videoqa.inventory import run_inventory
+    from trtmc_videoqa.qualify import variant_hold
+
+    entry = next(e for e in run_inventory(FIXTURES / "trtmc_families").entries if e.profile == "vidqa-2b")
+    smoke = entry.model_copy(update={"profile": "vidqa-2b-l0", "variant_kinds": ["l0"]})
+    held = variant_hold(smoke, chosen=False)
+    assert held.status == "planned" and "--profile" in held.status_reason
+    assert variant_hold(smoke, chosen=True) is None
+    assert variant_hold(entry.model_copy(update={"variant_kinds": ["quantized"]}), chosen=False) is None

@@ -515,6 +515,26 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
     return row
 
 
+# Smoke, random-weight and partial profiles answer nothing worth grading: listed, run only when named.
+_NOT_BY_DEFAULT = ("l0", "random", "partial", "regression")
+
+
+def variant_hold(entry: CheckpointEntry, *, chosen: bool) -> ResultRow | None:
+    """A capable variant that this run does not take through the chain, and why; None when it runs."""
+    sizes = {k: entry.build_settings.get(k, 1) for k in ("tensor_parallel_size", "context_parallel_size")}
+    if "tp" in entry.variant_kinds or "cp" in entry.variant_kinds:
+        return unsupported_row(entry).model_copy(update=dict(
+            status="blocked", status_evidence=[entry.manifest],
+            status_reason=f"distributed variant ({', '.join(f'{k}={v}' for k, v in sizes.items())}): the "
+                          "qualification serves one process on one GPU"))
+    held = [kind for kind in entry.variant_kinds if kind in _NOT_BY_DEFAULT]
+    if held and not chosen:
+        return unsupported_row(entry).model_copy(update=dict(
+            status="planned", status_evidence=[entry.manifest],
+            status_reason=f"{'/'.join(held)} variant: listed, not qualified by default; name it with --profile"))
+    return None
+
+
 def qualify_inventory(job: QualifyJob, inventory: Inventory, checkout: Path, toolchain: Toolchain,
                       profiles: list[str] | None = None) -> list[ResultRow]:
     """Every in-group row gets a result row; only capable ones run steps."""
@@ -523,6 +543,10 @@ def qualify_inventory(job: QualifyJob, inventory: Inventory, checkout: Path, too
     for entry in selected:
         if entry.verdict != "temporal-video-qa":
             rows.append(_finish(job, unsupported_row(entry), {"trtmc-videoqa": job.command}))
+            continue
+        held = variant_hold(entry, chosen=bool(profiles and entry.profile in profiles))
+        if held is not None:
+            rows.append(_finish(job, held, {"trtmc-videoqa": job.command}))
             continue
         try:
             rows.append(qualify_entry(job, entry, inventory, checkout, toolchain))
