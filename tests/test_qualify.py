@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import self_test_checks as checks
 from doubles.toolchain import install_doubles
-from trtmc_videoqa.results import Report, ResultRow
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DOUBLES = Path(__file__).parent / "doubles"
@@ -24,8 +24,7 @@ def qualify(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
                           timeout=timeout, env=env)
 
 
-def row(out: Path, profile: str) -> ResultRow:
-    return ResultRow.model_validate_json((out / "checkpoints" / profile / "result.json").read_bytes())
+row = checks.row
 
 
 @pytest.fixture(scope="module")
@@ -40,55 +39,19 @@ def self_test(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subproces
 def test_self_test_writes_every_report(self_test) -> None:
     out, done, _ = self_test
     assert done.returncode == 0, done.stderr
-    for name in ("report.json", "report.md", "report.html", "junit.xml", "workload/synthetic/frames.png",
-                 "workload/bigbuckbunny/forward.json"):
-        assert (out / name).is_file(), name
-    report = Report.model_validate_json((out / "report.json").read_bytes())
-    assert report.reference_self_test and "test double" in report.title
-    assert {r.profile: r.status for r in report.rows} == {
-        "reference-self-test.synthetic": "endpoint-qualified", "reference-self-test.bigbuckbunny": "endpoint-qualified"}
-    html = (out / "report.html").read_text()
-    assert "data:image/png;base64," in html and "<svg" in html and "test double" in html
+    checks.check_every_report_written(out)
 
 
 def test_every_request_accounted_for_and_warmup_apart(self_test) -> None:
-    out, _, _ = self_test
-    result = row(out, "reference-self-test.synthetic")
-    plan = json.loads((out / "checkpoints" / "reference-self-test.synthetic" / "aiperf" / "plan.json").read_text())
-    planned = {r["session_id"]: r["phase"] for r in plan["requests"]}
-    assert {r.session_id: r.phase for r in result.requests} == planned
-    assert result.warmup_requests == 2 == sum(1 for p in planned.values() if p == "warmup")
-    assert result.profiling_requests_planned == 3 * 2 * 5  # questions x clips x repeats
-    assert result.profiling_requests_completed == 30 and result.failed_requests == 0
-    assert result.client_latency.count == 30  # steady state: profiling only, warmup never enters
-    assert all(r.x_request_id for r in result.requests)
-    assert len({r.x_request_id for r in result.requests}) == len(result.requests)
+    checks.check_every_request_accounted_for(self_test[0])
 
 
 def test_client_latency_and_server_task_time_are_joined_by_identity(self_test) -> None:
-    out, _, _ = self_test
-    result = row(out, "reference-self-test.synthetic")
-    records = [json.loads(line) for line in (out / "reference" / "records.jsonl").read_text().splitlines()]
-    served = {r["request_id"]: r for r in records}
-    assert result.task_time_field == "response.trtmc_timing.model_call_ms"
-    for request in result.requests:
-        server = served[request.x_request_id]  # the server saw the same X-Request-ID
-        assert request.server_task_ms == pytest.approx(server["model_call_ms"], abs=0.01)
-        assert request.server_task_ms <= request.client_latency_ms
-    assert result.server_task_time.p50_ms <= result.client_latency.p50_ms
+    checks.check_latency_and_task_time_joined_by_identity(self_test[0])
 
 
 def test_answers_graded_with_reversed_controls(self_test) -> None:
-    out, _, _ = self_test
-    synthetic = row(out, "reference-self-test.synthetic")
-    assert synthetic.accuracy.forward == synthetic.accuracy.reversed == synthetic.accuracy.both_right == 1.0
-    graded = [r for r in synthetic.requests if r.phase == "profiling"]
-    assert {r.clip_id for r in graded} == {"forward", "reversed"}
-    flips = {(r.question_id, r.clip_id): r.answer for r in graded}
-    assert flips[("synthetic-direction", "forward")] != flips[("synthetic-direction", "reversed")]
-    real = row(out, "reference-self-test.bigbuckbunny")
-    assert real.accuracy.unparseable == real.accuracy.graded == 40  # "cannot tell" is no answer, not a wrong one
-    assert real.accuracy.both_right == 0.0
+    checks.check_answers_graded_with_reversed_controls(self_test[0])
 
 
 def test_rerun_with_unchanged_inputs_reuses_without_aiperf(self_test) -> None:
