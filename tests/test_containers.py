@@ -224,3 +224,40 @@ def test_the_inventory_step_writes_the_rows_that_need_no_gpu_and_the_matrix(tmp_
     report = json.loads((out / "report.json").read_text())
     assert {row["profile"] for row in report["rows"]} == set(rows)
     assert (out / "inventory.json").is_file() and (out / "inventory.md").is_file()
+
+
+def test_the_runtime_recipe_carries_its_pins_and_fetches_trtmc_by_the_pinned_commit(tmp_path) -> None:
+    """The runtime recipe cannot be built here (no CUDA base); what it pins is checked, and its fetch step runs for
+    real against a local repository named through a pin file of the same shape."""
+    steps = instructions(RECIPES["runtime"])
+    copied_before_fetch = " ".join(rest for kind, rest in steps[:[s[1] for s in steps].index(
+        "sh /opt/trtmc-videoqa/src/containers/fetch-trtmc.sh /opt/trtmc/src")] if kind == "COPY")
+    assert "containers/pins.toml" in copied_before_fetch and "containers/recipe.py" in copied_before_fetch
+    assert env_of(RECIPES["runtime"])["TRTMC_VIDEOQA_PINS"] == "/opt/trtmc-videoqa/src/containers/pins.toml"
+    assert PINS.images["runtime"].python == "3.12"  # install-python.sh says so when the base differs
+
+    upstream = tmp_path / "upstream"
+    git = ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", "-C", str(upstream)]
+    subprocess.run(["git", "init", "-q", str(upstream)], check=True)
+    (upstream / "README.md").write_text("a stand-in for TRTMC\n")
+    subprocess.run([*git, "add", "README.md"], check=True)
+    subprocess.run([*git, "commit", "-qm", "pinned"], check=True)
+    pinned = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (upstream / "README.md").write_text("a later commit\n")
+    subprocess.run([*git, "commit", "-qam", "later"], check=True)
+
+    def fetch(commit: str, dest: Path) -> subprocess.CompletedProcess[str]:
+        pins = (CONTAINERS / "pins.toml").read_text()
+        pins = re.sub(r'(?m)^repository = ".*"$', f'repository = "{upstream}"', pins)
+        pins = re.sub(r'(?m)^commit = ".*"$', f'commit = "{commit}"', pins)
+        (tmp_path / "pins.toml").write_text(pins)
+        env = {**os.environ, "TRTMC_VIDEOQA_PINS": str(tmp_path / "pins.toml")}
+        return subprocess.run(["sh", str(CONTAINERS / "fetch-trtmc.sh"), str(dest)], capture_output=True, text=True,
+                              env=env, timeout=60)
+
+    done = fetch(pinned, tmp_path / "src")
+    assert done.returncode == 0, done.stderr
+    head = subprocess.run(["git", "-C", str(tmp_path / "src"), "rev-parse", "HEAD"], capture_output=True, text=True)
+    assert head.stdout.strip() == pinned  # the pinned commit, not the branch's newest
+    assert (tmp_path / "src" / "README.md").read_text() == "a stand-in for TRTMC\n"
+    assert fetch("0" * 40, tmp_path / "absent").returncode != 0  # a commit that is not there fails the build
