@@ -10,6 +10,8 @@ import pytest
 
 from trtmc_videoqa.media import chat_request_body, video_data_url
 from trtmc_videoqa.reference import CANNOT_TELL, OBSERVATION_FIELD, ReferenceConfig, ReferenceServer
+from trtmc_videoqa.reference.questions import JITTER_PX, answer_question
+from trtmc_videoqa.reference.tracking import Blob, SceneTrack
 from trtmc_videoqa.workloads import builtin_workload
 from trtmc_videoqa.workloads.encode import write_h264_mp4
 from trtmc_videoqa.workloads.synthetic import SCENE, SYNTHETIC_QUESTION_IDS, make_clip
@@ -22,15 +24,30 @@ def _write(path: Path, frames: list[np.ndarray]) -> Path:
     return write_h264_mp4(path, frames, width=SCENE.width, height=SCENE.height, fps=SCENE.fps)
 
 
+_LAST = SCENE.frames - 1
+# Source frame shown at each index of the reordered clips. Each keeps the forward clip's first and last frames
+# except "shuffled", so only the order in between can tell them from the forward clip.
+REORDERED: dict[str, list[int]] = {
+    "shuffled": [int(i) for i in np.random.default_rng(11).permutation(SCENE.frames)],
+    "shuffled-inside": [0, *(int(i) + 1 for i in np.random.default_rng(5).permutation(SCENE.frames - 2)), _LAST],
+    # 16..31 played backwards: the square runs back ~40 px and the blue square shows, hides, shows again.
+    "middle-reversed": [*range(16), *range(31, 15, -1), *range(32, SCENE.frames)],
+    # The smallest break: two neighbouring sampled frames (22, 25 under uniform:16) swapped across the blue
+    # square's first frame (24); every other frame in place.
+    "two-swapped": [*range(22), 25, 23, 24, 22, *range(26, SCENE.frames)],
+}
+
+
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Data URLs of: the scene forward and reversed, its first half, noise, and a flat colour."""
+    """Data URLs of: the scene forward and reversed, its first half, noise, a flat colour, and REORDERED."""
     root = tmp_path_factory.mktemp("reference-clips")
     rng = np.random.default_rng(7)
     paths = {
         "forward": make_clip(root / "forward.mp4"),
         "reversed": make_clip(root / "reversed.mp4", reversed=True),
         "first-half": _write(root / "first-half.mp4", [SCENE.render(i) for i in range(SCENE.frames // 2)]),
+        **{name: _write(root / f"{name}.mp4", [SCENE.render(i) for i in order]) for name, order in REORDERED.items()},
         "noise": _write(root / "noise.mp4", [rng.integers(0, 256, (SCENE.height, SCENE.width, 3), np.uint8)
                                             for _ in range(SCENE.frames)]),
         "flat": _write(root / "flat.mp4", [np.full((SCENE.height, SCENE.width, 3), 128, np.uint8)] * SCENE.frames),
@@ -65,6 +82,62 @@ def test_forward_clip_is_answered_by_computation(server, clips):
 
 def test_reversed_clip_flips_every_answer(server, clips):
     assert answers(server, clips["reversed"]) == ["B", "B", "C"]
+
+
+@pytest.mark.parametrize("clip", sorted(REORDERED))
+def test_reordered_frames_tell_neither_direction_nor_appearance(server, clips, clip):
+    order = REORDERED[clip]
+    assert sorted(order) == list(range(SCENE.frames))  # the forward clip's own frames, nothing else
+    body = ask(server, WORKLOAD.prompt(DIRECTION).text, clips[clip])
+    observation = body[OBSERVATION_FIELD]
+    shown = [order[index] for index in observation["frame_indices"]]
+    assert shown != sorted(shown)  # the endpoint's own sample is out of order, not only frames it skips
+    assert (body["choices"][0]["message"]["content"], observation["outcome"]) == (CANNOT_TELL, None)
+    assert "not monotonic" in observation["cannot_tell_because"]
+    body = ask(server, WORKLOAD.prompt(APPEARANCE).text, clips[clip])
+    assert (body["choices"][0]["message"]["content"], body[OBSERVATION_FIELD]["outcome"]) == (CANNOT_TELL, None)
+    assert "visibility changes" in body[OBSERVATION_FIELD]["cannot_tell_because"]
+
+
+def _track(red_xs: list[float], blue_visible: list[bool] | None = None) -> SceneTrack:
+    blue_visible = blue_visible if blue_visible is not None else [False] * len(red_xs)
+    return SceneTrack(
+        width=SCENE.width, height=SCENE.height,
+        red=tuple(Blob(x=x, y=48.0, core_pixels=144) for x in red_xs),
+        blue=tuple(Blob(x=80.0, y=96.0, core_pixels=144) if seen else None for seen in blue_visible),
+    )
+
+
+def _computed(question_id: str, track: SceneTrack) -> str:
+    return answer_question(WORKLOAD.prompt(question_id).text, track).text
+
+
+@pytest.mark.parametrize(("step_back", "told"), [(0.0, True), (JITTER_PX, True), (JITTER_PX + 0.5, False)])
+@pytest.mark.parametrize(("sign", "letter"), [(1, "A"), (-1, "B")])
+def test_direction_tolerates_tracking_jitter_but_not_a_step_back(step_back, told, sign, letter):
+    # 16 samples ~8.5 px apart, as uniform:16 sees the scene; the ninth falls back behind the eighth.
+    travel = [8.5 * i for i in range(16)]
+    travel[8] = travel[7] - step_back
+    xs = [16.0 + t if sign > 0 else SCENE.width - 16.0 - t for t in travel]
+    assert _computed(DIRECTION, _track(xs)) == (letter if told else CANNOT_TELL)
+
+
+def test_direction_sees_small_steps_back_that_add_up():
+    # Each step back is within the jitter tolerance, but together they fall 4 px behind the furthest position.
+    xs = [16.0, 30.0, 44.0, 43.0, 42.0, 41.0, 40.0, 60.0, 80.0, 100.0]
+    assert max(a - b for a, b in zip(xs, xs[1:])) <= JITTER_PX
+    assert _computed(DIRECTION, _track(xs)) == CANNOT_TELL
+
+
+@pytest.mark.parametrize(("visible", "expected"), [
+    ([False] * 8 + [True] * 8, "A"),
+    ([True] * 8 + [False] * 8, "B"),
+    ([False] * 7 + [True, False] + [True] * 7, CANNOT_TELL),  # shows, hides, shows again
+    ([True] * 5 + [False] * 6 + [True] * 5, CANNOT_TELL),  # goes, then comes back
+])
+def test_appearance_needs_exactly_one_change_of_visibility(visible, expected):
+    xs = [16.0 + 8.5 * i for i in range(len(visible))]
+    assert _computed(APPEARANCE, _track(xs, visible)) == expected
 
 
 def test_committed_synthetic_clips_get_the_workloads_own_key(server):

@@ -2,7 +2,9 @@
 
 The question is matched on its sentence; the options are read from the prompt's "A. ..." lines and each is
 classified by its wording, so the answer is the letter the prompt itself gave that outcome. Anything not
-computable (another clip, an unknown question, an outcome no option names) gets CANNOT_TELL.
+computable (another clip, an unknown question, frames whose order tells no single story, an outcome no option
+names) gets CANNOT_TELL. Direction and appearance read the whole sequence of sampled frames, not just its ends, so
+a shuffled or spliced clip cannot pass for the forward one.
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ _OPTION_LINE = re.compile(r"^\s*\(?([A-Z])[.):]\s+(\S.*?)\s*$")
 MIN_RED_FOUND_SHARE = 0.5
 # Movement smaller than this share of the frame's width is "not moving".
 STILL_FRACTION = 0.1
+# How far (pixels) a tracked x may step back against the overall direction and still count as monotonic.
+# Tracked centres of the synthetic clip err by <= 0.25 px (measured at crf 18-35), so two frames disagree by
+# <= 0.5 px; one frame of the scene's travel is >= 2 px, so 1.5 px still catches two neighbouring frames swapped.
+JITTER_PX = 1.5
 
 
 @dataclass(frozen=True)
@@ -91,7 +97,27 @@ def classify_option(question_id: str, option_text: str) -> str | None:
     return None
 
 
-def _direction(track: SceneTrack) -> str | None:
+@dataclass(frozen=True)
+class Unclear:
+    """The frames do not support any one outcome, and why."""
+
+    reason: str
+
+
+def _monotonic(xs: list[float], sign: int, tolerance: float) -> bool:
+    """True when no x falls back more than ``tolerance`` behind the furthest one so far in direction ``sign``.
+
+    Against the running extreme rather than the previous x, so many small steps back cannot add up unnoticed.
+    """
+    furthest = sign * xs[0]
+    for x in xs[1:]:
+        if sign * x < furthest - tolerance:
+            return False
+        furthest = max(furthest, sign * x)
+    return True
+
+
+def _direction(track: SceneTrack) -> str | Unclear:
     found = [blob for blob in track.red if blob is not None]
     xs, ys = [blob.x for blob in found], [blob.y for blob in found]
     still = STILL_FRACTION * track.width
@@ -102,35 +128,39 @@ def _direction(track: SceneTrack) -> str | None:
         return "vertical"
     net = xs[-1] - xs[0]
     if abs(net) < still:
-        return None  # went and came back: no single direction
-    return "left-to-right" if net > 0 else "right-to-left"
+        return Unclear("the red square went and came back: no single direction")
+    sign = 1 if net > 0 else -1
+    # A shuffled or spliced clip can share the forward clip's ends; only the order in between tells them apart.
+    if not _monotonic(xs, sign, JITTER_PX):
+        return Unclear("the red square's x positions are not monotonic over the sampled frames")
+    return "left-to-right" if sign > 0 else "right-to-left"
 
 
-def _appearance(track: SceneTrack) -> str | None:
+def _appearance(track: SceneTrack) -> str | Unclear:
     visible = [blob is not None for blob in track.blue]
     if not any(visible):
         return "never"
     if all(visible):
         return "whole-time"
-    if not visible[0] and visible[-1]:
-        return "appears"
-    if visible[0] and not visible[-1]:
-        return "disappears"
-    return None  # comes and goes
+    # Exactly one change of visibility: it comes and stays, or goes and stays gone; anything else is no story.
+    changes = sum(before != after for before, after in zip(visible, visible[1:]))
+    if changes != 1:
+        return Unclear(f"the blue square's visibility changes {changes} times over the sampled frames")
+    return "disappears" if visible[0] else "appears"
 
 
-def _first_visible(track: SceneTrack) -> str | None:
+def _first_visible(track: SceneTrack) -> str | Unclear:
     first = next((i for i, blob in enumerate(track.blue) if blob is not None), None)
     if first is None:
-        return None
+        return Unclear("the blue square is never visible")
     red = track.red[first]
     if red is None:
-        return None
+        return Unclear("no red square on the frame where the blue square is first visible")
     third = track.width / 3
     return "left" if red.x < third else "middle" if red.x < 2 * third else "right"
 
 
-_COMPUTE: dict[str, Callable[[SceneTrack], str | None]] = {
+_COMPUTE: dict[str, Callable[[SceneTrack], str | Unclear]] = {
     DIRECTION: _direction,
     APPEARANCE: _appearance,
     FIRST_VISIBLE: _first_visible,
@@ -147,8 +177,8 @@ def answer_question(prompt: str, track: SceneTrack) -> Answer:
             f"red square found in {track.red_found_share:.0%} of sampled frames: not the synthetic scene",
         )
     outcome = _COMPUTE[question_id](track)
-    if outcome is None:
-        return Answer(CANNOT_TELL, question_id, None, "the frames show no single answer")
+    if isinstance(outcome, Unclear):
+        return Answer(CANNOT_TELL, question_id, None, outcome.reason)
     letters = [
         letter for letter, text in parse_options(prompt).items() if classify_option(question_id, text) == outcome
     ]
