@@ -2,6 +2,7 @@
 limit). Standard library only; the tests validate its output against the package's result schema.
 
     python3 failed_row.py --profile P --exit-code N --limit S --log qualify.log --out result.json [--command C]
+                          [--reason TEXT]
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def reason(code: int, limit: str) -> str:
     return f"trtmc-videoqa qualify stopped with exit {code} before writing this row; see qualify.log"
 
 
-def row(profile: str, code: int, limit: str, log: Path, command: str | None) -> dict:
+def row(profile: str, code: int, limit: str, log: Path, command: str | None, why: str | None = None) -> dict:
     try:
         lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -36,7 +37,7 @@ def row(profile: str, code: int, limit: str, log: Path, command: str | None) -> 
         "schema_version": SCHEMA,
         "profile": profile,
         "status": "failed",
-        "status_reason": reason(code, limit),
+        "status_reason": why or reason(code, limit),
         "status_evidence": [f"qualify.log (exit {code}), last lines:", *tail],
         "commands": {"trtmc-videoqa": command} if command else {},
     }
@@ -50,8 +51,10 @@ def main() -> int:
     parser.add_argument("--log", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--command")
+    parser.add_argument("--reason", help="the reason in words, where the exit code does not tell it")
     args = parser.parse_args()
-    data = json.dumps(row(args.profile, args.exit_code, args.limit, args.log, args.command), indent=2) + "\n"
+    data = json.dumps(row(args.profile, args.exit_code, args.limit, args.log, args.command, args.reason),
+                      indent=2) + "\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=args.out.parent, prefix=".result-")
     with os.fdopen(handle, "w", encoding="utf-8") as stream:

@@ -115,6 +115,31 @@ def test_a_final_job_merges_every_row_even_when_the_matrix_is_empty(qualify) -> 
     assert steps_using(job, "actions/upload-artifact@")[-1]["with"]["name"] == "qualification-report"
 
 
+def test_a_profile_whose_job_left_no_row_is_a_failed_row_in_the_report(qualify, tmp_path) -> None:
+    """The report job's row-gathering step, run for real: one profile's job uploaded its row, another's failed
+    before its step chain (no artifact): the second becomes a failed row, not a silent gap."""
+    import json
+    import shutil
+    import subprocess
+
+    from trtmc_videoqa.results import ResultRow
+
+    step = next(s for s in qualify["jobs"]["report"]["steps"] if s.get("name") == "Rows of the profiles' jobs")
+    work = tmp_path / "job"
+    shutil.copytree(REPO / "containers", work / "containers")
+    uploaded = work / "report" / "checkpoints" / "qualify-ran"
+    uploaded.mkdir(parents=True)
+    (uploaded / "result.json").write_text(json.dumps({"profile": "ran", "status": "aiperf-qualified",
+                                                      "status_reason": "measured"}))
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=work, capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "PROFILES": json.dumps(["ran", "never-ran"])})
+    assert done.returncode == 0, done.stderr
+    rows = {p.parent.name: ResultRow.model_validate_json(p.read_bytes())
+            for p in (work / "report" / "checkpoints").glob("*/result.json")}
+    assert {name: row.status for name, row in rows.items()} == {"ran": "aiperf-qualified", "never-ran": "failed"}
+    assert "left no row" in rows["never-ran"].status_reason
+
+
 def test_no_secret_is_written_into_a_command(qualify) -> None:
     text = (WORKFLOWS / "qualify.yml").read_text()
     assert text.count("secrets.HF_TOKEN") == 1  # only into the job's environment
