@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
 import sys
@@ -46,10 +47,23 @@ def test_inventory_writes_files_and_prints_a_summary(tmp_path: Path) -> None:
     done = run_cli("inventory", "--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "temporal-video-qa" in done.stdout and "capable of temporal video QA: vidqa-2b" in done.stdout
+    assert "skipped" not in done.stdout  # said only when something was skipped
     data = json.loads((tmp_path / "inventory.json").read_text())
     assert data["schema_version"] == "trtmc-videoqa.inventory/v1"
     assert (tmp_path / "inventory.md").read_text().startswith("# TRTMC inventory")
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary files left
+
+
+def test_inventory_summary_counts_skipped_manifests(tmp_path: Path) -> None:
+    tree = tmp_path / "trtmc"
+    shutil.copytree(FIXTURES / "trtmc_families", tree)
+    (tree / "families" / "vlm" / "tests" / "manifests" / "not-a-file.json").mkdir()
+    done = run_cli("inventory", "--trtmc", str(tree), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert "skipped 1 manifest(s), so no row" in done.stdout and "other path(s)" not in done.stdout
+    skipped = json.loads((tmp_path / "out" / "inventory.json").read_text())["skipped"]
+    assert skipped == [{"path": "families/vlm/tests/manifests/not-a-file.json",
+                        "reason": "not a regular file (a directory); not read"}]
 
 
 def test_inventory_against_an_earlier_run(tmp_path: Path) -> None:

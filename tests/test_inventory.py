@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -60,6 +62,7 @@ def test_every_verdict_is_covered_by_the_fixtures(new_inventory: Inventory, old_
     ("clefish", "partial", True),
     ("vlm-3b", "image-only", True),
     ("flatvlm-1b", "image-only", True),
+    ("logvlm-1b", "image-only", True),
     ("wanlike-t2v", "video-generation", True),
     ("wanlike-imagegen-video", "video-generation", True),
     ("wanlike-imagegen", "image-only", False),
@@ -118,6 +121,82 @@ def test_frames_without_a_time_axis_are_ambiguous_not_qualified(new_inventory: I
     assert "flatvlm-1b" not in new_inventory.summary.capable
 
 
+def test_a_logging_timestamp_beside_video_frames_is_no_time_axis(new_inventory: Inventory) -> None:
+    code = NEW / "families" / "logvlm"
+    text = "".join(path.read_text() for path in sorted(code.rglob("*")) if path.suffix in (".py", ".h"))
+    # the fixture has what the old bare-word markers took for a time axis: video_frames and a logging timestamp
+    assert "video_frames" in text and re.search(r"\btimestamp\b", text)
+    entry = _rows(new_inventory)["logvlm-1b"]
+    assert entry.verdict == "image-only" and entry.in_group
+    assert entry.ambiguous and "no time axis" in entry.ambiguity
+    assert "logvlm-1b" not in new_inventory.summary.capable
+    time_gap = next(g for g in entry.gap_evidence if "time axis" in g.searched_for)
+    assert time_gap.files_without_hits == ["families/logvlm/model.py", "families/logvlm/runtime/log.h"]
+    assert any(e.file == "families/logvlm/model.py" and "video_frames" in e.excerpt for e in entry.evidence)
+
+
+@pytest.mark.parametrize(("code", "is_time_axis"), [
+    ("struct VisionFrame {\n  int grid_height;\n  bool video;\n  double timestamp;\n};", True),
+    ("@dataclass\nclass VideoFrame:\n    pixels: bytes\n\n    timestamp_s: float\n", True),
+    ("class VideoFrame:\n    pixels: bytes\n\nclass Request:\n    timestamp: float\n", False),
+    ("t = frames[i].timestamp", True),
+    ("double t = frame->timestamp;", True),
+    ("frame_timestamps = sample(clip)", True),
+    ("positions = rope(video_grid_thw)", True),
+    ("def vision(pixels, grid_thw):", True),
+    ("second_per_grid_ts = [0.5]", True),
+    ("temporal_position_ids = ids[0]", True),
+    ("timestamps_seconds = request['timestamps_seconds']", True),
+    ("log.info('at %s', timestamp)", False),
+    ("struct LogRecord {\n  double timestamp;\n};", False),
+    ("class Request:\n    timestamp: float\n", False),
+    ("record.timestamp = now()", False),
+    ("temporal_patch_size = 2", False),  # patch layout of image-only Qwen-VL families (trtmc.md section 2)
+    ("image_grid_thw = grid(image)", False),
+    ("time_axis = -1  # a series", False),
+])
+def test_time_axis_markers_need_video_specific_evidence(code: str, is_time_axis: bool) -> None:
+    from trtmc_videoqa.inventory.family_source import TIME_AXIS
+
+    assert bool(TIME_AXIS.regex.search(code)) is is_time_axis
+
+
+def test_time_axis_markers_stay_linear_on_long_frame_classes() -> None:
+    from trtmc_videoqa.inventory.family_source import TIME_AXIS
+
+    body = "".join(f"        field_{i} = {i}\n\n" for i in range(2000))
+    text = ("class FooFrame:\n" + body + "x = 1\nstruct BarFrame {\n" + "  int x;\n" * 2000 + "};\n") * 5
+    started = time.perf_counter()
+    assert TIME_AXIS.regex.search(text) is None
+    assert time.perf_counter() - started < 1.0
+
+
+@pytest.mark.parametrize(("profile", "root"), [("textlm-1b", NEW), ("wanlike-imagegen", NEW), ("oldlm-125m", OLD),
+                                               ("olddiff-edit", OLD)])
+def test_absence_claims_name_the_searches_and_the_files_without_hits(
+        new_inventory: Inventory, old_inventory: Inventory, profile: str, root: Path) -> None:
+    entry = _rows(new_inventory if root is NEW else old_inventory)[profile]
+    assert entry.gap and entry.gap_evidence
+    keys = next(g for g in entry.gap_evidence if "input keys in the manifest" in g.searched_for)
+    assert keys.files_without_hits == [entry.manifest]
+    assert "video_frame_paths" in keys.patterns and "frame_paths" in keys.patterns
+    visual_claim = entry.verdict == "text-or-speech" or entry.task == "image_generation"
+    assert ("test_image" in keys.patterns) is visual_claim  # an edit row takes an image: only frames are searched
+
+    def named(value: object) -> set[str]:  # the claim holds literally: no searched key names a value
+        if isinstance(value, dict):
+            return {k for k, v in value.items() if v not in (None, "", [], {})}.union(*map(named, value.values()))
+        return set().union(*map(named, value)) if isinstance(value, list) else set()
+
+    assert not named(json.loads((root / entry.manifest).read_text())) & set(keys.patterns)
+    contract = next(g for g in entry.gap_evidence if "Task contract consulted" in g.searched_for)
+    assert repr(entry.task) in contract.searched_for and "output video" in contract.patterns
+    assert "input frames" in contract.patterns and "found" not in contract.searched_for
+    if entry.verdict == "image-only":
+        counts = next(g for g in entry.gap_evidence if g.searched_for.startswith("frame counts above 1"))
+        assert counts.files_without_hits == [entry.manifest] and "video_num_frames > 1" in counts.patterns
+
+
 def test_unknown_task_contract_is_inferred_and_said(new_inventory: Inventory) -> None:
     entry = _rows(new_inventory)["vidqa-2b-native"]
     assert entry.verdict == "temporal-video-qa" and entry.ambiguous
@@ -153,7 +232,7 @@ def test_variants_are_listed_but_never_counted_as_models(new_inventory: Inventor
     # models: distinct checkpoint + revision over non-variant, readable rows
     base = {(e.checkpoint, e.revision) for e in new_inventory.entries
             if not e.variant_kinds and e.verdict != "invalid" and e.checkpoint}
-    assert new_inventory.summary.models == len(base) == 10
+    assert new_inventory.summary.models == len(base) == 11
 
 
 def test_media_controls_and_testcase_facts(new_inventory: Inventory) -> None:

@@ -4,13 +4,15 @@ audit goes on with every other row. (tests/test_inventory.py covers malformed JS
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from trtmc_videoqa.inventory import run_inventory
+from trtmc_videoqa.inventory import run_inventory, skipped_manifests
 from trtmc_videoqa.inventory.manifest import MAX_MANIFEST_BYTES
+from trtmc_videoqa.inventory.markdown import render_inventory_markdown
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOOD = json.loads((FIXTURES / "trtmc_families" / "families" / "vlm" / "tests" / "manifests" / "vlm-3b.json")
@@ -56,3 +58,35 @@ def test_every_broken_manifest_is_an_invalid_row_and_the_audit_goes_on(tmp_path:
                            "--out", str(tmp_path / "inventory")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "Traceback" not in done.stderr
     assert "invalid" in done.stdout and (tmp_path / "inventory" / "inventory.json").is_file()
+
+
+def test_a_manifest_path_that_is_not_a_regular_file_is_recorded_never_dropped(tmp_path: Path) -> None:
+    tree = tmp_path / "trtmc"
+    shutil.copytree(FIXTURES / "trtmc_families", tree)
+    before = run_inventory(tree)
+    manifests = tree / "families" / "vlm" / "tests" / "manifests"
+    (manifests / "a-directory.json").mkdir()
+    (manifests / "dir-link.json").symlink_to(manifests / "a-directory.json")
+    os.mkfifo(manifests / "a-fifo.json")  # reading it would block: it must never be opened
+    (manifests / "loop-a.json").symlink_to(manifests / "loop-b.json")
+    (manifests / "loop-b.json").symlink_to(manifests / "loop-a.json")
+    os.mkfifo(tree / "families" / "vlm" / "runtime" / "pipe.cpp")  # family code, not a manifest
+
+    inventory = run_inventory(tree)
+    assert [e.manifest for e in inventory.entries] == [e.manifest for e in before.entries]
+    skipped = {item.path: item.reason for item in inventory.skipped}
+    prefix = "families/vlm/tests/manifests/"
+    assert "not a regular file (a directory)" in skipped[prefix + "a-directory.json"]
+    assert "not a regular file (symlink to a directory)" in skipped[prefix + "dir-link.json"]
+    assert "named pipe (FIFO)" in skipped[prefix + "a-fifo.json"]
+    assert "cannot be resolved" in skipped[prefix + "loop-a.json"] and prefix + "loop-b.json" in skipped
+    assert "named pipe (FIFO)" in skipped["families/vlm/runtime/pipe.cpp"]
+    assert [item.path for item in skipped_manifests(inventory)] == [
+        prefix + name for name in ("a-directory.json", "a-fifo.json", "dir-link.json", "loop-a.json", "loop-b.json")]
+    assert "- Skipped: 5 manifest(s) without a row, 1 other path(s)" in render_inventory_markdown(inventory)
+
+    done = subprocess.run([sys.executable, "-m", "trtmc_videoqa", "inventory", "--trtmc", str(tree),
+                           "--out", str(tmp_path / "inventory")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    assert "skipped 5 manifest(s), so no row" in done.stdout
+    assert "skipped 1 other path(s)" in done.stdout

@@ -42,7 +42,7 @@ def _load_inventory_file(path: Path):
 
 
 def cmd_inventory(args: argparse.Namespace) -> int:
-    from .inventory import NotACheckout, run_inventory
+    from .inventory import NotACheckout, run_inventory, skipped_manifests
     from .inventory.markdown import render_inventory_markdown
     from .inventory.reconcile import reconcile
 
@@ -65,6 +65,12 @@ def cmd_inventory(args: argparse.Namespace) -> int:
     print(f"capable of temporal video QA: {', '.join(s.capable) or 'none'}")
     if inventory.lacking:
         print(f"the checkout lacked {len(inventory.lacking)} thing(s); see inventory.md")
+    manifests = len(skipped_manifests(inventory))
+    if manifests:
+        print(f"skipped {manifests} manifest(s), so no row (not a regular file, or a link leading out of the checkout "
+              "or to nothing); see inventory.md")
+    if len(inventory.skipped) > manifests:
+        print(f"skipped {len(inventory.skipped) - manifests} other path(s), not read; see inventory.md")
     if inventory.reconciliation:
         r = inventory.reconciliation
         print(f"against {r.against}: {len(r.added)} added, {len(r.removed)} removed, {len(r.changed)} changed")

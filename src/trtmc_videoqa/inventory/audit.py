@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from .. import __version__
 from ..pins import load_pins
-from ..results import (LAYOUT_DESCRIPTIONS, VERDICTS, CheckpointEntry, Evidence, Inventory, Layout, Summary,
-                       TaskContract)
+from ..results import (LAYOUT_DESCRIPTIONS, VERDICTS, CheckpointEntry, Evidence, Inventory, Layout, Skipped,
+                       Summary, TaskContract)
 from .catalog import TaskRegistry, catalog_status, read_task_registry
 from .family_source import FamilyScan, family_directories, scan_family
 from .inputs import media_controls, media_inputs, testcase_facts
@@ -125,6 +125,7 @@ def _judged_entry(context: _AuditContext, manifest: Manifest) -> CheckpointEntry
         task_evidence=manifest.text.evidence(task_field, f"native {'task strategy' if older else 'Task'} {task!r}"),
         contract=contract,
         contract_inferred=contract_source.startswith("inferred"),
+        contract_source=contract_source,
         inputs=inputs,
         frame_runtime=frame_runtime,
         scan=context.scan(family) if needs_scan else None,
@@ -144,6 +145,7 @@ def _judged_entry(context: _AuditContext, manifest: Manifest) -> CheckpointEntry
         manifest=manifest.rel,
         checkpoint=manifest.optional_string("hf_id"),
         revision=manifest.optional_string("hf_revision"),
+        bundle=manifest.optional_string("bundle"),
         precision=manifest.optional_string("precision"),
         task=task,
         task_field=task_field,
@@ -209,6 +211,12 @@ def _check_listed_manifests(context: _AuditContext, paths: list[Path]) -> None:
                 rel = f"tests/e2e/models/{family_dir}/{stripped.strip(chr(34))}"
                 if rel not in present:
                     context.lack(f"{rel}: listed in MODEL.toml test_manifests but absent")
+
+
+def skipped_manifests(inventory: Inventory) -> list[Skipped]:
+    """Skipped paths matching the layout's manifest pattern: manifests that got no row, each with its reason."""
+    pattern = NEW_MANIFEST_GLOB if inventory.layout == "families" else OLD_MANIFEST_GLOB
+    return [item for item in inventory.skipped if PurePosixPath(item.path).match(pattern)]
 
 
 def summarize(entries: list[CheckpointEntry]) -> Summary:

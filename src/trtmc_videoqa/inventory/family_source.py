@@ -31,10 +31,17 @@ class MarkerGroup:
 VIDEO_INPUT = MarkerGroup("video input (video token or frame objects)", (
     r"video_token", r"<\|video_pad\|>", r"video_frame_paths", r"VisionFrame", r"\bbool video\b", r"video_frames",
 ))
-# Frames carry time: timestamps or a time axis in the position ids.
-TIME_AXIS = MarkerGroup("a time axis (frame timestamps or temporal positions)", (
-    r"\btimestamps?\b", r"timestamps_seconds", r"video_grid_thw", r"second_per_grid", r"seconds_per_grid",
-    r"temporal_position", r"time_axis",
+# Frames carry time: a timestamp tied to a frame or video, a temporal grid, or temporal position ids. A bare
+# `timestamp` (logging, a request record) is no evidence, nor is `temporal_patch_size` alone: image-only Qwen-VL
+# families have it as patch layout (one frame duplicated, trtmc.md section 2).
+TIME_AXIS = MarkerGroup("a time axis (frame timestamps, a temporal grid or temporal positions)", (
+    r"timestamps_seconds",
+    r"\b(?:frame|video|clip)s?_timestamps?\b",  # frame_timestamps, video_timestamp
+    r"\b(?:frame|video|clip)s?(?:\[[^\]\n]*\])?(?:\.|->)timestamp\w*",  # frame.timestamp, frames[i]->timestamp
+    r"\b(?:struct|class)\s+\w*Frame\w*[^{};\n]*\{[^}]*?\btimestamp\w*",  # a timestamp field of a C++ frame struct
+    # ... of a Python frame class (each body line matched one way only: no catastrophic backtracking)
+    r"\bclass\s+\w*Frame\w*[^:\n]*:(?:\n(?:[ \t][^\n]*)?)*?\n[ \t]+timestamp\w*\s*:",
+    r"\bvideo_grid_thw\b", r"\bgrid_thw\b", r"second_per_grid", r"seconds_per_grid", r"temporal_position",
 ))
 # The media path handles one image.
 SINGLE_IMAGE = MarkerGroup("a single-image media path", (
@@ -97,14 +104,20 @@ def _scan_file(tree: CheckoutTree, path: Path, scan: FamilyScan) -> None:
     except OSError:
         return
     for group in GROUPS:
-        regex = group.regex
-        if not regex.search(text):  # one pass over the file before looking for lines
-            continue
         kept = scan.hits.setdefault(group.name, [])
-        for number, line in enumerate(text.splitlines(), start=1):
+        last_line = 0
+        for match in group.regex.finditer(text):
             if len(kept) >= _MAX_HITS_KEPT:
                 break
-            match = regex.search(line)
-            if match:
-                kept.append(Evidence(file=rel, line=number, excerpt=line.strip()[:160],
-                                     shows=f"{group.name}: {match.group(0)!r}"))
+            # a match may span lines (a frame struct); cite the line where it ends, once per line
+            end = match.end() - 1
+            number = text.count("\n", 0, end) + 1
+            if number == last_line:
+                continue
+            last_line = number
+            start, stop = text.rfind("\n", 0, end) + 1, text.find("\n", end)
+            line = text[start:stop if stop >= 0 else len(text)]
+            matched = " ".join(match.group(0).split())
+            if len(matched) > 60:
+                matched = f"{matched[:24]} ... {matched[-28:]}"
+            kept.append(Evidence(file=rel, line=number, excerpt=line.strip()[:160], shows=f"{group.name}: {matched!r}"))

@@ -24,6 +24,7 @@ class InputFacts:
     kinds: set[str]  # image | images | frames | audio
     evidence: dict[str, Evidence]  # first line showing each kind
     frame_counts: list[tuple[int, Evidence]]  # frame counts asked for (video_num_frames / num_frames)
+    empty_keys: frozenset[str] = frozenset()  # media input keys present only with an empty value
 
 
 def _walk(value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
@@ -60,16 +61,21 @@ def media_inputs(manifest: Manifest) -> InputFacts:
     kinds: set[str] = set()
     evidence: dict[str, Evidence] = {}
     counts: list[tuple[int, Evidence]] = []
+    filled: set[str] = set()
+    empty: set[str] = set()
     for scope, obj, start in _scopes(manifest):
         for key, value in _walk(obj):
             kind = _kind(key)
             if kind and value not in (None, "", [], {}):
                 # a list of frame lists or a list of several images is still its kind; one image listed twice is not.
                 kinds.add(kind)
+                filled.add(key)
                 evidence.setdefault(kind, manifest.text.evidence(key, f"{scope} feeds {kind} through {key!r}", start))
+            elif kind:
+                empty.add(key)
             if key in FRAME_COUNT_KEYS and isinstance(value, int) and not isinstance(value, bool):
                 counts.append((value, manifest.text.evidence(key, f"{scope} asks for {value} frames", start)))
-    return InputFacts(kinds, evidence, counts)
+    return InputFacts(kinds, evidence, counts, frozenset(empty - filled))
 
 
 def media_controls(manifest: Manifest) -> list[MediaControl]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..results import CheckpointEntry, Inventory
+from .audit import skipped_manifests
 
 
 def _cell(value: object) -> str:
@@ -41,6 +42,10 @@ def render_inventory_markdown(inventory: Inventory) -> str:
         f"(distinct checkpoints without variants), {s.variant_rows} variant rows",
         f"- Capable of temporal video QA: {', '.join(s.capable) if s.capable else 'none'}",
     ]
+    if inventory.skipped:
+        manifests = len(skipped_manifests(inventory))
+        out.append(f"- Skipped: {manifests} manifest(s) without a row, {len(inventory.skipped) - manifests} other "
+                   "path(s); see Skipped below")
     if inventory.serving.source:
         accepts = {True: "accepts video", False: "does not accept video", None: "unknown"}[inventory.serving.accepts_video]
         out.append(f"- trtmc-server chat content parts: {', '.join(inventory.serving.chat_content_types) or '?'} "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,11 @@ class CheckoutTree:
 
     def inside(self, path: Path) -> bool:
         """True for a path whose real location stays in the checkout; a symlink out is recorded and refused."""
-        real = path.resolve()
+        try:
+            real = path.resolve()
+        except (RuntimeError, OSError) as error:  # Python 3.11 raises RuntimeError on a symlink loop
+            self._skip(path, f"symlink that cannot be resolved ({error}); not followed")
+            return False
         if real == self.root or self.root in real.parents:
             return True
         what = "symlink pointing" if path.is_symlink() else "path leading"
@@ -44,15 +49,16 @@ class CheckoutTree:
         return False
 
     def glob(self, pattern: str) -> list[Path]:
-        """Files matching the pattern; a link out of the checkout, or one to nothing, is recorded, not read."""
+        """Regular files matching the pattern; anything else matching it (a link out of the checkout or to
+        nothing, a directory, a FIFO ...) is recorded as skipped, never read."""
         found = []
         for path in sorted(self.root.glob(pattern)):
             if not self.inside(path):
                 continue
             if path.is_file():
                 found.append(path)
-            elif path.is_symlink():
-                self._skip(path, f"broken symlink: its target {os.readlink(path)} does not exist")
+            else:
+                self._skip(path, not_regular_reason(path))
         return found
 
     def files_under(self, directory: Path, suffixes: frozenset[str]) -> list[Path]:
@@ -66,9 +72,28 @@ class CheckoutTree:
             for name in sorted(filenames):
                 path = base / name
                 # os.walk does not follow directory links, so only a file link can lead out.
-                if path.suffix in suffixes and (not path.is_symlink() or self.inside(path)) and path.is_file():
+                if path.suffix not in suffixes or (path.is_symlink() and not self.inside(path)):
+                    continue
+                if path.is_file():
                     found.append(path)
+                else:
+                    self._skip(path, not_regular_reason(path))
         return found
+
+
+def not_regular_reason(path: Path) -> str:
+    """Why a path that is not a regular file was not read, naming what it is."""
+    link = "symlink to " if path.is_symlink() else ""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return f"broken symlink: its target {os.readlink(path)} does not exist" if link else "vanished while listed"
+    except OSError as error:
+        return f"could not be examined ({error.strerror or error}); not read"
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    what = next((name for test, name in kinds if test(mode)), "not a regular file")
+    return f"not a regular file ({link}{what}); not read"
 
 
 def open_checkout(path: Path) -> tuple[CheckoutTree, Layout]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ..results import Evidence, GapEvidence
 from .family_source import TIME_AXIS, VIDEO_INPUT, SINGLE_IMAGE, FamilyScan
-from .inputs import FRAME_KEYS, InputFacts
+from .inputs import FRAME_COUNT_KEYS, FRAME_KEYS, IMAGE_KEYS, IMAGES_KEYS, InputFacts
 from .tasks import NON_GENERATIVE_OUTPUTS, VISUAL_INPUTS, Contract
 
 
@@ -30,6 +30,7 @@ class RowFacts:
     task_evidence: Evidence
     contract: Contract
     contract_inferred: bool
+    contract_source: str
     inputs: InputFacts
     frame_runtime: Evidence | None  # an older-layout runtime strategy that runs on ordered frames
     scan: FamilyScan | None
@@ -91,16 +92,22 @@ def _decide(facts: RowFacts, output: str, visual: set[str], frames: list[Evidenc
         return _image_judgement(facts, output)
     if output == "image":
         gap = "edits images; no video in or out" if visual else "generates images from text; no video in or out"
-        return Judgement("image-only", gap, False, "", task_line)
+        absent = ("frames",) if visual else ("image", "images", "frames")
+        judgement = Judgement("image-only", gap, False, "", task_line,
+                              [*_no_visual_gaps(facts, absent, video_out=True), _frame_count_gap(facts)])
+        if "frames" in facts.inputs.kinds:
+            judgement.ambiguities.append("a testcase sends ordered frames, but the Task's contract gives an image")
+        return judgement
     if output in NON_GENERATIVE_OUTPUTS:
         judgement = Judgement("not-generative", f"returns {output}, not an answer", False, "", task_line)
         if visual:
             judgement.evidence.extend(facts.inputs.evidence[k] for k in sorted(visual) if k in facts.inputs.evidence)
         return judgement
     if output == "decision":
-        return Judgement("not-generative", "returns option probabilities over text only", False, "", task_line)
+        return Judgement("not-generative", "returns option probabilities over text only", False, "", task_line,
+                         _no_visual_gaps(facts, ("image", "images", "frames"), video_out=False))
     judgement = Judgement("text-or-speech", "takes and gives text or speech only; no visual input", False, "",
-                          task_line)
+                          task_line, _no_visual_gaps(facts, ("image", "images", "frames"), video_out=True))
     if output == "unknown":
         judgement.ambiguities.append("the Task's output could not be determined")
     return judgement
@@ -116,6 +123,8 @@ def _frames_judgement(facts: RowFacts, output: str, frames: list[Evidence]) -> J
         return Judgement("partial", "takes ordered, timestamped frames but answers as schema-option probabilities "
                          "(a structured decision), not as text through chat", False, "", evidence)
     missing = [] if scan is None else [scan.gap(group) for group in (VIDEO_INPUT, TIME_AXIS) if not scan.has(group)]
+    if scan is not None:
+        evidence += scan.evidence(VIDEO_INPUT)[:2]  # video frames in the code, but no time axis with them
     why = ("the family's model code was not found, so no time axis could be checked" if scan is None or not scan.found
            else "the family's model code shows no time axis for the frames")
     verdict = "partial" if output == "decision" else "image-only"
@@ -131,8 +140,7 @@ def _image_judgement(facts: RowFacts, output: str) -> Judgement:
     note = f" ({facts.contract.note})" if facts.contract.note else ""
     evidence = [facts.task_evidence, *(inputs.evidence[k] for k in ("image", "images") if k in inputs.evidence),
                 *facts.extra_input_evidence]
-    gaps = [GapEvidence(searched_for="ordered-frame inputs in the manifest's testcases",
-                        patterns=sorted(FRAME_KEYS), files_without_hits=[facts.manifest_file])]
+    gaps = [_key_gap(facts, ("frames",))]
     ambiguities: list[str] = []
     if not (inputs.kinds & VISUAL_INPUTS):
         ambiguities.append("the Task contract takes an image, but no testcase sends one")
@@ -147,3 +155,56 @@ def _image_judgement(facts: RowFacts, output: str) -> Judgement:
     what = "decides over images" if output == "decision" else "answers about one image per request"
     return Judgement("image-only", f"{what}{note}; no ordered frames reach the Task", False, "", evidence, gaps,
                      ambiguities)
+
+
+# Gap evidence for absence claims: the manifest's input keys searched, the Task contract consulted.
+_KEYS_BY_KIND = {"image": IMAGE_KEYS, "images": IMAGES_KEYS, "frames": FRAME_KEYS}
+_KIND_WORDS = {"image": "image", "images": "image-list", "frames": "ordered-frame"}
+
+
+def _key_gap(facts: RowFacts, kinds: tuple[str, ...]) -> GapEvidence:
+    """The manifest and its testcases searched for input keys of these kinds; the file is named only with no hit."""
+    keys = sorted(set().union(*(_KEYS_BY_KIND[kind] for kind in kinds)))
+    searched = f"{_or([_KIND_WORDS[k] for k in kinds])} input keys in the manifest and its testcases"
+    found = sorted(set(kinds) & facts.inputs.kinds)
+    empty = sorted(facts.inputs.empty_keys & set(keys))
+    if found:
+        searched += f"; found {', '.join(found)} input (see evidence)"
+    if empty:
+        searched += f"; named only with an empty value: {', '.join(empty)}"
+    return GapEvidence(searched_for=searched, patterns=keys, files_without_hits=[] if found else [facts.manifest_file])
+
+
+def _contract_gap(facts: RowFacts, kinds: tuple[str, ...], video_out: bool) -> GapEvidence:
+    """The Task contract consulted (the tool's table of TRTMC Task contracts, keyed by the manifest's Task)."""
+    contract = facts.contract
+    patterns = [f"input {kind}" for kind in kinds] + (["output video"] if video_out else [])
+    found = [kind for kind in kinds if kind in contract.inputs] + (["video"] if video_out and contract.output == "video"
+                                                                    else [])
+    searched = (f"{_or(list(kinds))} input{', or video output,' if video_out else ''} in the Task contract consulted "
+                f"for {facts.task!r} ({facts.contract_source}; "
+                f"takes {', '.join(contract.inputs) or 'no declared input'}, gives {contract.output}"
+                f"{f': {contract.note}' if contract.note else ''}); "
+                "a table, not a file of the checkout")
+    if found:
+        searched += f"; found {', '.join(found)}"
+    return GapEvidence(searched_for=searched, patterns=patterns, files_without_hits=[])
+
+
+def _frame_count_gap(facts: RowFacts) -> GapEvidence:
+    """Frame counts above one (video output) in the manifest and its testcases."""
+    counts = sorted({count for count, _ in facts.inputs.frame_counts})
+    searched = "frame counts above 1 (video output) in the manifest and its testcases"
+    if counts:
+        searched += f"; counts present: {', '.join(map(str, counts))}"
+    over = any(count > 1 for count in counts)
+    return GapEvidence(searched_for=searched, patterns=[f"{key} > 1" for key in FRAME_COUNT_KEYS],
+                       files_without_hits=[] if over else [facts.manifest_file])
+
+
+def _or(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def _no_visual_gaps(facts: RowFacts, kinds: tuple[str, ...], video_out: bool) -> list[GapEvidence]:
+    return [_key_gap(facts, kinds), _contract_gap(facts, kinds, video_out)]
