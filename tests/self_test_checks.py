@@ -67,10 +67,20 @@ def check_answers_graded_with_reversed_controls(out: Path) -> None:
     assert real.accuracy.both_right == 0.0
 
 
+def check_sampling_is_the_servers_and_the_real_clip_is_transport_only(out: Path) -> None:
+    synthetic = row(out, "reference-self-test.synthetic")
+    assert synthetic.sampling["applied_by_server"] == synthetic.sampling["policy"]  # the strip shows what it saw
+    assert "mismatch" not in synthetic.sampling
+    real = row(out, "reference-self-test.bigbuckbunny")
+    assert "transport and timing only" in real.status_reason and "40 of 40 answers were no answer, as expected" \
+        in real.status_reason
+
+
 def check_self_test(out: Path) -> Report:
     """Every check above; the report, for the caller's own checks."""
     report = check_every_report_written(out)
     check_every_request_accounted_for(out)
     check_latency_and_task_time_joined_by_identity(out)
     check_answers_graded_with_reversed_controls(out)
+    check_sampling_is_the_servers_and_the_real_clip_is_transport_only(out)
     return report

@@ -128,3 +128,27 @@ def test_locate_refuses_a_wrong_version(tmp_path: Path) -> None:
         locate_aiperf(str(fake), expected_version="0.13.0")
     with pytest.raises(AiperfProblem, match="not found"):
         locate_aiperf(str(tmp_path / "none"), expected_version="0.13.0")
+
+
+def test_locate_refuses_a_source_checkout(tmp_path: Path) -> None:
+    """aiperf 0.13.0 installed with `pip install -e` (or from git) is a source checkout: refused, not used."""
+    for direct in ({"url": "file:///src/aiperf", "dir_info": {"editable": True}},
+                   {"url": "https://github.com/ai-dynamo/aiperf", "vcs_info": {"vcs": "git", "commit_id": "0" * 40}}):
+        (tmp_path / "record.json").write_text(json.dumps({"version": "0.13.0", "direct_url": json.dumps(direct)}))
+        venv_python = tmp_path / "python"
+        venv_python.write_text(f"#!/bin/sh\nexec cat {tmp_path / 'record.json'}\n")
+        venv_python.chmod(0o755)
+        fake = tmp_path / "aiperf"
+        fake.write_text(f"#!{venv_python}\n")
+        fake.chmod(0o755)
+        with pytest.raises(AiperfProblem, match="source checkout"):
+            locate_aiperf(str(fake), expected_version="0.13.0")
+
+
+def test_a_request_sent_in_the_wrong_phase_or_twice_is_not_trusted() -> None:
+    from trtmc_videoqa.endpoint_run import phase_problem
+
+    assert phase_problem("profiling", "profiling", 1) is None
+    assert "'warmup' phase" in phase_problem("profiling", "warmup", 1)  # warmup never enters steady state
+    assert "'profiling' phase" in phase_problem("warmup", "profiling", 1)
+    assert "sent this conversation 2 times" in phase_problem("profiling", "profiling", 2)

@@ -3,8 +3,10 @@ the TRTMC step chain through labelled test doubles, resume, reuse and --force.""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -54,6 +56,10 @@ def test_answers_graded_with_reversed_controls(self_test) -> None:
     checks.check_answers_graded_with_reversed_controls(self_test[0])
 
 
+def test_the_server_applies_the_declared_sampling_and_the_real_clip_is_transport_only(self_test) -> None:
+    checks.check_sampling_is_the_servers_and_the_real_clip_is_transport_only(self_test[0])
+
+
 def test_rerun_with_unchanged_inputs_reuses_without_aiperf(self_test) -> None:
     out, _, _ = self_test
     row_dir = out / "checkpoints" / "reference-self-test.synthetic"
@@ -88,6 +94,10 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
         ("capability", "passed"), ("aiperf", "passed"), ("grading", "passed")]
     assert capable.status == "aiperf-qualified"
     assert capable.provenance.bundle_digest.startswith("sha256:")
+    assert capable.provenance.effective_precision == "fp16"  # read from the bundle, not the manifest's bf16
+    assert capable.provenance.settings["precision_source"] == "bundle header field 'precision'"
+    assert capable.provenance.settings["build"]["max_sequence_length"] == 1024  # the manifest's build settings
+    assert capable.provenance.server_version.startswith("trtmc-server built from TRTMC ")
     assert "test double" in capable.provenance.served_by  # the server said what it is; the report says so too
     assert "TEST DOUBLE" in " ".join(capable.provenance.hardware["gpus"])
     for name in ("build.log", "correctness.log", "server.log", "capability.json", "command.txt"):
@@ -98,6 +108,49 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
     assert (out / "inventory.json").is_file()
     junit = (out / "junit.xml").read_text()
     assert 'name="vlm-3b"' in junit and "<skipped" in junit
+
+
+def test_a_family_command_that_builds_its_own_bundle_does_not_validate_ours(tmp_path: Path) -> None:
+    env = dict(install_doubles(tmp_path / "bin"), VIDQA_FIXTURE_REBUILDS="1")
+    done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path / "out"), "--profile",
+                   "vidqa-2b", "--repeats", "1", "--warmup", "1", env=env)
+    assert done.returncode == 0, done.stderr
+    failed = row(tmp_path / "out", "vidqa-2b")
+    assert failed.status == "failed" and failed.failed_stage == "correctness"
+    assert "built itself, not this one" in failed.status_reason
+    ours = next(s for s in failed.stages if s.name == "build").detail.split()[-1]
+    assert f"ours {ours}; the family's sha256:" in failed.stages[-1].detail
+
+
+def test_the_checkpoints_own_tokenizer_is_taken_from_the_hub_cache(tmp_path: Path) -> None:
+    from trtmc_videoqa.aiperf.tokenizer import ensure_local_tokenizer
+
+    hub = tmp_path / "hub"
+    snapshot = hub / "models--example--VidQA-2B" / "snapshots" / ("1" * 40)
+    ensure_local_tokenizer(snapshot)  # stands in for the checkpoint's tokenizer files, as the build left them
+    env = dict(install_doubles(tmp_path / "bin"), HF_HUB_CACHE=str(hub))
+    done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path / "out"), "--profile",
+                   "vidqa-2b", "--repeats", "1", "--warmup", "1", env=env)
+    assert done.returncode == 0, done.stderr
+    qualified = row(tmp_path / "out", "vidqa-2b")
+    assert qualified.status == "aiperf-qualified"
+    assert qualified.provenance.tokenizer == f"the checkpoint's own tokenizer (example/VidQA-2B@{'1' * 40}, hub cache)"
+    assert f"--tokenizer {snapshot}" in qualified.commands["aiperf"]
+
+
+def test_a_build_that_dies_leaves_no_bundle_to_reuse(tmp_path: Path) -> None:
+    env = install_doubles(tmp_path / "bin")
+    out = tmp_path / "out"
+    args = ("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(out), "--profile", "vidqa-2b",
+            "--repeats", "1", "--warmup", "1")
+    done = qualify(*args, env=dict(env, TRTMC_BUILD_DOUBLE_DIES_AFTER_WRITING="1"))
+    assert done.returncode == 0, done.stderr
+    assert row(out, "vidqa-2b").failed_stage == "build" and "exit 9" in row(out, "vidqa-2b").status_reason
+    assert [p.name for p in (out / "bundles").rglob("*") if p.is_file()] == []  # nothing half-built left
+    again = qualify(*args, env=env)  # the next run builds again and goes on
+    assert again.returncode == 0, again.stderr
+    assert row(out, "vidqa-2b").status == "aiperf-qualified"
+    assert [p.name for p in (out / "bundles").rglob("*.bundle")] == ["vidqa-2b.bundle"]  # the manifest's name
 
 
 def test_without_gpu_or_trtmc_the_row_is_blocked_not_faked(tmp_path: Path) -> None:
@@ -155,11 +208,41 @@ def test_unreachable_endpoint_fails_at_capability(tmp_path: Path) -> None:
 
 
 def test_busy_output_directory_fails_fast(tmp_path: Path) -> None:
-    (tmp_path / ".trtmc-videoqa.lock").write_text(str(os.getppid()))  # a live process holds it
-    start = time.monotonic()
-    done = qualify("--out", str(tmp_path))
-    assert done.returncode == 2 and "in use by another run" in done.stderr
+    with open(tmp_path / ".trtmc-videoqa.lock", "w") as held:  # this process holds the lock, as a live run does
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write(str(os.getpid()))
+        held.flush()
+        start = time.monotonic()
+        done = qualify("--out", str(tmp_path))
+    assert done.returncode == 2 and f"in use by another run (pid {os.getpid()})" in done.stderr
     assert "Traceback" not in done.stderr and time.monotonic() - start < 10
+
+
+CONTENDER = """
+import sys, time
+from pathlib import Path
+from trtmc_videoqa.qualify import OutputBusy, OutputLock
+out, go = Path(sys.argv[1]), Path(sys.argv[2])
+while not go.exists():
+    time.sleep(0.005)
+try:
+    with OutputLock(out):
+        print("held", flush=True)
+        time.sleep(1.5)
+except OutputBusy:
+    print("busy")
+"""
+
+
+def test_runs_starting_together_never_share_an_output_directory(tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    contenders = [subprocess.Popen([sys.executable, "-c", CONTENDER, str(tmp_path / "out"), str(go)],
+                                   stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    time.sleep(2.0)  # every contender imported and waiting
+    go.touch()
+    said = sorted(p.communicate(timeout=60)[0].strip() for p in contenders)
+    assert said == ["busy", "busy", "busy", "held"]
+    assert not (tmp_path / "out" / ".trtmc-videoqa.lock").exists()  # released by its holder
 
 
 def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path) -> None:
@@ -167,7 +250,13 @@ def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert "vidqa-2b: build -> correctness -> serve -> capability -> aiperf -> grading" in done.stdout
     assert "vlm-3b: unsupported" in done.stdout
+    assert "vidqa-2b-tp2: blocked: distributed variant" in done.stdout  # held as the real run holds it
     assert not (tmp_path / "out").exists()
+    unknown = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--profile", "nosuch", "--dry-run")
+    assert unknown.returncode == 2 and "nosuch not in the inventory" in unknown.stderr  # as the real run refuses
+    self_test = qualify("--dry-run")
+    assert "on synthetic: capability check, then aiperf 2 warmup + 30 profiling" in self_test.stdout
+    assert "on bigbuckbunny: capability check, then aiperf 2 warmup + 40 profiling" in self_test.stdout
 
 
 def test_endpoint_needs_a_model(tmp_path: Path) -> None:
@@ -183,9 +272,15 @@ def test_an_api_key_reaches_the_server_but_no_artifact(tmp_path: Path) -> None:
     with ReferenceServer(ReferenceConfig(records_path=records)) as server:
         env = dict(os.environ, TRTMC_SERVE_TOKEN=token)
         done = qualify("--endpoint", server.url, "--model", "trtmc-videoqa-reference", "--workload", "synthetic",
-                       "--repeats", "1", "--warmup", "1", "--out", str(tmp_path / "out"), env=env)
+                       "--repeats", "1", "--warmup", "1", "--out", str(tmp_path / "out"),
+                       "--server-setting", f"sampling_policy={server.config.sampling_policy}",
+                       "--server-setting", "sampling_where=server", env=env)
     assert done.returncode == 0, done.stderr
-    assert row(tmp_path / "out", "trtmc-videoqa-reference").status == "endpoint-qualified"
+    measured = row(tmp_path / "out", "trtmc-videoqa-reference")
+    assert measured.status == "endpoint-qualified"
+    # The server samples uniform:16; the workload declares uniform:8: the row says which one the server applied.
+    assert measured.sampling["applied_by_server"].startswith("uniform:16")
+    assert "not one of the workload's declared policies" in measured.sampling["mismatch"]
     leaked = [p for p in (tmp_path / "out").rglob("*") if p.is_file() and token.encode() in p.read_bytes()]
     assert leaked == []
     assert token not in done.stdout + done.stderr
@@ -212,3 +307,36 @@ def test_smoke_variants_are_planned_unless_named() -> None:
     assert held.status == "planned" and "--profile" in held.status_reason
     assert variant_hold(smoke, chosen=True) is None
     assert variant_hold(entry.model_copy(update={"variant_kinds": ["quantized"]}), chosen=False) is None
+
+
+def _on_a_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run argv with a pseudo-terminal as its stdout and stderr; (exit code, what it printed)."""
+    import pty
+
+    main, secondary = pty.openpty()
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary, env=env) as process:
+        os.close(secondary)
+        printed = b""
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # the terminal closed: the process is done writing
+                break
+            if not chunk:
+                break
+            printed += chunk
+        code = process.wait(timeout=120)
+    os.close(main)
+    return code, printed.decode(errors="replace")
+
+
+def test_progress_shows_on_a_terminal_and_stays_quiet_in_ci(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "trtmc_videoqa", "qualify", "--endpoint", "http://127.0.0.1:9", "--model", "m",
+            "--workload", "synthetic", "--request-timeout", "2"]
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    code, printed = _on_a_terminal([*argv, "--out", str(tmp_path / "tty")], env)
+    assert code == 0, printed
+    assert re.search(r"\[ +\d+\.\d s\] m: capability check", printed), printed  # elapsed time, then the step
+    for quiet_env, extra in ((dict(env, CI="true"), []), (env, ["--quiet"])):
+        code, printed = _on_a_terminal([*argv, "--out", str(tmp_path / f"quiet{len(extra)}"), *extra], quiet_env)
+        assert code == 0 and "s] " not in printed, printed

@@ -56,10 +56,13 @@ def test_two_runs_merge_side_by_side_in_every_format(tmp_path: Path) -> None:
     skipped = [case.find("skipped").get("message") for case in suite.iter("testcase") if case.find("skipped") is not None]
     assert any(m.startswith("unsupported: unsupported because") for m in skipped)
     markdown = (merged / "report.md").read_text()
-    assert "| ckpt | **failed** (at aiperf)" in markdown
+    # the two ckpt rows are told apart by the server each one measured
+    assert "| ckpt | " in markdown and "at http://127.0.0.1:2 | **failed** (at aiperf)" in markdown
+    assert "at http://127.0.0.1:1 | **endpoint-qualified**" in markdown
     html = (merged / "report.html").read_text()
     assert html.count("<svg") == 4 and "<script" not in html
-    assert "| ckpt | **endpoint-qualified**" in summary.read_text()
+    assert "at http://127.0.0.1:2</td>" in html
+    assert "at http://127.0.0.1:1 | **endpoint-qualified**" in summary.read_text()
 
 
 def test_report_of_a_directory_without_results_is_bad_input(tmp_path: Path) -> None:

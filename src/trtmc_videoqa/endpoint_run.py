@@ -112,6 +112,16 @@ def _grade(workload: Workload, row: RequestRow, client: ClientRecord, max_tokens
                         max_tokens=max_tokens)
 
 
+def phase_problem(planned: str, sent_in: str, times: int) -> str | None:
+    """Why a request's record cannot be trusted as planned, or None: AIPerf's own phase must be the planned one
+    (warmup never enters steady state), and each planned conversation is sent exactly once."""
+    if times > 1:
+        return f"AIPerf sent this conversation {times} times; the plan sends it once"
+    if sent_in != planned:
+        return f"AIPerf sent it in its {sent_in!r} phase; the plan put it in {planned!r}"
+    return None
+
+
 def _accuracy(workload: Workload, graded: list[GradedAnswer]) -> Accuracy:
     pairs = workload.reversal_pairs()
     forward_id, reversed_id = pairs[0] if pairs else (workload.spec.clips[0].id, "reversed")
@@ -220,8 +230,10 @@ def measure_endpoint(*, url: str, model: str, workload: Workload, settings: RunS
     # 3. Join: every planned request must be accounted for, by identity.
     planned = {r.session_id: r for r in plan.requests}
     by_session: dict[str, ClientRecord] = {}
+    sent: dict[str, int] = {}
     for client in clients:
         by_session.setdefault(client.session_id, client)
+        sent[client.session_id] = sent.get(client.session_id, 0) + 1
     server_records = _records_by_request_id(server_records)
     graded: list[GradedAnswer] = []
     task_fields: set[str] = set()
@@ -235,10 +247,12 @@ def measure_endpoint(*, url: str, model: str, workload: Workload, settings: RunS
         task_ms, task_field = server_task_time(client, server_records)
         if task_field:
             task_fields.add(task_field)
+        problem = phase_problem(plan_row.phase, client.phase, sent[session_id])
         update: dict[str, Any] = dict(x_request_id=client.x_request_id, start_ns=client.start_ns,
-                                      client_latency_ms=client.latency_ms, server_task_ms=task_ms,
-                                      http_status=client.http_status, error=client.error, answer=client.answer)
-        if client.ok and plan_row.phase == "profiling":
+                                      end_ns=client.end_ns, client_latency_ms=client.latency_ms, server_task_ms=task_ms,
+                                      http_status=client.http_status, error=client.error or problem,
+                                      answer=client.answer)
+        if client.ok and not problem and plan_row.phase == "profiling":
             answer = _grade(workload, row, client, max_tokens)
             graded.append(answer)
             update.update(expected=answer.expected, grade=answer.outcome, rule=answer.rule)

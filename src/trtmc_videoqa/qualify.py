@@ -9,6 +9,7 @@ A step this machine cannot run makes the row `blocked` with the reason; nothing 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -26,8 +27,9 @@ from .artifacts import known_secrets, scrub_secrets, write_model_atomic, write_t
 from .endpoint_run import EndpointMeasurement, RunSettings, measure_endpoint
 from .pins import tool_versions
 from .results import CheckpointEntry, Inventory, Provenance, ResultRow, StageResult
-from .trtmc_steps import (Toolchain, build_argv, bundle_path, bundles_built_by, correctness_argv, correctness_env,
-                          correctness_test, file_digest, server_argv)
+from .trtmc_steps import (Toolchain, build_argv, bundle_header, bundle_path, bundles_built_by, correctness_argv,
+                          correctness_env, correctness_test, effective_precision, family_result, file_digest,
+                          partial_path, server_argv)
 from .workloads import Workload
 
 FINAL_STATUSES = frozenset({"unsupported", "aiperf-qualified", "endpoint-qualified"})
@@ -91,6 +93,9 @@ def manifest_path_problem(entry: CheckpointEntry, checkout: Path, layout: str) -
     if layout == "families" and not safe_name(entry.family):
         return (f"family {entry.family!r} from {entry.manifest} is not a plain name; its test path would leave "
                 "families/, so nothing was run")
+    if entry.bundle is not None and not safe_name(entry.bundle):
+        return (f"bundle {entry.bundle!r} from {entry.manifest} is not a plain file name; it would be written "
+                "outside its engine directory, so nothing was run")
     try:
         correctness_test(checkout, entry, layout)
     except ValueError as error:
@@ -101,50 +106,59 @@ def manifest_path_problem(entry: CheckpointEntry, checkout: Path, layout: str) -
 # --- the output directory -----------------------------------------------------------------------------------
 
 class OutputLock:
-    """One run per output directory: a second one fails fast; a lock left by a dead process is taken over."""
+    """One run per output directory: a second one fails fast. The lock is an flock on the lock file, so it is
+    released when its holder dies (no stale lock to judge) and two runs starting together cannot both take it;
+    the pid inside only names the holder in the message."""
 
     def __init__(self, out: Path) -> None:
         self.path = out / LOCK_NAME
+        self._fd: int | None = None
 
     def __enter__(self) -> "OutputLock":
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(2):
+        for _ in range(20):
+            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
             try:
-                handle = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = self._holder()
-                if holder is not None and _alive(holder):
-                    raise OutputBusy(f"output directory {self.path.parent} is in use by another run (pid {holder}); "
-                                     "wait for it to finish or choose another --out") from None
-                self.path.unlink(missing_ok=True)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _read_pid(fd)
+                os.close(fd)
+                raise OutputBusy(f"output directory {self.path.parent} is in use by another run"
+                                 f"{f' (pid {holder})' if holder else ''}; wait for it to finish or choose another "
+                                 "--out") from None
+            if not _same_file(fd, self.path):  # the holder removed it as we opened it: lock the new one
+                os.close(fd)
                 continue
             try:
-                with os.fdopen(handle, "w") as stream:
-                    stream.write(str(os.getpid()))
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
             except BaseException:  # a full file system: no half-written lock is left behind
                 self.path.unlink(missing_ok=True)
+                os.close(fd)
                 raise
+            self._fd = fd
             return self
-        raise OutputBusy(f"could not lock {self.path.parent}; remove {self.path} if no run is using it")
-
-    def _holder(self) -> int | None:
-        try:
-            return int(self.path.read_text().strip())
-        except (OSError, ValueError):
-            return None
+        raise OutputBusy(f"could not lock {self.path.parent}; another run keeps replacing {self.path}")
 
     def __exit__(self, *exc: object) -> None:
-        self.path.unlink(missing_ok=True)
+        if self._fd is not None:
+            self.path.unlink(missing_ok=True)  # before the unlock, so a waiter never locks a file being removed
+            os.close(self._fd)
+            self._fd = None
 
 
-def _alive(pid: int) -> bool:
+def _read_pid(fd: int) -> int | None:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return int(os.pread(fd, 32, 0).decode().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.fstat(fd).st_ino == path.stat().st_ino
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
 
 
 # --- the workload's own artifacts ---------------------------------------------------------------------------
@@ -273,9 +287,10 @@ def _provenance(job: QualifyJob, *, mode: str, endpoint: str | None, served_by: 
 
 def _finish(job: QualifyJob, row: ResultRow, commands: dict[str, str]) -> ResultRow:
     row_dir = job.row_dir(row.profile)
-    # The tools we ran (build, the family's tests, the server) may print a token they were given: never kept.
+    # The tools we ran (build, the family's tests and their artifacts, the server and its records) may write a
+    # token they were given anywhere under the row: never kept. (Bundles live outside the row directory.)
     if row_dir.is_dir():
-        scrub_secrets(sorted(row_dir.glob("*.log")), known_secrets(job.api_key))
+        scrub_secrets(sorted(p for p in row_dir.rglob("*") if p.is_file()), known_secrets(job.api_key))
     row = row.model_copy(update={"commands": commands})
     write_text_atomic(row_dir / "command.txt", "".join(f"# {name}\n{command}\n" for name, command in commands.items()))
     write_model_atomic(row_dir / "result.json", row)
@@ -321,8 +336,12 @@ def endpoint_key(job: QualifyJob, *, identity: str, model: str, stated: dict[str
 
 def qualify_endpoint(job: QualifyJob, *, url: str, model: str, profile: str, stated: dict[str, str],
                      identity: str | None = None, reference_self_test: bool = False,
-                     server_records: Path | None = None, alive: Callable[[], bool] = lambda: True) -> ResultRow:
-    """An already running OpenAI-compatible video chat server: planned -> endpoint-qualified."""
+                     server_records: Path | None = None, alive: Callable[[], bool] = lambda: True,
+                     transport_only: str | None = None) -> ResultRow:
+    """An already running OpenAI-compatible video chat server: planned -> endpoint-qualified.
+
+    `transport_only` says why this server is not expected to answer the questions (the reference endpoint on a
+    real clip: it answers "cannot tell"); the row is then about transport and timing, and says so."""
     key = endpoint_key(job, identity=identity or url, model=model, stated=stated)
     row_dir = job.row_dir(profile)
     previous = reusable(row_dir, key, job.force)
@@ -332,12 +351,18 @@ def qualify_endpoint(job: QualifyJob, *, url: str, model: str, profile: str, sta
     row = ResultRow(profile=profile, status="planned", status_reason="endpoint given; nothing run yet",
                     reference_self_test=reference_self_test, cache_key=key,
                     stages=[StageResult(name="plan", status="passed", detail=f"endpoint {url}, model {model}")])
-    row = _with_workload_facts(job, row)
+    row = _with_server_sampling(_with_workload_facts(job, row), job, stated)
     measurement = measure_endpoint(url=url, model=model, workload=job.workload, settings=job.settings,
                                    aiperf=job.aiperf, tokenizer=job.tokenizer, row_dir=row_dir, api_key=job.api_key,
                                    server_records=server_records, alive=alive,
                                    progress=lambda m: job.progress(f"{profile}: {m}"))
     status, reason, failed, evidence = _ladder_after_measurement(measurement, "endpoint-qualified")
+    accuracy = measurement.accuracy
+    if transport_only and status == "endpoint-qualified" and accuracy is not None:
+        every = accuracy.unparseable == accuracy.graded
+        reason = (f"complete AIPerf run, every request accounted for; transport and timing only: {transport_only} "
+                  f"({accuracy.unparseable} of {accuracy.graded} answers were no answer"
+                  f"{', as expected' if every else '; the rest were not expected'})")
     served_by = measurement.capability.served_by if measurement.capability else None
     row = row.model_copy(update=_measured(row, measurement) | dict(
         status=status, status_reason=reason, failed_stage=failed, status_evidence=evidence,
@@ -363,13 +388,57 @@ def _with_workload_facts(job: QualifyJob, row: ResultRow) -> ResultRow:
     return row.model_copy(update={"clips": clips, "sampling": sampling})
 
 
+def _with_server_sampling(row: ResultRow, job: QualifyJob, stated: dict[str, str]) -> ResultRow:
+    """Where the server samples, the policy it states is the one applied: record it beside the workload's declared
+    one, and say so plainly when they differ (the strip then shows the declared frames, not the server's)."""
+    policy, where = stated.get("sampling_policy"), stated.get("sampling_where")
+    if not policy or where != "server" or not row.sampling:
+        return row
+    from .media.sampling import SamplingPolicy
+
+    try:
+        applied = SamplingPolicy.parse(policy).spec
+    except ValueError:
+        applied = policy
+    sampling = dict(row.sampling, applied_by_server=applied)
+    if applied != sampling.get("policy"):
+        declared = [p.spec for p in job.workload.sampling_policies()]
+        sampling["mismatch"] = (f"the server samples {applied}, not {sampling.get('policy')} as resolved above; "
+                                f"{applied} is {'one' if applied in declared else 'not one'} of the workload's "
+                                "declared policies")
+    return row.model_copy(update={"sampling": sampling})
+
+
 # --- TRTMC mode ---------------------------------------------------------------------------------------------
 
 def unsupported_row(entry: CheckpointEntry) -> ResultRow:
     evidence = [f"{e.file}:{e.line}" if e.line else e.file for e in entry.evidence]
+    # A gap is also shown by the search that found nothing: what was looked for, and where it had zero hits.
+    evidence += [f"searched for {g.searched_for} ({', '.join(g.patterns)}): no hits in "
+                 f"{', '.join(g.files_without_hits) or 'any file'}" for g in entry.gap_evidence]
     return ResultRow(profile=entry.profile, family=entry.family, checkpoint=entry.checkpoint, revision=entry.revision,
                      verdict=entry.verdict, in_group=entry.in_group, status="unsupported",
                      status_reason=entry.gap or f"verdict {entry.verdict}", status_evidence=evidence)
+
+
+def hub_snapshot(entry: CheckpointEntry, environ: dict[str, str] | None = None) -> Path | None:
+    """Where the hub cache keeps this checkpoint at its pinned revision (the build fetched it there), or None."""
+    env = os.environ if environ is None else environ
+    if not entry.checkpoint or not entry.revision or entry.checkpoint.count("/") != 1:
+        return None
+    hub = Path(env.get("HF_HUB_CACHE") or Path(env.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "hub")
+    return hub / f"models--{entry.checkpoint.replace('/', '--')}" / "snapshots" / entry.revision
+
+
+def checkpoint_tokenizer(job: QualifyJob, entry: CheckpointEntry) -> tuple[Path, str]:
+    """The row's tokenizer: one given with --tokenizer, else the checkpoint's own from the hub cache at its pinned
+    revision, else the run's small local one. Token counts only; never a download."""
+    from .aiperf.tokenizer import LOCAL_TOKENIZER_NAME, has_tokenizer
+
+    snapshot = hub_snapshot(entry)
+    if job.tokenizer_label.startswith(LOCAL_TOKENIZER_NAME) and snapshot is not None and has_tokenizer(snapshot):
+        return snapshot, f"the checkpoint's own tokenizer ({entry.checkpoint}@{entry.revision}, hub cache)"
+    return job.tokenizer, job.tokenizer_label
 
 
 def _run_step(argv: list[str], *, log: Path, timeout_s: float, cwd: Path | None = None,
@@ -405,9 +474,15 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
     row = _with_workload_facts(job, base)
     commands = {"trtmc-videoqa": job.command}
 
+    precision = (entry.precision, "the manifest's declared precision (no bundle built yet)")
+    tokenizer = checkpoint_tokenizer(job, entry)
+
     def provenance(**extra: Any) -> Provenance:
+        settings = {"precision_source": precision[1], "build": entry.build_settings} | extra.pop("settings", {})
         return _provenance(job, mode="trtmc", endpoint=None, served_by=None, trtmc_commit=inventory.commit,
-                           effective_precision=entry.precision, **extra)
+                           server_version=f"trtmc-server built from TRTMC {inventory.commit}",
+                           effective_precision=precision[0], settings=settings, **extra
+                           ).model_copy(update={"tokenizer": tokenizer[1]})
 
     def stop(status: str, reason: str, stage: StageResult, failed: str | None = None, **extra: Any) -> ResultRow:
         done = row.model_copy(update=dict(status=status, status_reason=reason, failed_stage=failed,
@@ -427,17 +502,26 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
     # Build (cached by profile, commit and revision).
     cache = job.bundle_cache or (job.out / "bundles")
     bundle = bundle_path(cache, entry, inventory.commit)
-    argv = build_argv(toolchain, entry, bundle)
-    commands["build"] = _redacted(argv)
+    commands["build"] = _redacted(build_argv(toolchain, entry, bundle))
     if not bundle.is_file():
+        # Built under a temporary name and renamed only when the build succeeded: a killed or timed-out build
+        # never leaves a file that a later run would take for a finished bundle.
         job.progress(f"{entry.profile}: building the bundle")
         bundle.parent.mkdir(parents=True, exist_ok=True)
-        code, wall = _run_step(argv, log=row_dir / "build.log", timeout_s=job.stage_timeouts["build"])
-        if code != 0 or not bundle.is_file():
+        partial = partial_path(bundle)
+        try:
+            code, wall = _run_step(build_argv(toolchain, entry, partial), log=row_dir / "build.log",
+                                   timeout_s=job.stage_timeouts["build"])
+            if code == 0 and partial.is_file():
+                partial.replace(bundle)
+        finally:
+            partial.unlink(missing_ok=True)
+        if not bundle.is_file():
             why = "timed out" if code is None else f"exit {code}" if code else "no bundle written"
             return stop("failed", f"build {why}", StageResult(name="build", status="failed", detail=why, wall_s=wall,
                                                               evidence=["build.log"]), failed="build")
     digest = file_digest(bundle)
+    precision = effective_precision(bundle_header(bundle), entry.precision)
     row = row.model_copy(update=dict(
         status="implemented", status_reason="bundle built; workload adapted",
         stages=row.stages + [StageResult(name="build", status="passed", detail=f"{bundle.name} {digest}",
@@ -450,21 +534,32 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
                     StageResult(name="correctness", status="blocked", detail="no family E2E test found"),
                     bundle_digest=digest)
     artifacts = row_dir / "correctness"
-    argv = correctness_argv(toolchain, checkout, test, entry, artifacts)
+    argv = correctness_argv(toolchain, checkout, test, entry, artifacts, engine_dir=bundle.parent)
     commands["correctness"] = _redacted(argv)
     job.progress(f"{entry.profile}: the family's correctness tests")
     code, wall = _run_step(argv, log=row_dir / "correctness.log", timeout_s=job.stage_timeouts["correctness"],
-                           cwd=checkout, env=correctness_env(checkout, bundle, dict(os.environ)))
-    own = [file_digest(p) for p in bundles_built_by(artifacts)]
+                           cwd=checkout, env=correctness_env(checkout, dict(os.environ)))
     if code != 0:
         why = "timed out" if code is None else f"exit {code}"
         return stop("failed", f"family correctness {why}", StageResult(
             name="correctness", status="failed", detail=why, wall_s=wall, evidence=["correctness.log"]),
             failed="correctness", bundle_digest=digest)
-    if own and digest not in own:
+    # "On this exact bundle" is checked, not assumed: the bundle the runner found is still ours, byte for byte,
+    # and no other bundle was built beside it or among its artifacts.
+    after = file_digest(bundle) if bundle.is_file() else "missing"
+    others = [p for p in [*bundles_built_by(bundle.parent), *bundles_built_by(artifacts)]
+              if p != bundle and not p.name.startswith(".partial-")]
+    if after != digest or others:
+        theirs = ", ".join([after] * (after != digest) + [f"{p.name} {file_digest(p)}" for p in others])
         return stop("failed", "the family's command validated a bundle it built itself, not this one",
                     StageResult(name="correctness", status="failed", wall_s=wall, evidence=["correctness.log"],
-                                detail=f"ours {digest}; the family's {', '.join(own)}"),
+                                detail=f"ours {digest}; the family's {theirs}"),
+                    failed="correctness", bundle_digest=digest)
+    verdict = family_result(artifacts, entry.profile)
+    if verdict is not None and verdict.lower() not in ("pass", "passed"):
+        return stop("failed", f"the family's runner recorded status {verdict!r} for {entry.profile}",
+                    StageResult(name="correctness", status="failed", wall_s=wall, detail=f"result.json: {verdict}",
+                                evidence=["correctness.log", f"correctness/{entry.profile}/result.json"]),
                     failed="correctness", bundle_digest=digest)
     row = row.model_copy(update=dict(
         status="family-validated", status_reason="the family's own correctness passed on this bundle",
@@ -494,7 +589,7 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
             row = row.model_copy(update={"stages": row.stages + [serve]})
             model = served_model(url, entry.profile, api_key=job.api_key)
             measurement = measure_endpoint(url=url, model=model, workload=job.workload, settings=job.settings,
-                                           aiperf=job.aiperf, tokenizer=job.tokenizer, row_dir=row_dir,
+                                           aiperf=job.aiperf, tokenizer=tokenizer[0], row_dir=row_dir,
                                            api_key=job.api_key, server_records=records, alive=lambda: server.alive,
                                            progress=lambda m: job.progress(f"{entry.profile}: {m}"))
     except ServerProblem as problem:

@@ -9,6 +9,7 @@ import argparse
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
 
 from .aiperf.command import API_KEY_PLACEHOLDER
@@ -20,6 +21,8 @@ from .results import ResultRow
 
 SELF_TEST_WORKLOADS = ("synthetic", "bigbuckbunny")
 SELF_TEST_PREFIX = "reference-self-test"
+# The reference endpoint answers only the synthetic questions; about a real clip its expected answer is this.
+CANNOT_TELL = "the reference endpoint (a test double) cannot tell what happens in a real clip, and says so"
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_BAD_INPUT = 0, 1, 2
 
 
@@ -54,6 +57,7 @@ def add_qualify_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--bundle-cache", type=Path, metavar="DIR", help="where built bundles are kept")
     run.add_argument("--force", action="store_true", help="measure again even where inputs are unchanged")
     run.add_argument("--dry-run", action="store_true", help="print the plan and run nothing")
+    run.add_argument("--quiet", action="store_true", help="no progress lines (also when CI is set or on no terminal)")
     run.add_argument("--strict", action="store_true", help="exit 1 when an in-group row failed")
 
 
@@ -62,10 +66,11 @@ class _BadInput(Exception):
 
 
 def _progress(quiet: bool):
-    # A terminal sees progress; a CI log stays quiet.
-    if quiet or not sys.stderr.isatty():
+    # A terminal sees progress, with the time since the start; a CI log (CI set, or no terminal) stays quiet.
+    if quiet or os.environ.get("CI") or not sys.stderr.isatty():
         return lambda _: None
-    return lambda message: print(f"  {message}", file=sys.stderr, flush=True)
+    start = time.monotonic()
+    return lambda message: print(f"  [{time.monotonic() - start:6.1f} s] {message}", file=sys.stderr, flush=True)
 
 
 def _settings(args: argparse.Namespace):
@@ -152,24 +157,40 @@ def _check_bodies(workloads, args: argparse.Namespace, model: str) -> None:
 
 
 def _dry_run(args: argparse.Namespace, workloads, self_test: bool) -> int:
+    """The plan the real run would follow, by the same rules (variant holds, unknown profiles refused)."""
+    from .cli import BadInput
+
     settings = _settings(args)
-    rows = len(workloads[0].spec.questions) * len(workloads[0].spec.clips) * settings.repeats
     print(f"workload(s): {', '.join(f'{w.name} ({w.digest[:12]})' for w in workloads)}")
-    print(f"per checkpoint: capability check, then aiperf {settings.warmup} warmup + {rows} profiling requests "
-          f"(every question on every clip, {settings.repeats} times), then grading")
+    for workload in workloads:
+        rows = len(workload.spec.questions) * len(workload.spec.clips) * settings.repeats
+        print(f"per checkpoint on {workload.name}: capability check, then aiperf {settings.warmup} warmup + {rows} "
+              f"profiling requests (every question on every clip, {settings.repeats} times), then grading")
     if self_test:
         print("target: the reference endpoint (a test double) on loopback; endpoint ladder planned -> "
               "endpoint-qualified")
     elif args.endpoint:
         print(f"target: {args.endpoint} model {args.model}; endpoint ladder planned -> endpoint-qualified")
     else:
-        from .inventory import run_inventory
+        from .inventory import NotACheckout, run_inventory
+        from .qualify import variant_hold
 
-        inventory = run_inventory(args.trtmc)
+        try:
+            inventory = run_inventory(args.trtmc)
+        except NotACheckout as error:
+            raise BadInput(str(error)) from None
+        unknown = sorted(set(args.profile or []) - {e.profile for e in inventory.entries})
+        if unknown:
+            raise BadInput(f"--profile {', '.join(unknown)} not in the inventory of {args.trtmc}")
         for entry in inventory.entries:
             if entry.in_group and (not args.profile or entry.profile in args.profile):
-                steps = ("build -> correctness -> serve -> capability -> aiperf -> grading"
-                         if entry.verdict == "temporal-video-qa" else f"unsupported: {entry.gap}")
+                held = variant_hold(entry, chosen=bool(args.profile and entry.profile in args.profile))
+                if entry.verdict != "temporal-video-qa":
+                    steps = f"unsupported: {entry.gap}"
+                elif held is not None:
+                    steps = f"{held.status}: {held.status_reason}"
+                else:
+                    steps = "build -> correctness -> serve -> capability -> aiperf -> grading"
                 print(f"  {entry.profile}: {steps}")
     return EXIT_OK
 
@@ -203,7 +224,7 @@ def run_qualify(args: argparse.Namespace) -> int:
         aiperf = locate_aiperf(args.aiperf, expected_version=pins.aiperf.version)
     except AiperfProblem as problem:
         raise BadInput(str(problem)) from None
-    progress = _progress(quiet=False)
+    progress = _progress(quiet=args.quiet)
     command = _our_command(sys.argv[1:] if sys.argv[1:2] == ["qualify"] else ["qualify"])
     if api_key:
         command = command.replace(api_key, API_KEY_PLACEHOLDER)
@@ -267,7 +288,11 @@ def _self_test(args, workloads, aiperf, tokenizer, label, command, progress, api
     from .reference import DEFAULT_MODEL_NAME, DEFAULT_SAMPLING_POLICY
 
     identity = "reference endpoint of trtmc-videoqa (test double)"
-    stated = {"sampling_policy": DEFAULT_SAMPLING_POLICY, "sampling_where": "server", "media_cache": "none"}
+    # The endpoint samples with the workloads' own declared policy where they share one, so the row's resolved
+    # frames and strip are the frames it really looks at.
+    firsts = {workload.sampling_policies()[0].spec for workload in workloads}
+    policy = firsts.pop() if len(firsts) == 1 else DEFAULT_SAMPLING_POLICY
+    stated = {"sampling_policy": policy, "sampling_where": "server", "media_cache": "none"}
     jobs = [_job(args, workload, aiperf, tokenizer, label, command, progress, api_key) for workload in workloads]
     profiles = [f"{SELF_TEST_PREFIX}.{workload.name}" for workload in workloads]
     previous = [reusable(job.row_dir(profile), endpoint_key(job, identity=identity, model=DEFAULT_MODEL_NAME,
@@ -281,12 +306,13 @@ def _self_test(args, workloads, aiperf, tokenizer, label, command, progress, api
     port = free_loopback_port()
     records = args.out / "reference" / "records.jsonl"
     records.parent.mkdir(parents=True, exist_ok=True)
-    config = ReferenceConfig(port=port, records_path=records, max_body_bytes=args.body_limit)
+    config = ReferenceConfig(port=port, records_path=records, max_body_bytes=args.body_limit, sampling_policy=policy)
     url = f"http://127.0.0.1:{port}"
     progress(f"starting the reference endpoint on {url}")
     with ServerProcess(argv_for_subprocess(config), url=url, log_path=args.out / "reference" / "server.log",
                        startup_timeout_s=60) as server:
         return [qualify_endpoint(job, url=url, model=DEFAULT_MODEL_NAME, profile=profile, stated=stated,
                                  identity=identity, reference_self_test=True, server_records=records,
-                                 alive=lambda: server.alive)
+                                 alive=lambda: server.alive,
+                                 transport_only=None if job.workload.name == "synthetic" else CANNOT_TELL)
                 for job, profile in zip(jobs, profiles)]

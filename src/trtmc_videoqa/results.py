@@ -90,6 +90,7 @@ class CheckpointEntry(_Model):
     manifest: str
     checkpoint: str | None = Field(default=None, description="Hugging Face id")
     revision: str | None = None
+    bundle: str | None = Field(default=None, description="the manifest's bundle file name, under the engine directory")
     precision: str | None = None
     task: str | None = Field(default=None, description="native Task (newer layout) or task strategy (older layout)")
     task_field: Literal["task", "task_strategy"] | None = None
@@ -213,6 +214,7 @@ class RequestRow(_Model):
     clip_id: str
     repeat: int
     start_ns: int | None = None
+    end_ns: int | None = None
     client_latency_ms: float | None = Field(default=None, description="AIPerf's end-to-end latency")
     server_task_ms: float | None = Field(default=None, description="the server's own task time for this request")
     http_status: int | None = None

@@ -5,6 +5,8 @@ and the `trtmc-server` argv. Each is an argv list built from the inventory row; 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -53,9 +55,15 @@ def find_toolchain(python: str | None = None) -> Toolchain:
 
 
 def bundle_path(cache_dir: Path, entry: CheckpointEntry, commit: str) -> Path:
-    """Bundles are cached by what makes them: profile, TRTMC commit and checkpoint revision."""
+    """Bundles are cached by what makes them (profile, TRTMC commit, checkpoint revision), one engine directory
+    each, under the manifest's own `bundle` name: that is where the family's E2E runner looks for it."""
     revision = (entry.revision or "unpinned")[:12]
-    return cache_dir / f"{entry.profile}-{commit[:12]}-{revision}.bundle"
+    return cache_dir / f"{entry.profile}-{commit[:12]}-{revision}" / (entry.bundle or f"{entry.profile}.bundle")
+
+
+def partial_path(bundle: Path) -> Path:
+    """Where a build writes before it is known to have finished (renamed into place only on success)."""
+    return bundle.with_name(f".partial-{os.getpid()}-{bundle.name}")
 
 
 def build_argv(toolchain: Toolchain, entry: CheckpointEntry, bundle: Path) -> list[str]:
@@ -90,17 +98,29 @@ def correctness_test(checkout: Path, entry: CheckpointEntry, layout: str) -> Pat
 
 
 def correctness_argv(toolchain: Toolchain, checkout: Path, test: Path, entry: CheckpointEntry,
-                     artifacts: Path) -> list[str]:
-    """The family's command as TRTMC's docs give it: pytest on its E2E test, selecting this profile."""
+                     artifacts: Path, engine_dir: Path) -> list[str]:
+    """The family's command as TRTMC's family E2E runners take it: pytest on its E2E test, selecting this profile,
+    the engine directory that holds our bundle under the manifest's name, and no --rebuild-engines, so the runner
+    validates that bundle rather than building its own (checked afterwards by digest)."""
     return [toolchain.python, "-m", "pytest", str(test.relative_to(checkout)), "--e2e-model", entry.profile,
-            "--e2e-artifacts-dir", str(artifacts), "-p", "no:cacheprovider"]
+            "--e2e-artifacts-dir", str(artifacts), "--engine-dir", str(engine_dir),
+            "--trtmc-binary", toolchain.trtmc or "trtmc", "--hf-python", toolchain.python, "-p", "no:cacheprovider"]
 
 
-def correctness_env(checkout: Path, bundle: Path, base: dict[str, str]) -> dict[str, str]:
+def correctness_env(checkout: Path, base: dict[str, str]) -> dict[str, str]:
     env = dict(base)
-    env.update({"TRTMC_E2E": "1", "TRTMC_E2E_BUNDLE": str(bundle),
+    env.update({"TRTMC_E2E": "1",
                 "PYTHONPATH": ":".join(str(checkout / p) for p in ("core/builder", "apps/benchmark", "."))})
     return env
+
+
+def family_result(artifacts: Path, profile: str) -> str | None:
+    """The status the family's runner wrote for this profile (<artifacts>/<profile>/result.json), if it wrote one."""
+    try:
+        status = json.loads((artifacts / profile / "result.json").read_text()).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(status) if status is not None else None
 
 
 def server_argv(toolchain: Toolchain, bundle: Path, *, model_name: str, port: int, body_limit: int,
@@ -118,6 +138,25 @@ def file_digest(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return f"sha256:{digest.hexdigest()}"
+
+
+def bundle_header(bundle: Path) -> dict:
+    """The bundle's JSON header when its first line is one ({"format": 1, "family": ..., ...}); {} otherwise."""
+    try:
+        with bundle.open("rb") as handle:
+            first = handle.readline(1 << 16)
+        header = json.loads(first)
+    except (OSError, ValueError):
+        return {}
+    return header if isinstance(header, dict) else {}
+
+
+def effective_precision(header: dict, declared: str | None) -> tuple[str | None, str]:
+    """(precision, where it was read): the bundle's own header when it names one, else the manifest's."""
+    for key in ("precision", "dtype", "quantization"):
+        if isinstance(header.get(key), str) and header[key]:
+            return header[key], f"bundle header field {key!r}"
+    return declared, "the manifest's declared precision (the bundle header names none)"
 
 
 def bundles_built_by(directory: Path) -> list[Path]:

@@ -16,8 +16,12 @@ def main() -> int:
     build.add_argument("--max-cache-length", type=int)
     args = parser.parse_args()
     header = {"format": 1, "family": "test-double", "checkpoint": args.checkpoint, "backend": "none",
-              "test_double": True, "max_cache_length": args.max_cache_length}
+              "test_double": True, "max_cache_length": args.max_cache_length,
+              "precision": "fp16"}  # not the fixture manifest's bf16: the row must say which one it used
     args.output.write_bytes(json.dumps(header, sort_keys=True).encode() + b"\n" + b"\0" * 64)
+    if os.environ.get("TRTMC_BUILD_DOUBLE_DIES_AFTER_WRITING") == "1":  # a build killed after writing part of it
+        print("test double: dying after writing part of the bundle", file=sys.stderr)
+        return 9
     if os.environ.get("HF_TOKEN"):  # as a careless tool would: it prints the token (qualify must scrub its log)
         print(f"test double: downloading {args.checkpoint} with hub token {os.environ['HF_TOKEN']}", file=sys.stderr)
     print(f"test double: wrote {args.output}", file=sys.stderr)

@@ -8,7 +8,7 @@ from html import escape
 from pathlib import Path
 
 from ..results import Report, ResultRow
-from .markdown import served_by_test_double
+from .markdown import served_by, served_by_test_double
 
 _STATUS_COLOURS = {"aiperf-qualified": "#1a7f37", "endpoint-qualified": "#1a7f37", "family-validated": "#4d8f3a",
                    "implemented": "#8a6d00", "planned": "#57606a", "unsupported": "#57606a", "blocked": "#9a6700",
@@ -76,10 +76,11 @@ def render_html(report: Report, frames_png: Path | None = None) -> str:
     if report.reference_self_test:
         parts.append('<p class="note">Every row was served by the reference endpoint, a <b>test double</b> that '
                      "answers the synthetic clip by computation. It checks the tool, not a model.</p>")
-    header = "<tr><th>profile</th><th>status</th><th>reason</th><th>p50 client ms</th><th>p50 task ms</th>" \
-             "<th>req/s</th><th>both right</th></tr>"
+    header = "<tr><th>profile</th><th>served by</th><th>status</th><th>reason</th><th>p50 client ms</th>" \
+             "<th>p50 task ms</th><th>req/s</th><th>both right</th></tr>"
     cells = "".join(
-        f"<tr><td>{escape(r.profile)}</td><td>{_status(r)}</td><td>{escape(r.status_reason)}</td>"
+        f"<tr><td>{escape(r.profile)}</td><td>{escape(served_by(r))}</td><td>{_status(r)}</td>"
+        f"<td>{escape(r.status_reason)}</td>"
         f"<td>{'' if not r.client_latency or r.client_latency.p50_ms is None else r.client_latency.p50_ms}</td>"
         f"<td>{'' if not r.server_task_time or r.server_task_time.p50_ms is None else r.server_task_time.p50_ms}</td>"
         f"<td>{r.requests_per_s or ''}</td>"

@@ -10,6 +10,15 @@ def served_by_test_double(row: ResultRow) -> bool:
     return row.reference_self_test or "test double" in ((row.provenance.served_by or "") if row.provenance else "")
 
 
+def served_by(row: ResultRow) -> str:
+    """Which server a row measured, so rows of one profile merged from two servers can be told apart."""
+    p = row.provenance
+    if p is None:
+        return "–"
+    where = f" at {p.endpoint}" if p.endpoint and p.mode == "endpoint" else ""
+    return f"{p.served_by or p.server_version or p.mode}{where}"
+
+
 def _ms(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
 
@@ -19,12 +28,13 @@ def _pct(value: float | None) -> str:
 
 
 def status_table(report: Report) -> list[str]:
-    lines = ["| profile | status | reason | p50 client ms | p50 task ms | req/s | forward | reversed | both right |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| profile | served by | status | reason | p50 client ms | p50 task ms | req/s | forward | reversed | "
+             "both right |", "|---|---|---|---|---|---|---|---|---|---|"]
     for row in report.rows:
         c, t, a = row.client_latency, row.server_task_time, row.accuracy
         stage = f" (at {row.failed_stage})" if row.failed_stage else ""
-        lines.append(f"| {row.profile} | **{row.status}**{stage} | {row.status_reason.replace('|', '/')} | "
+        lines.append(f"| {row.profile} | {served_by(row).replace('|', '/')} | **{row.status}**{stage} | "
+                     f"{row.status_reason.replace('|', '/')} | "
                      f"{_ms(c.p50_ms if c else None)} | {_ms(t.p50_ms if t else None)} | "
                      f"{row.requests_per_s or '–'} | {_pct(a.forward if a else None)} | "
                      f"{_pct(a.reversed if a else None)} | {_pct(a.both_right if a else None)} |")
@@ -55,12 +65,18 @@ def _row_details(row: ResultRow) -> list[str]:
         out.append(f"- Clip `{clip_id}`: {clip.get('frames_counted')} frames, {clip.get('width')}x{clip.get('height')}, "
                    f"{clip.get('duration_s')} s at {clip.get('fps')} fps, sha256 {str(clip.get('sha256'))[:12]}")
     if row.sampling:
-        out.append(f"- Sampling: `{row.sampling.get('policy')}` applied by the {row.sampling.get('where')}")
+        applied = row.sampling.get("applied_by_server") or row.sampling.get("policy")
+        out.append(f"- Sampling: `{applied}` applied by the {row.sampling.get('where')}")
+        if row.sampling.get("mismatch"):
+            out.append(f"- Sampling mismatch: {row.sampling['mismatch']}")
     if row.provenance:
         p = row.provenance
+        source = f" ({p.settings['precision_source']})" if "precision_source" in p.settings else ""
         out.append(f"- Provenance: workload {p.workload} ({p.workload_digest[:12]}), aiperf "
-                   f"{p.aiperf.get('version')}, mode {p.mode}, served by {p.served_by or 'unknown'}, bundle "
-                   f"{p.bundle_digest or '–'}, TRTMC {p.trtmc_commit or '–'}, precision {p.effective_precision or '–'}")
+                   f"{p.aiperf.get('version')}, mode {p.mode}, served by {served_by(row)}, server version "
+                   f"{p.server_version or 'unknown'}, bundle {p.bundle_digest or '–'}, TRTMC {p.trtmc_commit or '–'}, "
+                   f"precision {p.effective_precision or '–'}{source}")
+        out.append(f"- Tokenizer (token counts only): {p.tokenizer or 'unknown'}")
     for name, command in row.commands.items():
         out += [f"- Reproduce ({name}):", "", "  ```", f"  {command}", "  ```"]
     return out + [""]
