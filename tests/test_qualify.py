@@ -60,6 +60,18 @@ def test_the_server_applies_the_declared_sampling_and_the_real_clip_is_transport
     checks.check_sampling_is_the_servers_and_the_real_clip_is_transport_only(self_test[0])
 
 
+def test_a_report_rebuilt_from_the_artifacts_shows_the_same_frame_strip(self_test, tmp_path: Path) -> None:
+    out = self_test[0]
+    done = subprocess.run([sys.executable, "-m", "trtmc_videoqa", "report", str(out), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+    def strip(html: str) -> str:
+        return re.search(r'alt="frame strip" src="data:image/png;base64,([^"]+)"', html).group(1)
+
+    assert strip((tmp_path / "report.html").read_text()) == strip((out / "report.html").read_text())
+
+
 def test_rerun_with_unchanged_inputs_reuses_without_aiperf(self_test) -> None:
     out, _, _ = self_test
     row_dir = out / "checkpoints" / "reference-self-test.synthetic"

@@ -157,7 +157,7 @@ def cmd_qualify(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report import build_report, write_report
+    from .report import build_report, frame_strip, write_report
     from .report.build import ReportInputError
 
     try:
@@ -165,9 +165,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ReportInputError as error:
         raise BadInput(str(error)) from None
     out: Path = args.out or args.dirs[0]
-    strips = [strip for directory in args.dirs for strip in sorted(directory.glob("workload/*/frames.png"))]
-    frames = strips[0] if strips else None
-    for path in write_report(report, out, frames):
+    for path in write_report(report, out, frame_strip(report, args.dirs)):
         print(f"wrote {path}")
     print(", ".join(f"{status} {count}" for status, count in report.counts.items()))
     return EXIT_OK

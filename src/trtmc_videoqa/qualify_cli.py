@@ -197,8 +197,8 @@ def _dry_run(args: argparse.Namespace, workloads, self_test: bool) -> int:
 
 def run_qualify(args: argparse.Namespace) -> int:
     from .cli import BadInput
-    from .qualify import OutputBusy, OutputLock, WorkloadClipError, prepare_workload_artifacts, workload_dir
-    from .report import build_report, write_report
+    from .qualify import OutputBusy, OutputLock, WorkloadClipError, prepare_workload_artifacts
+    from .report import build_report, frame_strip, write_report
 
     self_test = not args.trtmc and not args.endpoint
     if args.endpoint and not args.model:
@@ -246,8 +246,7 @@ def run_qualify(args: argparse.Namespace) -> int:
             else:
                 rows = _trtmc(args, workloads[0], aiperf, tokenizer, label, command, progress, api_key)
             report = build_report([args.out])
-            frames = workload_dir(args.out, workloads[0]) / "frames.png"
-            write_report(report, args.out, frames)
+            write_report(report, args.out, frame_strip(report, [args.out]))
     except (OutputBusy, WorkloadClipError) as error:
         raise BadInput(str(error)) from None
     for row in rows:

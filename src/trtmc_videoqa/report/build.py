@@ -49,6 +49,18 @@ def build_report(directories: list[Path], title: str | None = None) -> Report:
                   counts=dict(sorted(Counter(row.status for row in rows).items())))
 
 
+def frame_strip(report: Report, directories: list[Path]) -> Path | None:
+    """The strip the report shows: that of the first row's workload (rows in report order), from the first
+    directory that has it, so `qualify` and a later `report` over the same artifacts show the same frames."""
+    workloads = [row.provenance.workload for row in report.rows if row.provenance is not None]
+    for workload in dict.fromkeys(workloads):
+        for directory in directories:
+            strip = directory / "workload" / workload / "frames.png"
+            if strip.is_file():
+                return strip
+    return None
+
+
 def write_report(report: Report, out: Path, frames_png: Path | None = None) -> list[Path]:
     written = [
         write_model_atomic(out / "report.json", report),
