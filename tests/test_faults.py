@@ -4,7 +4,8 @@ on 127.0.0.1, and the published AIPerf 0.13.0. Every wait is bounded in count an
 
 Runs are kept small (`--workload synthetic --repeats 1 --warmup 1`: one warmup and six profiling requests) where a
 test is not about volume. Chat requests reach the reference endpoint in this order: #1 the capability check, #2 the
-warmup request, #3..#8 the profiling requests.
+warmup request, #3..#8 the profiling requests. A healthy re-run on the same output directory (`completes`) costs
+one more AIPerf run, about 15 s, nearly all of it AIPerf's own start-up.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ SYNTHETIC = Path(__file__).resolve().parents[1] / "src" / "trtmc_videoqa" / "wor
 QUICK = ("--workload", "synthetic", "--repeats", "1", "--warmup", "1")
 MODEL = DEFAULT_MODEL_NAME
 LOCK = ".trtmc-videoqa.lock"
+SELF_TEST = "reference-self-test.synthetic"  # the row of a run without --endpoint or --trtmc
 
 
 def qualify(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -81,6 +83,25 @@ def server_records(tmp: Path, name: str = "reference") -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
+def completes(done: subprocess.CompletedProcess[str], out: Path, profile: str = MODEL) -> ResultRow:
+    """A healthy re-run on the same output directory: exit 0, no traceback, every planned request measured.
+    A failed row is never reused: it is measured again (its earlier exports are set aside, not lost)."""
+    assert done.returncode == 0, done.stderr
+    no_traceback(done)
+    assert "(reused)" not in done.stdout
+    resumed = row(out, profile)
+    assert resumed.status == "endpoint-qualified" and resumed.failed_requests == 0, resumed.status_reason
+    assert resumed.profiling_requests_completed == resumed.profiling_requests_planned == 6
+    assert not (out / LOCK).exists()
+    return resumed
+
+
+def healthy_rerun(tmp: Path, out: Path, *extra: str, port: int | None = None) -> ResultRow:
+    """The fault is gone (a healthy endpoint, on the same address when given): the same command resumes."""
+    with reference(tmp, port=port, name="healthy") as url:
+        return completes(endpoint(url, out, *extra), out)
+
+
 # --- the server -----------------------------------------------------------------------------------------------
 
 def test_server_crash_during_profiling_keeps_what_completed_and_a_rerun_measures_again(tmp_path: Path) -> None:
@@ -118,26 +139,35 @@ def test_server_crash_during_profiling_keeps_what_completed_and_a_rerun_measures
     assert (out / "checkpoints" / MODEL / "aiperf" / "export.previous").is_dir()  # the crashed attempt's exports
 
 
-def test_http_500_answers_are_recorded_request_by_request(tmp_path: Path) -> None:
+@pytest.mark.parametrize("status", [500, 400], ids=["http-500", "http-400"])
+def test_http_error_answers_are_recorded_request_by_request_and_a_rerun_resumes(tmp_path: Path, status: int) -> None:
     out = tmp_path / "out"
-    with reference(tmp_path, error_rate=0.5) as url:
+    port = free_loopback_port()
+    with reference(tmp_path, port=port, error_rate=0.5, error_status=status) as url:
         done = endpoint(url, out)
     assert done.returncode == 0, done.stderr
     no_traceback(done)
     result = row(out)
     failing = set(error_positions(0.5, 8))  # #2 warmup, #4 #6 #8 profiling
     assert failing == {2, 4, 6, 8}
+    # The capability check (#1) passed, so a 4xx mid-run is a failed run, not a missing capability.
+    assert [(s.name, s.status) for s in result.stages][1:3] == [("capability", "passed"), ("aiperf", "failed")]
     assert (result.status, result.failed_stage) == ("failed", "aiperf")
-    assert "4 request(s) failed (4 HTTP 500)" in result.status_reason
+    assert f"4 request(s) failed (4 HTTP {status})" in result.status_reason
     assert result.failed_requests == 4 and result.profiling_requests_completed == 3
     records = requests_file(out)
     bad = [r for r in records if r["error"]]
-    assert len(bad) == 4 and all(r["http_status"] == 500 and "injected fault" in r["error"] for r in bad)
+    assert len(bad) == 4 and all(r["http_status"] == status and "injected fault" in r["error"] for r in bad)
+    assert {r["session_id"] for r in bad} == {r.session_id for r in result.requests if r.http_status == status}
     good = [r for r in records if not r["error"]]
     assert all(r["client_latency_ms"] and r["server_task_ms"] for r in good)
     served = {r["request_id"]: r["status"] for r in server_records(tmp_path)}
-    assert all(served[r["x_request_id"]] == 500 for r in bad)  # the same requests, by identity, on both sides
+    assert all(served[r["x_request_id"]] == status for r in bad)  # the same requests, by identity, on both sides
     assert result.client_latency.count == 3  # the figures cover what succeeded, nothing more
+
+    healthy_rerun(tmp_path, out, port=port)  # the server is healthy again, same address
+    # The failed attempt's AIPerf exports are kept beside the new ones.
+    assert any((out / "checkpoints" / MODEL / "aiperf" / "export.previous").glob("*.jsonl"))
 
 
 def test_request_timeouts_are_recorded_with_the_fix(tmp_path: Path) -> None:
@@ -155,24 +185,33 @@ def test_request_timeouts_are_recorded_with_the_fix(tmp_path: Path) -> None:
     # AIPerf writes no raw export when every request failed; its records export still counts, so nothing is lost.
     assert len(records) == 7 and all(r["x_request_id"] and "TimeoutError" in r["error"] for r in records)
 
+    healthy_rerun(tmp_path, out, "--request-timeout", "30")  # the server is quick again (and the fix applied)
+    assert any((out / "checkpoints" / MODEL / "aiperf" / "export.previous").glob("*.jsonl"))  # its exports kept
+
 
 def test_a_body_over_the_limit_is_refused_before_sending(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    with reference(tmp_path) as url:
+    port = free_loopback_port()
+    with reference(tmp_path, port=port) as url:
         done = endpoint(url, out, "--body-limit", "3000")
     assert done.returncode == 2
     message = one_message(done)
     assert "synthetic-forward.mp4" in message and "too large for the server's body limit" in message
     assert "--body-limit" in message and "--max-body-bytes" in message
+    no_traceback(done)
     assert server_records(tmp_path) == []  # nothing was sent
-    assert not (out / "checkpoints").exists()
+    assert not (out / "checkpoints").exists() and not (out / LOCK).exists()
+
+    healthy_rerun(tmp_path, out, port=port)  # the default limit: the same output directory is used as is
 
 
 def test_a_server_that_answers_413_is_recorded_with_the_fix(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    with reference(tmp_path, max_body_bytes=3000) as url:  # the server's limit is lower than we were told
+    port = free_loopback_port()
+    with reference(tmp_path, port=port, max_body_bytes=3000) as url:  # the server's limit is lower than we were told
         done = endpoint(url, out)
     assert done.returncode == 0, done.stderr
+    no_traceback(done)
     result = row(out)
     assert (result.status, result.failed_stage) == ("failed", "capability")  # not "unsupported": no capability gap
     assert "HTTP 413" in result.status_reason and "--max-body-bytes" in result.status_reason
@@ -181,10 +220,13 @@ def test_a_server_that_answers_413_is_recorded_with_the_fix(tmp_path: Path) -> N
     assert [r["status"] for r in server_records(tmp_path)] == [413]
     assert not (out / "checkpoints" / MODEL / "aiperf").exists()
 
+    healthy_rerun(tmp_path, out, port=port)  # the fix applied: the server's limit raised, same address
+
 
 def test_an_endpoint_that_never_gets_ready_fails_at_the_capability_check(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    with ReferenceServer(ReferenceConfig(faults=FaultKnobs(ready_after_s=3600))) as server:
+    port = free_loopback_port()
+    with ReferenceServer(ReferenceConfig(port=port, faults=FaultKnobs(ready_after_s=3600))) as server:
         done = endpoint(server.url, out)
     assert done.returncode == 0, done.stderr
     no_traceback(done)
@@ -192,6 +234,8 @@ def test_an_endpoint_that_never_gets_ready_fails_at_the_capability_check(tmp_pat
     assert (result.status, result.failed_stage) == ("failed", "capability")
     assert "HTTP 503" in result.status_reason and "not ready" in result.status_reason
     assert not (out / "checkpoints" / MODEL / "aiperf").exists()
+
+    healthy_rerun(tmp_path, out, port=port)  # ready now, same address
 
 
 def test_trtmc_server_never_ready_fails_at_serve_and_a_rerun_resumes_without_leaking_secrets(tmp_path: Path) -> None:
@@ -220,7 +264,7 @@ def test_trtmc_server_never_ready_fails_at_serve_and_a_rerun_resumes_without_lea
     assert (row_dir / "server.log").is_file() and (row_dir / "build.log").is_file()
     build_log = (row_dir / "build.log").read_text()
     assert hub_token not in build_log and "<redacted>" in build_log
-    bundles = sorted((out / "bundles").glob("*.bundle"))
+    bundles = sorted((out / "bundles").rglob("*.bundle"))
     assert len(bundles) == 1
     built_at = bundles[0].stat().st_mtime_ns
 
@@ -300,10 +344,15 @@ def test_a_missing_aiperf_is_bad_input_before_anything_starts(tmp_path: Path) ->
     done = qualify("--aiperf", str(tmp_path / "no-aiperf"), *QUICK, "--out", str(out))
     assert done.returncode == 2
     message = one_message(done)
+    no_traceback(done)
     assert "aiperf was not found" in message and "pip install aiperf==0.13.0" in message
     assert not out.exists()  # nothing started: no lock, no server, no artifact
     env = dict(os.environ, TRTMC_VIDEOQA_AIPERF=str(tmp_path / "elsewhere" / "aiperf"))
-    assert qualify(*QUICK, "--out", str(out), env=env).returncode == 2 and not out.exists()
+    elsewhere = qualify(*QUICK, "--out", str(out), env=env)
+    assert elsewhere.returncode == 2 and not out.exists()
+    no_traceback(elsewhere)
+
+    completes(qualify(*QUICK, "--out", str(out)), out, SELF_TEST)  # the published aiperf found: the run goes ahead
 
 
 def test_an_aiperf_of_the_wrong_version_is_bad_input_before_anything_starts(tmp_path: Path) -> None:
@@ -318,7 +367,10 @@ def test_an_aiperf_of_the_wrong_version_is_bad_input_before_anything_starts(tmp_
     done = qualify("--aiperf", str(fake), *QUICK, "--out", str(out))
     assert done.returncode == 2
     assert "is aiperf 0.12.0, but this tool needs the published 0.13.0" in one_message(done)
+    no_traceback(done)
     assert not out.exists()
+
+    completes(qualify(*QUICK, "--out", str(out)), out, SELF_TEST)  # the published 0.13.0: the run goes ahead
 
 
 # --- the run itself -------------------------------------------------------------------------------------------
@@ -402,12 +454,18 @@ def test_sigint_during_aiperf_ends_its_group_exits_130_and_a_rerun_resumes(tmp_p
     assert row(out).status == "endpoint-qualified"
 
 
+HOLD_LOCK = ("import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o644); "
+             "fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, str(os.getpid()).encode()); print('held', flush=True); "
+             "time.sleep(60)")
+
+
 def test_a_second_run_on_a_busy_output_directory_fails_fast_and_leaves_the_first_alone(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # A live run holds it as a run does: its pid in the lock file, and an flock on that file while it lives.
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(out / LOCK)], stdout=subprocess.PIPE, text=True)
     try:
-        (out / LOCK).write_text(str(holder.pid))  # a live run holds it
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         started = time.monotonic()
         done = qualify(*QUICK, "--out", str(out))
         assert done.returncode == 2 and time.monotonic() - started < 10
@@ -415,7 +473,7 @@ def test_a_second_run_on_a_busy_output_directory_fails_fast_and_leaves_the_first
         assert (out / LOCK).read_text() == str(holder.pid)  # the holder's lock is not taken from it
     finally:
         holder.kill()
-        holder.wait()
+        holder.communicate()
     # The holder is gone: its lock is stale, so the next run takes it over, reaches a status and releases it.
     url = f"http://127.0.0.1:{free_loopback_port()}"  # nothing listens: the capability check fails at once
     done = qualify("--endpoint", url, "--model", "m", "--workload", "synthetic", "--out", str(out))

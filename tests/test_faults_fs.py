@@ -4,7 +4,7 @@ File modes prove nothing here (CI runs as root, and root writes through them), s
 scenario (tests/fs_fault_scenario.py) runs in a private mount namespace when `unshare --mount` is allowed, so no
 mount outlives it; as root without unshare it mounts directly (and unmounts in a `finally`); without root it tries
 an unprivileged user and mount namespace. When none of these can mount, the test is skipped and says what was
-tried and why each failed.
+tried and why each failed, except in CI (CI set), where it fails: there it must run.
 """
 
 from __future__ import annotations
@@ -46,8 +46,11 @@ def launcher(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
         tried.append(f"{' '.join(prefix) or 'mount as root'}: {reason}")
     if not tried:
         tried.append(f"not root (euid {os.geteuid()}) and no `unshare` on PATH")
-    pytest.skip("cannot mount a tmpfs or a bind mount here, so a full or read-only output directory cannot be "
-                "made for real (file modes do not stop root); tried: " + "; ".join(tried))
+    why = ("cannot mount a tmpfs or a bind mount here, so a full or read-only output directory cannot be made for "
+           "real (file modes do not stop root); tried: " + "; ".join(tried))
+    if os.environ.get("CI"):
+        pytest.fail(f"the file-system fault test must run in CI, and cannot: {why}")
+    pytest.skip(why)
 
 
 def test_full_then_read_only_output_directory(launcher: list[str], tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The reference endpoint as a separate process: slow readiness, and the crash knob that kills it mid-run."""
+"""The reference endpoint as a separate process: slow readiness, the error knob's status carried by its flags, and
+the crash knob that kills it mid-run."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from trtmc_videoqa.media import chat_request_body, video_data_url
 from trtmc_videoqa.reference import (
@@ -20,7 +22,10 @@ from trtmc_videoqa.reference import (
     FaultKnobs,
     ReferenceConfig,
     argv_for_subprocess,
+    argv_from_config,
+    config_from_arguments,
 )
+from trtmc_videoqa.reference.cli_args import build_parser
 from trtmc_videoqa.workloads import builtin_workload
 from trtmc_videoqa.workloads.synthetic import make_clip
 
@@ -87,3 +92,26 @@ def test_crash_after_n_exits_hard_and_keeps_the_earlier_records(tmp_path, chat_b
             httpx.get(url + "/health/live", timeout=5)
     lines = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
     assert [(line["request_id"], line["status"]) for line in lines] == [("first", 200), ("second", 200)]
+
+
+def test_error_status_reaches_the_subprocess_and_answers_the_injected_errors(tmp_path, chat_body):
+    faults = FaultKnobs(error_rate=0.5, error_status=400)
+    assert config_from_arguments(build_parser().parse_args(argv_from_config(ReferenceConfig(faults=faults)))).faults \
+        == faults
+    with reference_process(tmp_path, faults) as (process, url):
+        responses = [httpx.post(url + "/v1/chat/completions", json=chat_body, headers={"X-Request-ID": f"r{n}"},
+                                timeout=30) for n in (1, 2)]
+    assert [r.status_code for r in responses] == [200, 400]
+    error = responses[1].json()["error"]
+    assert "injected fault" in error["message"] and "#2" in error["message"]
+    assert error["type"] == "invalid_request_error"
+    lines = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert [(line["request_id"], line["status"]) for line in lines] == [("r1", 200), ("r2", 400)]
+
+
+@pytest.mark.parametrize("status", [200, 399, 600])
+def test_error_status_outside_4xx_and_5xx_is_refused(status):
+    with pytest.raises(ValidationError, match="error_status"):
+        FaultKnobs(error_status=status)
+    with pytest.raises(ValidationError, match="error_status"):
+        config_from_arguments(build_parser().parse_args(["--error-status", str(status)]))

@@ -2,7 +2,8 @@
 
 Chat requests, in order: number it (the fault knobs count arrivals); crash here if the crash knob says so;
 503 before ready; read the body under the limit (413); validate it (400); 404 for another model; parse the data
-URL (400); the error knob's 500; then the timed task on the lane. Every outcome but the crash writes a record.
+URL (400); the error knob's status (500 by default); then the timed task on the lane. Every outcome but the crash
+writes a record.
 """
 
 from __future__ import annotations
@@ -118,8 +119,8 @@ class _Endpoint:
         exchange.clip = clip_from_data_url(exchange.chat.video_url)
         if self.plan.injects_error(exchange.sequence):
             raise RequestRejected(
-                500, f"injected fault: chat request #{exchange.sequence} fails by the error-rate knob "
-                f"({self.config.faults.error_rate})", "server_error",
+                self.config.faults.error_status, f"injected fault: chat request #{exchange.sequence} fails by the "
+                f"error-rate knob ({self.config.faults.error_rate})", self.plan.error_type,
             )
         task = partial(
             run_task, exchange.clip, exchange.chat.question_text, self.policy,

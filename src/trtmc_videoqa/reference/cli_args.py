@@ -37,7 +37,9 @@ def add_reference_arguments(parser: argparse.ArgumentParser) -> argparse.Argumen
     faults = parser.add_argument_group("fault knobs (tests)")
     faults.add_argument("--added-task-ms", type=float, default=0.0, help="sleep this long inside the timed task")
     faults.add_argument("--error-rate", type=float, default=0.0,
-                        help="answer HTTP 500 to chat request n when floor(n*rate) > floor((n-1)*rate)")
+                        help="answer --error-status to chat request n when floor(n*rate) > floor((n-1)*rate)")
+    faults.add_argument("--error-status", type=int, default=500,
+                        help="HTTP status (4xx or 5xx) of the errors --error-rate injects (default 500)")
     faults.add_argument("--crash-after", type=int, help="answer N chat requests, then exit hard on the next")
     faults.add_argument("--ready-after-s", type=float, default=0.0, help="/health/ready says 503 until then")
     return parser
@@ -67,6 +69,7 @@ def config_from_arguments(arguments: argparse.Namespace) -> ReferenceConfig:
         faults=FaultKnobs(
             added_task_ms=arguments.added_task_ms,
             error_rate=arguments.error_rate,
+            error_status=arguments.error_status,
             crash_after=arguments.crash_after,
             ready_after_s=arguments.ready_after_s,
         ),
@@ -82,6 +85,7 @@ def argv_from_config(config: ReferenceConfig) -> list[str]:
         "--max-body-bytes", str(config.max_body_bytes),
         "--added-task-ms", repr(config.faults.added_task_ms),
         "--error-rate", repr(config.faults.error_rate),
+        "--error-status", str(config.faults.error_status),
         "--ready-after-s", repr(config.faults.ready_after_s),
     ]
     if config.allow_non_loopback:

@@ -48,8 +48,12 @@ class FaultKnobs(BaseModel):
         default=0.0,
         ge=0.0,
         le=1.0,
-        description="fraction of chat requests answered HTTP 500, at fixed positions: request n fails when "
-        "floor(n*rate) > floor((n-1)*rate) (0.5 -> 2, 4, 6, ...; 0.25 -> 4, 8, ...; 1 -> all)",
+        description="fraction of chat requests answered with error_status, at fixed positions: request n fails "
+        "when floor(n*rate) > floor((n-1)*rate) (0.5 -> 2, 4, 6, ...; 0.25 -> 4, 8, ...; 1 -> all)",
+    )
+    error_status: int = Field(
+        default=500, ge=400, le=599,
+        description="the HTTP status (any 4xx or 5xx, e.g. 400, 500, 503) of the errors error_rate injects",
     )
     crash_after: int | None = Field(
         default=None,

@@ -19,7 +19,7 @@ CRASH_EXIT_CODE = 86
 
 
 def error_positions(rate: float, count: int) -> list[int]:
-    """The 1-based chat request positions (up to ``count``) that ``rate`` answers with HTTP 500."""
+    """The 1-based chat request positions (up to ``count``) that ``rate`` answers with the error status."""
     return [n for n in range(1, count + 1) if injects_error(rate, n)]
 
 
@@ -48,6 +48,11 @@ class FaultPlan:
 
     def injects_error(self, sequence: int) -> bool:
         return self.knobs.error_rate > 0 and injects_error(self.knobs.error_rate, sequence)
+
+    @property
+    def error_type(self) -> str:
+        """The OpenAI-style error type that goes with the injected status."""
+        return "invalid_request_error" if self.knobs.error_status < 500 else "server_error"
 
     def crashes_at(self, sequence: int) -> bool:
         return self.knobs.crash_after is not None and sequence > self.knobs.crash_after
