@@ -4,11 +4,11 @@
 
 The clips are made once with PyAV (libx264 defaults: crf 23, keyint 250; no audio) and cached. The content is
 moving gradients, drifting noise and boxes: about 3 Mbit/s, and x264 codes every frame as a P-frame in one
-GOP, the worst case for this probe, which decodes the first frame and everything from the last keyframe on.
-So its cost follows the last GOP's length; for comparison the same frames with a keyframe every 2 s (a common
-streaming setting) are timed too, and so is decode_all (every frame decoded). Before the last line it prints the
-floor: the CPU time of decoding the frames the last frame depends on, over the cores here. The last line is the
-default clip.
+GOP, the worst case for a probe that decodes everything from the last keyframe on; this one decodes the first
+frame and, for H.264, only the last 8 packets (their references concealed, see media/probe.py). For comparison the
+same frames with a keyframe every 2 s (a common streaming setting) are timed too, and so is decode_all (every
+frame decoded); before the last line it prints what decoding the whole last GOP would cost on the cores here.
+The last line is the default clip.
 """
 
 from __future__ import annotations
@@ -76,9 +76,10 @@ def median_ms(path: Path, runs: int, **options: bool) -> float:
 
 
 def last_frame_floor(path: Path, runs: int = 3) -> tuple[int, str, float, int]:
-    """What any probe that proves the last frame decodes must do: decode every frame from the last keyframe on
-    (each P-frame is a reference of the next). Returns (frames, their types, single-thread CPU ms, usable cores):
-    CPU ms / cores is the least wall time such a probe can take here, whatever threading it uses."""
+    """What a probe that decodes the last frame together with every frame it references would do: decode every
+    frame from the last keyframe on (each P-frame is a reference of the next); the probe before H.264's `showall`
+    tail did that. Returns (frames, their types, single-thread CPU ms, usable cores): CPU ms / cores is the least
+    wall time such a probe could take here, whatever threading it used."""
     import collections
     import io
     import os
@@ -122,9 +123,9 @@ def main() -> None:
     print(f"probe decode_all (every frame decoded): {everything:.1f} ms")
     print(f"probe, keyframe every 2 s: {median_ms(short_gops, arguments.runs):.1f} ms")
     frames, types, cpu_ms, cores = last_frame_floor(clip)
-    print(f"the last frame depends on {frames} frames ({types}); decoding them costs {cpu_ms:.0f} ms of CPU on one "
-          f"thread, so on {cores} core(s) no probe that decodes the last frame can take less than "
-          f"{cpu_ms / cores:.0f} ms")
+    print(f"the last frame depends on {frames} frames ({types}); decoding all of them costs {cpu_ms:.0f} ms of CPU "
+          f"on one thread, at least {cpu_ms / cores:.0f} ms on {cores} core(s); the probe decodes the last "
+          "packets alone (H.264 showall) instead")
     probe = median_ms(clip, arguments.runs)
     print(f"probe 5s 720p: {probe:.1f} ms (goal < {GOAL_MS:.0f} ms) ratio {probe / GOAL_MS:.2f}")
 

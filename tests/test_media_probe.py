@@ -154,3 +154,29 @@ def test_faststart_mp4_probes_like_the_plain_one(clips: Clips, manifests: dict[s
     assert clips.mp4_faststart.read_bytes()[36:40] == b"moov"  # index before the media data
     assert manifest.frames_counted == FRAMES and manifest.duration_s == 2.0
     assert manifest.sha256 != manifests["mp4"].sha256
+
+
+def test_a_long_h264_gop_checks_its_last_packets_alone_and_still_catches_a_cut_last_frame(clips: Clips) -> None:
+    """The clip is one GOP of 48 frames: the last-frame check decodes only the last packets (references concealed),
+    yet the last pts must come out of them, and a last packet cut short is refused as a full decode refuses it."""
+    from trtmc_videoqa.media.errors import ClipError
+    from trtmc_videoqa.media.probe import _TAIL_PACKETS, _check_first_and_last
+
+    def check(mangle=None):
+        with av.open(str(clips.mp4)) as container:
+            stream = container.streams.video[0]
+            packets = [packet for packet in container.demux(stream) if packet.size]
+            assert [p.is_keyframe for p in packets].count(True) == 1  # one GOP: the shortcut applies
+            if mangle is not None:
+                last = packets[-1]
+                cut = av.Packet(bytes(last)[: len(bytes(last)) // 3])
+                cut.pts, cut.dts, cut.time_base = last.pts, last.dts, last.time_base
+                packets[-1] = cut
+            return _check_first_and_last(stream, packets, "clip.mp4"), len(packets)
+
+    counted, total = check()
+    assert counted.tail_from == total - _TAIL_PACKETS and counted.frames == FRAMES
+    full = probe_clip(clips.mp4, decode_all=True)
+    assert probe_clip(clips.mp4).last_pts_s == full.last_pts_s  # the same last frame as decoding every one
+    with pytest.raises((ClipError, av.error.FFmpegError)):
+        check(mangle=True)
