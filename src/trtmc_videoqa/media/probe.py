@@ -85,7 +85,8 @@ def _timestamp(packet: av.Packet) -> int | None:
 
 
 def _check_first_and_last(stream: av.VideoStream, packets: list[av.Packet], clip: str) -> _Counted:
-    """Decode up to the first frame, then from the last keyframe to the end; count frames from the packets."""
+    """Decode up to the first frame, then the last frames (from the last keyframe, or for a long H.264 GOP the
+    last packets alone); count frames from the packets."""
     decoder = stream.codec_context
     decoder.options = dict(_CHECK_ONLY_OPTIONS)
     stopped_at = None
@@ -116,7 +117,7 @@ def _check_first_and_last(stream: av.VideoStream, packets: list[av.Packet], clip
             last_frames.extend(decoder.decode(packet))
         last_frames.extend(decoder.decode(None))
     if tail and not last_frames:
-        raise ClipError(clip, "is corrupt: the frames after its last keyframe do not decode", REEXPORT)
+        raise ClipError(clip, "is corrupt: its last frames do not decode", REEXPORT)
     timestamps = [ts for ts in map(_timestamp, packets) if ts is not None]
     last_pts = max(timestamps, default=None)
     decoded_pts = [frame.pts for frame in last_frames if frame.pts is not None]
