@@ -226,17 +226,23 @@ def _manifest(
 
 
 def _frame_rate(stream: av.VideoStream, frames: int, span_s: float) -> tuple[Fraction, FpsSource]:
-    # average_rate first: a GIF measured base_rate 100 but average_rate 50 (media.md §2.4)
+    """The container's own rate that the frames' timestamps bear out, else the rate they measure.
+
+    average_rate first (a GIF measured base_rate 100 but average_rate 50, media.md §2.4), but only when the span
+    it predicts for the frames is within 1.5 frames of theirs: a GIF whose delays alternate 4 and 5 cs (24 fps)
+    reports average_rate 25 and guessed_rate 24, while an MPEG-PS stamp one frame late keeps its 24."""
+    measured = (frames - 1) / span_s if frames > 1 and span_s > 0 else None
     candidates: list[tuple[Fraction | None, FpsSource]] = [
         (stream.average_rate, "average_rate"),
         (stream.guessed_rate, "guessed_rate"),
         (stream.base_rate, "base_rate"),
     ]
-    for rate, source in candidates:
-        if rate:
-            return Fraction(rate), source
-    if frames > 1 and span_s > 0:
-        return Fraction((frames - 1) / span_s).limit_denominator(1001), "frames / duration"
+    rates = [(Fraction(rate), source) for rate, source in candidates if rate]
+    for rate, source in rates:
+        if measured is None or abs((frames - 1) / float(rate) - span_s) <= 1.5 / float(rate):
+            return rate, source
+    if measured is not None:
+        return Fraction(measured).limit_denominator(1001), "frames / duration"
     return Fraction(1), "frames / duration"
 
 
