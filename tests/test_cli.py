@@ -122,6 +122,25 @@ def test_doctor_names_a_missing_aiperf_and_the_fix(tmp_path: Path) -> None:
     assert "FAIL  aiperf" in done.stdout and "pip install aiperf==0.13.0" in done.stdout
 
 
+def test_doctor_sees_a_gpu_and_trtmc_and_names_a_docker_without_a_daemon(tmp_path: Path) -> None:
+    """Through the nvidia-smi, trtmc and trtmc-server test doubles and a docker client whose daemon never answers."""
+    from doubles.toolchain import install_doubles
+
+    env = install_doubles(tmp_path / "bin")
+    docker = tmp_path / "bin" / "docker"
+    docker.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n")
+    docker.chmod(0o755)
+    checks = {c["name"]: c for c in json.loads(run_cli("doctor", "--json", env=env).stdout)}
+    assert checks["gpu"]["level"] == "ok" and "TEST DOUBLE" in checks["gpu"]["detail"]
+    assert checks["trtmc"]["level"] == "ok" and str(tmp_path / "bin" / "trtmc-server") in checks["trtmc"]["detail"]
+    assert checks["docker"]["level"] == "warn" and "no daemon answered" in checks["docker"]["detail"]
+    assert "DOCKER_HOST" in checks["docker"]["fix"]
+    bare = dict(os.environ, PATH=str(Path(sys.executable).parent))  # no docker, no GPU, no TRTMC on PATH
+    checks = {c["name"]: c for c in json.loads(run_cli("doctor", "--json", env=bare).stdout)}
+    assert (checks["gpu"]["level"], checks["docker"]["level"], checks["trtmc"]["level"]) == ("warn",) * 3
+    assert "GPU runner" in checks["gpu"]["fix"] and "docker.io" in checks["docker"]["fix"]
+
+
 def test_matrix_lists_the_capable_profiles() -> None:
     done = run_cli("matrix", "--trtmc", str(FIXTURES / "trtmc_families"))
     assert done.returncode == 0 and json.loads(done.stdout) == ["vidqa-2b", "vidqa-2b-native"]
