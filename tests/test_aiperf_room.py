@@ -152,3 +152,16 @@ def test_a_request_sent_in_the_wrong_phase_or_twice_is_not_trusted() -> None:
     assert "'warmup' phase" in phase_problem("profiling", "warmup", 1)  # warmup never enters steady state
     assert "'profiling' phase" in phase_problem("warmup", "profiling", 1)
     assert "sent this conversation 2 times" in phase_problem("profiling", "profiling", 2)
+
+
+def test_the_servers_task_time_comes_from_its_response_else_its_records_by_request_id() -> None:
+    from trtmc_videoqa.aiperf.exports import ClientRecord
+    from trtmc_videoqa.endpoint_run import server_task_time
+
+    records = {"req-1": {"request_id": "req-1", "handler_ms": 41.5}}
+    plain = ClientRecord(session_id="s", x_request_id="req-1", phase="profiling")
+    assert server_task_time(plain, records) == (41.5, "records.handler_ms")  # trtmc-server --records
+    timed = plain.model_copy(update={"response_fields": {"trtmc_timing": {"model_call_ms": 39.0}}})
+    assert server_task_time(timed, records) == (39.0, "response.trtmc_timing.model_call_ms")
+    other = plain.model_copy(update={"x_request_id": "req-2"})
+    assert server_task_time(other, records) == (None, None)  # never another request's figure

@@ -32,6 +32,9 @@ def add_qualify_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--profile", action="append", metavar="NAME", help="only this profile (repeatable)")
     source.add_argument("--endpoint", metavar="URL", help="an already running OpenAI-compatible video chat server")
     source.add_argument("--model", metavar="NAME", help="the model name to send to --endpoint")
+    source.add_argument("--server-records", type=Path, metavar="FILE",
+                        help="the per-request records file --endpoint's server writes (trtmc-server --records), "
+                             "read after the run for the server's task time when responses carry none")
     source.add_argument("--server-setting", action="append", default=[], metavar="KEY=VALUE",
                         help="a server-side sampling or media-cache setting of --endpoint, recorded as stated")
     run = parser.add_argument_group("the run")
@@ -242,7 +245,7 @@ def run_qualify(args: argparse.Namespace) -> int:
 
                 profile = args.model.replace("/", "--")
                 rows = [qualify_endpoint(job, url=args.endpoint, model=args.model, profile=profile,
-                                         stated=_stated(args))]
+                                         stated=_stated(args), server_records=args.server_records)]
             else:
                 rows = _trtmc(args, workloads[0], aiperf, tokenizer, label, command, progress, api_key)
             report = build_report([args.out])
