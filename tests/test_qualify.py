@@ -110,6 +110,7 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
     assert capable.provenance.settings["precision_source"] == "bundle header field 'precision'"
     assert capable.provenance.settings["build"]["max_sequence_length"] == 1024  # the manifest's build settings
     assert capable.provenance.server_version.startswith("trtmc-server built from TRTMC ")
+    assert capable.provenance.settings["revision_check"].startswith("not verified: the manifest pins 1111")
     assert "test double" in capable.provenance.served_by  # the server said what it is; the report says so too
     assert "TEST DOUBLE" in " ".join(capable.provenance.hardware["gpus"])
     for name in ("build.log", "correctness.log", "server.log", "capability.json", "command.txt"):
@@ -147,6 +148,7 @@ def test_the_checkpoints_own_tokenizer_is_taken_from_the_hub_cache(tmp_path: Pat
     qualified = row(tmp_path / "out", "vidqa-2b")
     assert qualified.status == "aiperf-qualified"
     assert qualified.provenance.tokenizer == f"the checkpoint's own tokenizer (example/VidQA-2B@{'1' * 40}, hub cache)"
+    assert qualified.provenance.settings["revision_check"].startswith("the hub cache holds example/VidQA-2B@111")
     assert f"--tokenizer {snapshot}" in qualified.commands["aiperf"]
 
 

@@ -430,6 +430,18 @@ def hub_snapshot(entry: CheckpointEntry, environ: dict[str, str] | None = None) 
     return hub / f"models--{entry.checkpoint.replace('/', '--')}" / "snapshots" / entry.revision
 
 
+def revision_check(entry: CheckpointEntry) -> str:
+    """Whether the checkpoint revision the manifest pins is the one the build read: `trtmc build` takes no revision,
+    so the evidence is the hub cache holding a snapshot of exactly that revision."""
+    if not entry.revision:
+        return "the manifest pins no revision"
+    snapshot = hub_snapshot(entry)
+    if snapshot is not None and snapshot.is_dir():
+        return f"the hub cache holds {entry.checkpoint}@{entry.revision} ({snapshot})"
+    return (f"not verified: the manifest pins {entry.revision}, `trtmc build` takes no revision, and the hub cache "
+            "holds no snapshot of it")
+
+
 def checkpoint_tokenizer(job: QualifyJob, entry: CheckpointEntry) -> tuple[Path, str]:
     """The row's tokenizer: one given with --tokenizer, else the checkpoint's own from the hub cache at its pinned
     revision, else the run's small local one. Token counts only; never a download."""
@@ -478,7 +490,8 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
     tokenizer = checkpoint_tokenizer(job, entry)
 
     def provenance(**extra: Any) -> Provenance:
-        settings = {"precision_source": precision[1], "build": entry.build_settings} | extra.pop("settings", {})
+        settings = {"precision_source": precision[1], "build": entry.build_settings,
+                    "revision_check": revision_check(entry)} | extra.pop("settings", {})
         return _provenance(job, mode="trtmc", endpoint=None, served_by=None, trtmc_commit=inventory.commit,
                            server_version=f"trtmc-server built from TRTMC {inventory.commit}",
                            effective_precision=precision[0], settings=settings, **extra
