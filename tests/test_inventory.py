@@ -382,3 +382,13 @@ def test_a_profile_named_by_two_manifests_stays_two_rows(tmp_path: Path) -> None
     assert result.added == ["vlm-3b (families/vlm/tests/manifests/vlm-3b-copy.json)",
                             "vlm-3b (families/vlm/tests/manifests/vlm-3b.json)"]
     assert result.removed == ["vlm-3b"]
+
+
+def test_every_marker_pattern_names_one_of_its_groups_needles() -> None:
+    """A file is searched with a group's patterns only when it holds one of the group's needles: each pattern must
+    itself spell one, or a file it would match could be skipped."""
+    from trtmc_videoqa.inventory.family_source import GROUPS
+
+    for group in GROUPS:
+        for pattern in group.patterns:
+            assert any(needle in pattern for needle in group.needles), (group.name, pattern)
