@@ -183,3 +183,34 @@ def test_a_long_h264_gop_checks_its_last_packets_alone_and_still_catches_a_cut_l
     assert probe_clip(clips.mp4).last_pts_s == full.last_pts_s  # the same last frame as decoding every one
     with pytest.raises((ClipError, av.error.FFmpegError)):
         check(mangle=True)
+
+
+def test_deep_b_frame_reordering_keeps_the_last_shown_frame_in_the_checked_tail(tmp_path, monkeypatch) -> None:
+    """With B-frames the packet of the last frame shown is not the last packet (x264 with 16 B-frames put it 13
+    packets from the end of one clip). The checked tail always starts at it: here the tail is shrunk to one packet,
+    and the clip still probes to the last frame a full decode finds, instead of being called corrupt."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from trtmc_videoqa.media import probe as probe_module
+
+    path = tmp_path / "bframes.mp4"
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("libx264", rate=24)
+        stream.width, stream.height, stream.pix_fmt = 128, 96, "yuv420p"
+        stream.options = {"bf": "16"}
+        for index in range(70):
+            pixels = np.full((96, 128, 3), (index * 4) % 256, np.uint8)
+            pixels[:, (index * 2) % 128] = 255
+            frame = av.VideoFrame.from_ndarray(pixels, format="rgb24")
+            frame.pts, frame.time_base = index, Fraction(1, 24)
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode())
+    with av.open(str(path)) as container:
+        packets = [p for p in container.demux(container.streams.video[0]) if p.size]
+        assert max(range(len(packets)), key=lambda i: packets[i].pts) < len(packets) - 1  # reordered at the end
+    monkeypatch.setattr(probe_module, "_TAIL_PACKETS", 1)
+    probed, full = probe_clip(path), probe_clip(path, decode_all=True)
+    assert (probed.frames_counted, probed.last_pts_s) == (full.frames_counted, full.last_pts_s)
+    assert probed.frames_counted == 70

@@ -35,7 +35,7 @@ _CHECK_ONLY_OPTIONS = {"skip_loop_filter": "all"}
 # packets' bitstream is parsed and decoded in full and the last pts must come out, as in a full decode; only the
 # pixels are concealed, and the check does not look at them. A cut or undecodable last packet still fails it.
 _TAIL_WITHOUT_REFERENCES = {"h264"}
-_TAIL_PACKETS = 8  # the last packets in decode order: enough for B-frame reordering to bring out the last pts
+_TAIL_PACKETS = 8  # at least the last packets in decode order, and always from the one with the last pts on
 _TAIL_OPTIONS = {**_CHECK_ONLY_OPTIONS, "flags2": "+showall"}
 
 
@@ -103,8 +103,11 @@ def _check_first_and_last(stream: av.VideoStream, packets: list[av.Packet], clip
     else:
         if last_keyframe > stopped_at or stopped_at + 1 < len(packets) - _TAIL_PACKETS:
             start = max(last_keyframe, stopped_at + 1)
-            if decoder.name in _TAIL_WITHOUT_REFERENCES and len(packets) - start > _TAIL_PACKETS:
-                start = len(packets) - _TAIL_PACKETS
+            # the tail must hold the packet of the last frame shown, however deep the B-frame reordering
+            shown_last = max(range(len(packets)), key=lambda i: _timestamp(packets[i]) or 0)
+            shortcut = min(len(packets) - _TAIL_PACKETS, shown_last)
+            if decoder.name in _TAIL_WITHOUT_REFERENCES and shortcut > start:
+                start = shortcut
                 decoder = _decoder_without_references(stream)
             elif start == last_keyframe:
                 decoder.flush_buffers()  # as after a seek: restart at the last keyframe
