@@ -106,7 +106,9 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
         ("capability", "passed"), ("aiperf", "passed"), ("grading", "passed")]
     assert capable.status == "aiperf-qualified"
     assert capable.provenance.bundle_digest.startswith("sha256:")
-    assert capable.provenance.effective_precision == "fp16"  # read from the bundle, not the manifest's bf16
+    # built with the manifest's precision, as the family's runner builds it, and read back from the bundle
+    assert "--precision bf16" in capable.commands["build"]
+    assert capable.provenance.effective_precision == "bf16"
     assert capable.provenance.settings["precision_source"] == "bundle header field 'precision'"
     assert capable.provenance.settings["build"]["max_sequence_length"] == 1024  # the manifest's build settings
     assert capable.provenance.server_version.startswith("trtmc-server built from TRTMC ")
@@ -150,6 +152,16 @@ def test_the_checkpoints_own_tokenizer_is_taken_from_the_hub_cache(tmp_path: Pat
     assert qualified.provenance.tokenizer == f"the checkpoint's own tokenizer (example/VidQA-2B@{'1' * 40}, hub cache)"
     assert qualified.provenance.settings["revision_check"].startswith("the hub cache holds example/VidQA-2B@111")
     assert f"--tokenizer {snapshot}" in qualified.commands["aiperf"]
+
+
+def test_a_family_run_that_only_skips_validates_nothing(tmp_path: Path) -> None:
+    env = dict(install_doubles(tmp_path / "bin"), VIDQA_FIXTURE_SKIPS="1")
+    done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path / "out"), "--profile",
+                   "vidqa-2b", "--repeats", "1", "--warmup", "1", env=env)
+    assert done.returncode == 0, done.stderr
+    skipped = row(tmp_path / "out", "vidqa-2b")
+    assert (skipped.status, skipped.failed_stage) == ("failed", "correctness")  # pytest exited 0, nothing passed
+    assert "no test passed: Bundle not found" in skipped.status_reason
 
 
 def test_a_build_that_dies_leaves_no_bundle_to_reuse(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -27,9 +28,9 @@ from .artifacts import known_secrets, scrub_secrets, write_model_atomic, write_t
 from .endpoint_run import EndpointMeasurement, RunSettings, measure_endpoint
 from .pins import tool_versions
 from .results import CheckpointEntry, Inventory, Provenance, ResultRow, StageResult
-from .trtmc_steps import (Toolchain, build_argv, bundle_header, bundle_path, bundles_built_by, correctness_argv,
-                          correctness_env, correctness_test, effective_precision, family_result, file_digest,
-                          partial_path, server_argv)
+from .trtmc_steps import (JUNIT_NAME, Toolchain, build_argv, bundle_header, bundle_path, bundles_built_by,
+                          correctness_argv, correctness_env, correctness_test, effective_precision, family_result,
+                          family_test_outcome, file_digest, partial_path, server_argv)
 from .workloads import Workload
 
 FINAL_STATUSES = frozenset({"unsupported", "aiperf-qualified", "endpoint-qualified"})
@@ -411,6 +412,34 @@ def _with_server_sampling(row: ResultRow, job: QualifyJob, stated: dict[str, str
 
 # --- TRTMC mode ---------------------------------------------------------------------------------------------
 
+def correctness_problem(bundle: Path, digest: str, artifacts: Path,
+                        profile: str) -> tuple[str, str, list[str]] | None:
+    """Why the family's run (exit 0) does not show that this exact bundle passed its checks: (reason, detail,
+    evidence), or None. Checked, not assumed: some test passed and none failed (pytest exits 0 when all skip),
+    the bundle the runner found is still ours byte for byte, it built no other bundle, and its own result for the
+    profile, where it wrote one, says pass."""
+    log = ["correctness.log"]
+    outcome = family_test_outcome(artifacts)
+    if outcome is None:
+        return "the family's tests left no JUnit report, so what ran is unknown", "no junit.xml", log
+    if outcome.problem():
+        return (f"the family's tests did not pass on this bundle: {outcome.problem()}", outcome.problem(),
+                [*log, f"correctness/{JUNIT_NAME}"])
+    after = file_digest(bundle) if bundle.is_file() else "missing"
+    others = {p.name: file_digest(p) for p in [*bundles_built_by(bundle.parent), *bundles_built_by(artifacts)]
+              if p != bundle and not p.name.startswith(".partial-")}
+    others = {name: other for name, other in others.items() if other != digest}  # copies of ours are ours
+    if after != digest or others:
+        theirs = ", ".join([after] * (after != digest) + [f"{name} {other}" for name, other in others.items()])
+        return ("the family's command validated a bundle it built itself, not this one",
+                f"ours {digest}; the family's {theirs}", log)
+    verdict = family_result(artifacts, profile)
+    if verdict is not None and verdict.lower() not in ("pass", "passed"):
+        return (f"the family's runner recorded status {verdict!r} for {profile}", f"result.json: {verdict}",
+                [*log, f"correctness/{profile}/result.json"])
+    return None
+
+
 def unsupported_row(entry: CheckpointEntry) -> ResultRow:
     evidence = [f"{e.file}:{e.line}" if e.line else e.file for e in entry.evidence]
     # A gap is also shown by the search that found nothing: what was looked for, and where it had zero hits.
@@ -547,6 +576,7 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
                     StageResult(name="correctness", status="blocked", detail="no family E2E test found"),
                     bundle_digest=digest)
     artifacts = row_dir / "correctness"
+    shutil.rmtree(artifacts, ignore_errors=True)  # an earlier run's verdict or bundle must not speak for this one
     argv = correctness_argv(toolchain, checkout, test, entry, artifacts, engine_dir=bundle.parent)
     commands["correctness"] = _redacted(argv)
     job.progress(f"{entry.profile}: the family's correctness tests")
@@ -557,23 +587,11 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
         return stop("failed", f"family correctness {why}", StageResult(
             name="correctness", status="failed", detail=why, wall_s=wall, evidence=["correctness.log"]),
             failed="correctness", bundle_digest=digest)
-    # "On this exact bundle" is checked, not assumed: the bundle the runner found is still ours, byte for byte,
-    # and no other bundle was built beside it or among its artifacts.
-    after = file_digest(bundle) if bundle.is_file() else "missing"
-    others = [p for p in [*bundles_built_by(bundle.parent), *bundles_built_by(artifacts)]
-              if p != bundle and not p.name.startswith(".partial-")]
-    if after != digest or others:
-        theirs = ", ".join([after] * (after != digest) + [f"{p.name} {file_digest(p)}" for p in others])
-        return stop("failed", "the family's command validated a bundle it built itself, not this one",
-                    StageResult(name="correctness", status="failed", wall_s=wall, evidence=["correctness.log"],
-                                detail=f"ours {digest}; the family's {theirs}"),
-                    failed="correctness", bundle_digest=digest)
-    verdict = family_result(artifacts, entry.profile)
-    if verdict is not None and verdict.lower() not in ("pass", "passed"):
-        return stop("failed", f"the family's runner recorded status {verdict!r} for {entry.profile}",
-                    StageResult(name="correctness", status="failed", wall_s=wall, detail=f"result.json: {verdict}",
-                                evidence=["correctness.log", f"correctness/{entry.profile}/result.json"]),
-                    failed="correctness", bundle_digest=digest)
+    problem = correctness_problem(bundle, digest, artifacts, entry.profile)
+    if problem is not None:
+        reason, detail, evidence = problem
+        return stop("failed", reason, StageResult(name="correctness", status="failed", wall_s=wall, detail=detail,
+                                                  evidence=evidence), failed="correctness", bundle_digest=digest)
     row = row.model_copy(update=dict(
         status="family-validated", status_reason="the family's own correctness passed on this bundle",
         stages=row.stages + [StageResult(name="correctness", status="passed", wall_s=wall,

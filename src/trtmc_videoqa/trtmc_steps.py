@@ -74,6 +74,8 @@ def build_argv(toolchain: Toolchain, entry: CheckpointEntry, bundle: Path) -> li
     length = entry.build_settings.get("max_sequence_length") or entry.build_settings.get("max_cache_length")
     if isinstance(length, int):
         argv += ["--max-cache-length", str(length)]
+    if entry.precision and entry.precision != "fp32":  # as the family's E2E runner builds it (fp32 is the default)
+        argv += ["--precision", entry.precision]
     return argv
 
 
@@ -104,7 +106,47 @@ def correctness_argv(toolchain: Toolchain, checkout: Path, test: Path, entry: Ch
     validates that bundle rather than building its own (checked afterwards by digest)."""
     return [toolchain.python, "-m", "pytest", str(test.relative_to(checkout)), "--e2e-model", entry.profile,
             "--e2e-artifacts-dir", str(artifacts), "--engine-dir", str(engine_dir),
-            "--trtmc-binary", toolchain.trtmc or "trtmc", "--hf-python", toolchain.python, "-p", "no:cacheprovider"]
+            "--trtmc-binary", toolchain.trtmc or "trtmc", "--hf-python", toolchain.python, "-p", "no:cacheprovider",
+            "-rs", f"--junitxml={artifacts / JUNIT_NAME}"]
+
+
+JUNIT_NAME = "junit.xml"
+
+
+class TestOutcome(BaseModel):
+    """What the family's pytest run did, from its JUnit XML."""
+
+    passed: int = 0
+    failed: int = 0
+    skipped: list[str] = []  # the reasons
+
+    def problem(self) -> str | None:
+        """Why this run does not show the bundle passing the family's checks, or None."""
+        if self.failed:
+            return f"{self.failed} test(s) failed or errored"
+        if not self.passed:
+            reasons = "; ".join(self.skipped[:3]) or "no test was collected"
+            return f"no test passed: {reasons}"
+        return None
+
+
+def family_test_outcome(artifacts: Path) -> TestOutcome | None:
+    """The outcome of the family's tests from <artifacts>/junit.xml, or None when pytest wrote none."""
+    import xml.etree.ElementTree as ElementTree
+
+    try:
+        root = ElementTree.parse(artifacts / JUNIT_NAME).getroot()
+    except (OSError, ElementTree.ParseError):
+        return None
+    outcome = TestOutcome()
+    for case in root.iter("testcase"):
+        if case.find("skipped") is not None:
+            outcome.skipped.append(case.find("skipped").get("message", "skipped"))
+        elif case.find("failure") is not None or case.find("error") is not None:
+            outcome.failed += 1
+        else:
+            outcome.passed += 1
+    return outcome
 
 
 def correctness_env(checkout: Path, base: dict[str, str]) -> dict[str, str]:

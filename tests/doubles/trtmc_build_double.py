@@ -1,4 +1,5 @@
-"""TEST DOUBLE for `trtmc build HF_ID --output X.bundle [--max-cache-length N]`: writes a labelled fake bundle."""
+"""TEST DOUBLE for `trtmc build HF_ID --output X.bundle [--max-cache-length N] [--precision P]`: writes a labelled
+fake bundle."""
 
 import argparse
 import json
@@ -14,10 +15,11 @@ def main() -> int:
     build.add_argument("checkpoint")
     build.add_argument("--output", type=Path, required=True)
     build.add_argument("--max-cache-length", type=int)
+    build.add_argument("--precision", default="fp32")
     args = parser.parse_args()
     header = {"format": 1, "family": "test-double", "checkpoint": args.checkpoint, "backend": "none",
               "test_double": True, "max_cache_length": args.max_cache_length,
-              "precision": "fp16"}  # not the fixture manifest's bf16: the row must say which one it used
+              "precision": args.precision}  # the row reads it back from here
     args.output.write_bytes(json.dumps(header, sort_keys=True).encode() + b"\n" + b"\0" * 64)
     if os.environ.get("TRTMC_BUILD_DOUBLE_DIES_AFTER_WRITING") == "1":  # a build killed after writing part of it
         print("test double: dying after writing part of the bundle", file=sys.stderr)
