@@ -143,6 +143,8 @@ def test_the_checkpoints_own_tokenizer_is_taken_from_the_hub_cache(tmp_path: Pat
     hub = tmp_path / "hub"
     snapshot = hub / "models--example--VidQA-2B" / "snapshots" / ("1" * 40)
     ensure_local_tokenizer(snapshot)  # stands in for the checkpoint's tokenizer files, as the build left them
+    (hub / "models--example--VidQA-2B" / "refs").mkdir()
+    (hub / "models--example--VidQA-2B" / "refs" / "main").write_text("1" * 40)  # what the hub served as main
     env = dict(install_doubles(tmp_path / "bin"), HF_HUB_CACHE=str(hub))
     done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path / "out"), "--profile",
                    "vidqa-2b", "--repeats", "1", "--warmup", "1", env=env)
@@ -150,7 +152,7 @@ def test_the_checkpoints_own_tokenizer_is_taken_from_the_hub_cache(tmp_path: Pat
     qualified = row(tmp_path / "out", "vidqa-2b")
     assert qualified.status == "aiperf-qualified"
     assert qualified.provenance.tokenizer == f"the checkpoint's own tokenizer (example/VidQA-2B@{'1' * 40}, hub cache)"
-    assert qualified.provenance.settings["revision_check"].startswith("the hub cache holds example/VidQA-2B@111")
+    assert qualified.provenance.settings["revision_check"].startswith("verified: the hub cache's main of example")
     assert f"--tokenizer {snapshot}" in qualified.commands["aiperf"]
 
 
@@ -366,3 +368,16 @@ def test_progress_shows_on_a_terminal_and_stays_quiet_in_ci(tmp_path: Path) -> N
     for quiet_env, extra in ((dict(env, CI="true"), []), (env, ["--quiet"])):
         code, printed = _on_a_terminal([*argv, "--out", str(tmp_path / f"quiet{len(extra)}"), *extra], quiet_env)
         assert code == 0 and "s] " not in printed, printed
+
+
+def test_a_revision_that_is_not_a_plain_name_runs_nothing() -> None:
+    from trtmc_videoqa.qualify import hub_snapshot, manifest_path_problem
+    from trtmc_videoqa.results import CheckpointEntry
+
+    entry = CheckpointEntry(profile="p", family="vidqa", manifest="m.json", checkpoint="org/model",
+                            revision="../../../etc", catalog_status="ready", in_group=True, group_reason="",
+                            verdict="temporal-video-qa")
+    assert "not a plain commit or tag name" in manifest_path_problem(entry, FIXTURES / "trtmc_families", "families")
+    assert hub_snapshot(entry, {"HF_HUB_CACHE": "/hub"}) is None
+    plain = entry.model_copy(update={"revision": "a" * 40})
+    assert hub_snapshot(plain, {"HF_HUB_CACHE": "/hub"}) == Path("/hub/models--org--model/snapshots") / ("a" * 40)

@@ -70,6 +70,7 @@ class QualifyJob:
 
 # A profile names a directory (checkpoints/<profile>/) and a bundle file: one plain path component, nothing else.
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+_PLAIN_REVISION = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]{0,99}")  # a commit or tag: it names cache paths
 
 
 def safe_name(name: str) -> bool:
@@ -94,6 +95,9 @@ def manifest_path_problem(entry: CheckpointEntry, checkout: Path, layout: str) -
     if layout == "families" and not safe_name(entry.family):
         return (f"family {entry.family!r} from {entry.manifest} is not a plain name; its test path would leave "
                 "families/, so nothing was run")
+    if entry.revision is not None and not _PLAIN_REVISION.fullmatch(entry.revision):
+        return (f"revision {entry.revision!r} from {entry.manifest} is not a plain commit or tag name; it names "
+                "cache paths, so nothing was run")
     if entry.bundle is not None and not safe_name(entry.bundle):
         return (f"bundle {entry.bundle!r} from {entry.manifest} is not a plain file name; it would be written "
                 "outside its engine directory, so nothing was run")
@@ -453,7 +457,8 @@ def unsupported_row(entry: CheckpointEntry) -> ResultRow:
 def hub_snapshot(entry: CheckpointEntry, environ: dict[str, str] | None = None) -> Path | None:
     """Where the hub cache keeps this checkpoint at its pinned revision (the build fetched it there), or None."""
     env = os.environ if environ is None else environ
-    if not entry.checkpoint or not entry.revision or entry.checkpoint.count("/") != 1:
+    if not entry.checkpoint or not entry.revision or entry.checkpoint.count("/") != 1 \
+            or not _PLAIN_REVISION.fullmatch(entry.revision) or not all(map(safe_name, entry.checkpoint.split("/"))):
         return None
     hub = Path(env.get("HF_HUB_CACHE") or Path(env.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "hub")
     return hub / f"models--{entry.checkpoint.replace('/', '--')}" / "snapshots" / entry.revision
@@ -465,10 +470,17 @@ def revision_check(entry: CheckpointEntry) -> str:
     if not entry.revision:
         return "the manifest pins no revision"
     snapshot = hub_snapshot(entry)
-    if snapshot is not None and snapshot.is_dir():
-        return f"the hub cache holds {entry.checkpoint}@{entry.revision} ({snapshot})"
+    try:  # the revision the hub served for the default branch, which is what a build without a revision reads
+        served = (snapshot.parents[1] / "refs" / "main").read_text().strip() if snapshot is not None else None
+    except OSError:
+        served = None
+    if served == entry.revision and snapshot is not None and snapshot.is_dir():
+        return f"verified: the hub cache's main of {entry.checkpoint} is {entry.revision}, the pinned revision"
+    if served:
+        return (f"differs: the manifest pins {entry.revision}, the hub cache's main of {entry.checkpoint} (what "
+                f"`trtmc build`, which takes no revision, read) is {served}")
     return (f"not verified: the manifest pins {entry.revision}, `trtmc build` takes no revision, and the hub cache "
-            "holds no snapshot of it")
+            "records no main for it")
 
 
 def checkpoint_tokenizer(job: QualifyJob, entry: CheckpointEntry) -> tuple[Path, str]:
@@ -477,7 +489,9 @@ def checkpoint_tokenizer(job: QualifyJob, entry: CheckpointEntry) -> tuple[Path,
     from .aiperf.tokenizer import LOCAL_TOKENIZER_NAME, has_tokenizer
 
     snapshot = hub_snapshot(entry)
-    if job.tokenizer_label.startswith(LOCAL_TOKENIZER_NAME) and snapshot is not None and has_tokenizer(snapshot):
+    if job.tokenizer_label.startswith(LOCAL_TOKENIZER_NAME) and snapshot is not None and has_tokenizer(snapshot) \
+            and "auto_map" not in (snapshot / "tokenizer_config.json").read_text(errors="replace"):
+        # (a tokenizer that needs the checkpoint's own code would need trust_remote_code: AIPerf is not given it)
         return snapshot, f"the checkpoint's own tokenizer ({entry.checkpoint}@{entry.revision}, hub cache)"
     return job.tokenizer, job.tokenizer_label
 
@@ -502,8 +516,9 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
     from .serving.process import ServerProblem, ServerProcess, free_loopback_port, served_model
 
     row_dir = job.row_dir(entry.profile)
+    tokenizer = checkpoint_tokenizer(job, entry)
     key = cache_key({"mode": "trtmc", "profile": entry.profile, "commit": inventory.commit,
-                     "checkpoint": entry.checkpoint, "revision": entry.revision}, job)
+                     "checkpoint": entry.checkpoint, "revision": entry.revision, "tokenizer": tokenizer[1]}, job)
     previous = reusable(row_dir, key, job.force)
     if previous is not None:
         job.progress(f"{entry.profile}: unchanged inputs, result reused")
@@ -516,7 +531,6 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
     commands = {"trtmc-videoqa": job.command}
 
     precision = (entry.precision, "the manifest's declared precision (no bundle built yet)")
-    tokenizer = checkpoint_tokenizer(job, entry)
 
     def provenance(**extra: Any) -> Provenance:
         settings = {"precision_source": precision[1], "build": entry.build_settings,
