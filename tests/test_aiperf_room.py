@@ -165,3 +165,19 @@ def test_the_servers_task_time_comes_from_its_response_else_its_records_by_reque
     assert server_task_time(timed, records) == (39.0, "response.trtmc_timing.model_call_ms")
     other = plain.model_copy(update={"x_request_id": "req-2"})
     assert server_task_time(other, records) == (None, None)  # never another request's figure
+
+
+def test_a_records_file_with_lines_that_are_not_records_is_read_around_them(tmp_path: Path) -> None:
+    from trtmc_videoqa.endpoint_run import _records_by_request_id
+
+    records = tmp_path / "records.jsonl"
+    records.write_text('[1, 2]\n"text"\nnot json\n{"request_id": "req-1", "handler_ms": 3.5}\n')
+    assert _records_by_request_id(records) == {"req-1": {"request_id": "req-1", "handler_ms": 3.5}}
+
+
+def test_server_records_must_name_a_file(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "trtmc_videoqa", "qualify", "--endpoint", "http://127.0.0.1:9",
+                           "--model", "m", "--server-records", str(tmp_path / "absent.jsonl"), "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--server-records" in done.stderr and "no such file" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()

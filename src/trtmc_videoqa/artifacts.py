@@ -44,7 +44,7 @@ def scrub_secrets(paths: list[Path], secrets: list[str]) -> None:
     for path in paths:
         try:
             data = path.read_bytes()
-        except (FileNotFoundError, IsADirectoryError):
+        except OSError:  # gone, a directory, or not ours to read: nothing of ours to scrub there
             continue
         cleaned = data
         for value in values:

@@ -83,6 +83,8 @@ def _records_by_request_id(path: Path | None) -> dict[str, dict[str, Any]]:
             record = json.loads(line)
         except json.JSONDecodeError:
             continue
+        if not isinstance(record, dict):  # a line that is JSON but no record: not this server's format
+            continue
         key = next((record.get(k) for k in RECORD_ID_FIELDS if isinstance(record.get(k), str)), None)
         if key:
             found[key] = record

@@ -295,7 +295,8 @@ def _finish(job: QualifyJob, row: ResultRow, commands: dict[str, str]) -> Result
     # The tools we ran (build, the family's tests and their artifacts, the server and its records) may write a
     # token they were given anywhere under the row: never kept. (Bundles live outside the row directory.)
     if row_dir.is_dir():
-        scrub_secrets(sorted(p for p in row_dir.rglob("*") if p.is_file()), known_secrets(job.api_key))
+        scrub_secrets(sorted(p for p in row_dir.rglob("*") if p.is_file() and not p.is_symlink()),
+                      known_secrets(job.api_key))
     row = row.model_copy(update={"commands": commands})
     write_text_atomic(row_dir / "command.txt", "".join(f"# {name}\n{command}\n" for name, command in commands.items()))
     write_model_atomic(row_dir / "result.json", row)

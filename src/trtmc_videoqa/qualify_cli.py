@@ -212,6 +212,12 @@ def run_qualify(args: argparse.Namespace) -> int:
         workloads = _workloads(args, self_test)
         _stated(args), _settings(args)
         api_key = _api_key(args)
+        if args.server_records is not None and not args.endpoint:
+            raise _BadInput("--server-records goes with --endpoint (trtmc-server's records are read by --trtmc "
+                            "runs themselves)")
+        if args.server_records is not None and not args.server_records.is_file():
+            raise _BadInput(f"--server-records {args.server_records}: no such file; give the file the server writes "
+                            "its per-request records to (trtmc-server --records FILE)")
         if args.startup_timeout <= 0 or args.request_timeout <= 0 or args.body_limit <= 0:
             raise _BadInput("--startup-timeout, --request-timeout and --body-limit must be positive")
         from .reference import DEFAULT_MODEL_NAME
