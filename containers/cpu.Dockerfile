@@ -10,6 +10,8 @@ ARG BASE_IMAGE=python:3.11-slim-bookworm
 FROM ${BASE_IMAGE}
 ARG BASE_IMAGE
 ARG PIP_INDEX_URL=https://pypi.org/simple
+# pip's own too; declared, or the classic builder drops it unused (no default: unset unless given)
+ARG PIP_EXTRA_INDEX_URL
 ARG APT_PACKAGES=
 LABEL org.opencontainers.image.title="trtmc-videoqa-cpu" \
       org.opencontainers.image.base.name="${BASE_IMAGE}"

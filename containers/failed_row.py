@@ -33,12 +33,13 @@ def row(profile: str, code: int, limit: str, log: Path, command: str | None, why
     except OSError:
         lines = []
     tail = [line[:LINE_CHARS] for line in lines[-TAIL_LINES:] if line.strip()]
+    evidence = [f"qualify.log (exit {code}), last lines:", *tail] if lines else [f"no log: {why or reason(code, limit)}"]
     return {
         "schema_version": SCHEMA,
         "profile": profile,
         "status": "failed",
         "status_reason": why or reason(code, limit),
-        "status_evidence": [f"qualify.log (exit {code}), last lines:", *tail],
+        "status_evidence": evidence,
         "commands": {"trtmc-videoqa": command} if command else {},
     }
 

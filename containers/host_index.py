@@ -62,10 +62,10 @@ def read_config_files(environ: dict[str, str]) -> dict[str, str]:
     files = [Path(d) / "pip" / "pip.conf" for d in reversed(environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(":")) if d]
     files += [Path("/etc/pip.conf"), home / ".pip" / "pip.conf",
               Path(environ.get("XDG_CONFIG_HOME", home / ".config")) / "pip" / "pip.conf"]
-    if environ.get("PIP_CONFIG_FILE"):
-        files.append(Path(environ["PIP_CONFIG_FILE"]))
     if environ.get("VIRTUAL_ENV"):
         files.append(Path(environ["VIRTUAL_ENV"]) / "pip.conf")
+    if environ.get("PIP_CONFIG_FILE"):  # pip reads it last of all the files: it wins
+        files.append(Path(environ["PIP_CONFIG_FILE"]))
     found: dict[str, str] = {}
     for path in files:
         parser = configparser.RawConfigParser()
@@ -90,11 +90,22 @@ def effective(config: dict[str, str], option: str) -> str | None:
     return None
 
 
+def _shown(value: str) -> str:
+    """A setting as it may be printed: every URL in it without its user name or password."""
+    shown = []
+    for word in value.split():
+        parts = urlsplit(word)
+        if parts.username or parts.password:
+            word = parts._replace(netloc="***@" + (parts.hostname or "") + (f":{parts.port}" if parts.port else ""))
+            word = word.geturl()
+        shown.append(word)
+    return " ".join(shown)
+
+
 def _checked(url: str, setting: str) -> str:
     parts = urlsplit(url)
     if parts.username or parts.password:
-        shown = parts._replace(netloc="***@" + (parts.hostname or "") + (f":{parts.port}" if parts.port else ""))
-        raise Refused(f"{setting} carries credentials ({shown.geturl()}); a build argument shows in the image "
+        raise Refused(f"{setting} carries credentials ({_shown(url)}); a build argument shows in the image "
                       "history, so it is not passed. Use an index that needs none inside the build.")
     return url
 
@@ -112,12 +123,12 @@ def build_settings(config: dict[str, str], notices: list[str]) -> tuple[dict[str
         if url.startswith(("http://", "https://")):
             extras.append(_checked(url, "extra-index-url"))
         else:
-            notices.append(f"left out: extra index {url} (local to this machine)")
+            notices.append(f"left out: extra index {_shown(url)} (local to this machine)")
     if extras:
         arguments["PIP_EXTRA_INDEX_URL"] = " ".join(extras)
     for option in LOCAL_ONLY:
         if effective(config, option):
-            notices.append(f"left out: {option} {effective(config, option)} (local to this machine)")
+            notices.append(f"left out: {option} {_shown(effective(config, option))} (local to this machine)")
     cert = effective(config, "cert")
     if cert and not Path(cert).is_file():
         notices.append(f"left out: cert {cert} (no such file)")

@@ -23,12 +23,13 @@ PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 MARK=.trtmc-videoqa-local-docker
+started=""
 BASE_PACKAGES="python3 python3-venv ca-certificates"  # what the recipes need of a base: python3 >= 3.11, venv
 VARIANT=minbase
 cache=${TRTMC_VIDEOQA_CACHE:-/var/cache/trtmc-videoqa}
 
 say() { echo "local-docker: $*" >&2; }
-die() { say "$*"; exit 2; }
+die() { say "$*${started:+; to remove what was started: sh containers/local-docker.sh stop $started}"; exit 2; }
 need_root() { [ "$(id -u)" = 0 ] || die "$1 needs root (a Docker daemon and debootstrap do)"; }
 have() { command -v "$1" >/dev/null 2>&1; }
 
@@ -108,6 +109,7 @@ start() {
   [ -z "$(ls -A "$dir")" ] || die "$dir is not empty: start needs a new or empty directory"
   [ "${#dir}" -le 70 ] || die "$dir is too long for the daemons' unix sockets (70 characters at most)"
   : >"$dir/$MARK"
+  started=$dir  # from here a failure names the stop that cleans up
   mkdir -p "$dir/containerd"
   cat >"$dir/containerd.toml" <<EOF
 version = 2
@@ -128,14 +130,18 @@ EOF
   echo '{}' >"$dir/daemon.json"  # never the machine's /etc/docker/daemon.json
   launch "$dir/containerd.pid" "$dir/containerd.log" containerd --config "$dir/containerd.toml"
   wait_for 30 "$dir/containerd.pid" containerd test -S "$dir/containerd.sock"
-  group=${SUDO_GID:-}  # started through sudo: the caller's group may use the socket
   launch "$dir/dockerd.pid" "$dir/dockerd.log" dockerd --config-file "$dir/daemon.json" \
     --host "unix://$dir/docker.sock" --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/docker.pid" \
     --containerd "$dir/containerd.sock" --bridge=none --iptables=false --ip6tables=false --ip-masq=false \
-    --userland-proxy=false ${group:+--group "$group"}
+    --userland-proxy=false --group root
   export DOCKER_HOST="unix://$dir/docker.sock"
   unset DOCKER_CONTEXT DOCKER_TLS_VERIFY DOCKER_CERT_PATH
   wait_for 60 "$dir/dockerd.pid" dockerd docker version
+  # The socket is as good as root: started through sudo, it is the caller's alone, never a whole group's.
+  chmod 600 "$dir/docker.sock"
+  if [ -n "${SUDO_UID:-}" ]; then
+    chown "$SUDO_UID" "$dir/docker.sock"
+  fi
   api=$(docker version --format '{{.Server.APIVersion}}')
   DOCKER_API_VERSION=$api
   export DOCKER_API_VERSION
@@ -168,10 +174,12 @@ apt_source() {
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
   arch=$(dpkg --print-architecture)
   # shellcheck disable=SC2016  # apt's own $(FIELD) placeholders
-  apt-get indextargets --no-release-info --format '$(TARGET_OF) $(REPO_URI) $(RELEASE) $(COMPONENT) $(ARCHITECTURE)' \
+  # Debian's or Ubuntu's own archive only (its Release file's Origin), never a third-party repository of the same
+  # codename and component (GitHub's Ubuntu runners list Microsoft's).
+  apt-get indextargets --format '$(TARGET_OF) $(REPO_URI) $(RELEASE) $(COMPONENT) $(ARCHITECTURE) $(ORIGIN)' \
     'Created-By: Packages' 2>/dev/null |
-    awk -v c="$codename" -v a="$arch" '$1 == "deb" && $4 == "main" && $5 == a && (c == "" ? $3 !~ /[-\/]/ : $3 == c) {
-      sub(/\/$/, "", $2); print $3, $2; exit }'
+    awk -v c="$codename" -v a="$arch" '$1 == "deb" && $4 == "main" && $5 == a && ($6 == "Debian" || $6 == "Ubuntu") &&
+      (c == "" ? $3 !~ /[-\/]/ : $3 == c) { sub(/\/$/, "", $2); print $3, $2; exit }'
 }
 
 base() {
@@ -200,7 +208,7 @@ base() {
     trap "unmount_under '$root'; rm -rf '$root'" EXIT
     debootstrap --variant="$VARIANT" --arch="$arch" --cache-dir="$cache/debs" \
       --include="$(echo "$BASE_PACKAGES" | tr ' ' ',')" "$suite" "$root" "$mirror" >&2 ||
-      die "debootstrap failed (log: $root/debootstrap/debootstrap.log)"
+      die "debootstrap $suite from $mirror failed; its log ends: $(tail -n 15 "$root/debootstrap/debootstrap.log" 2>/dev/null)"
     chroot "$root" python3 -c 'import sys, venv; sys.exit(sys.version_info < (3, 11))' ||
       die "the $suite base has $(chroot "$root" python3 -V 2>&1); the recipes need Python >= 3.11"
     chroot "$root" apt-get clean

@@ -49,8 +49,11 @@ def requirements(pyproject: str) -> list[str]:
 
 
 def profiles(matrix: str) -> list[str]:
-    with open(matrix, encoding="utf-8") as handle:
-        listed = json.load(handle)
+    try:
+        with open(matrix, encoding="utf-8") as handle:
+            listed = json.load(handle)
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"{matrix} is not a JSON list of profile names ({error})") from None
     if not isinstance(listed, list) or not all(isinstance(p, str) and PROFILE.fullmatch(p) for p in listed):
         raise SystemExit(f"{matrix} is not a JSON list of profile names")
     return listed

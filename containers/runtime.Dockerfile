@@ -13,6 +13,8 @@ FROM ${BASE_IMAGE}
 ARG BASE_IMAGE
 ARG CUDA_ARCH=90
 ARG PIP_INDEX_URL=https://pypi.org/simple
+# pip's own too; declared, or the classic builder drops it unused (no default: unset unless given)
+ARG PIP_EXTRA_INDEX_URL
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 ARG APT_PACKAGES=
 LABEL org.opencontainers.image.title="trtmc-videoqa-runtime" \

@@ -73,8 +73,8 @@ def engine() -> Iterator[dict[str, str]]:
     place = Path(tempfile.mkdtemp(prefix="tv-docker-", dir="/tmp"))
     engine_dir = place / "engine"
     env = {**os.environ, "PATH": _search_path(), "HF_TOKEN": SECRET, "TRTMC_SERVE_TOKEN": SECRET}
-    started = _run([*root, "sh", str(LOCAL_DOCKER), "start", str(engine_dir)], env, timeout=1200)
-    try:
+    try:  # stop also undoes a half-done or timed-out start: the marker is written first
+        started = _run([*root, "sh", str(LOCAL_DOCKER), "start", str(engine_dir)], env, timeout=1200)
         assert started.returncode == 0, f"local-docker.sh start failed:\n{started.stderr[-3000:]}"
         for line in started.stdout.splitlines():  # export NAME='value'
             name, _, value = line.removeprefix("export ").partition("=")

@@ -78,3 +78,10 @@ def test_the_dockerignore_uploads_what_the_dagger_module_does() -> None:
 
     lines = [line for line in (REPO / ".dockerignore").read_text().splitlines() if line and not line.startswith("#")]
     assert lines == SOURCE_IGNORE  # the classic builder sends the same context the module uploads: no .venv
+
+
+def test_a_left_out_setting_is_printed_without_its_credential() -> None:
+    done = host_index(PIP_FIND_LINKS="https://user:hunter2@wheels.example/links",
+                      PIP_EXTRA_INDEX_URL="file:///opt/pypi/simple")
+    assert done.returncode == 0 and "left out: find-links https://***@wheels.example/links" in done.stderr
+    assert "hunter2" not in done.stderr + done.stdout

@@ -138,6 +138,10 @@ def test_a_profile_whose_job_left_no_row_is_a_failed_row_in_the_report(qualify, 
             for p in (work / "report" / "checkpoints").glob("*/result.json")}
     assert {name: row.status for name, row in rows.items()} == {"ran": "aiperf-qualified", "never-ran": "failed"}
     assert "left no row" in rows["never-ran"].status_reason
+    assert rows["never-ran"].status_evidence == [f"no log: {rows['never-ran'].status_reason}"]
+    bad = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=work, capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "PROFILES": "not a list"})
+    assert bad.returncode != 0 and "is not a JSON list of profile names" in bad.stderr  # never a silent gap
 
 
 def test_no_secret_is_written_into_a_command(qualify) -> None:
