@@ -448,8 +448,9 @@ def correctness_problem(bundle: Path, digest: str, artifacts: Path,
 def unsupported_row(entry: CheckpointEntry) -> ResultRow:
     evidence = [f"{e.file}:{e.line}" if e.line else e.file for e in entry.evidence]
     # A gap is also shown by the search that found nothing: what was looked for, and where it had zero hits.
-    evidence += [f"searched for {g.searched_for} ({', '.join(g.patterns)}): no hits in "
-                 f"{', '.join(g.files_without_hits) or 'any file'}" for g in entry.gap_evidence]
+    evidence += [f"searched for {g.searched_for} ({', '.join(g.patterns)})"
+                 + (f": no hits in {', '.join(g.files_without_hits)}" if g.files_without_hits else "")
+                 for g in entry.gap_evidence]
     return ResultRow(profile=entry.profile, family=entry.family, checkpoint=entry.checkpoint, revision=entry.revision,
                      verdict=entry.verdict, in_group=entry.in_group, status="unsupported",
                      status_reason=entry.gap or f"verdict {entry.verdict}", status_evidence=evidence)
