@@ -203,3 +203,13 @@ def test_serve_reference_serves_on_loopback(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_probe_refuses_an_oversized_clip_and_max_bytes_raises_the_limit(tmp_path: Path) -> None:
+    from media_clips import build_clips
+
+    (tmp_path / "clips").mkdir()
+    clip = build_clips(tmp_path / "clips").mp4
+    small = run_cli("probe", str(clip), "--max-bytes", "1000")
+    assert_bad_input(small, "over the 1,000-byte limit", "--max-bytes")
+    assert run_cli("probe", str(clip), "--max-bytes", str(clip.stat().st_size)).returncode == 0

@@ -111,7 +111,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from .media import ClipError, SamplingPolicy, probe_clip, write_strip
 
     try:
-        manifest = probe_clip(args.clip, decode_all=args.decode_all)
+        limit = {"max_bytes": args.max_bytes} if args.max_bytes else {}
+        manifest = probe_clip(args.clip, decode_all=args.decode_all, **limit)
         policy = SamplingPolicy.parse(args.policy)
     except ClipError as error:
         raise BadInput(str(error)) from None
@@ -226,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "picks; --strip writes those frames side by side as a PNG.")
     probe.add_argument("clip", type=Path, metavar="CLIP", help="the clip file (mp4, webm, mkv, avi, mpg, gif)")
     probe.add_argument("--decode-all", action="store_true", help="count frames by decoding every one")
+    probe.add_argument("--max-bytes", type=int, metavar="N", help="refuse a larger file (default 64 MiB)")
     probe.add_argument("--policy", default="uniform:8", help="sampling policy: uniform:N or fps:F[,min=..,max=..,even]")
     probe.add_argument("--strip", type=Path, metavar="FILE.png", help="write the picked frames as one PNG strip")
     probe.set_defaults(handler=cmd_probe)

@@ -64,7 +64,7 @@ def _check_size(clip: str | Path, size: int, max_bytes: int) -> None:
         raise ClipError(
             clip,
             f"is {size:,} bytes, over the {max_bytes:,}-byte limit",
-            "use a shorter or smaller clip (for example re-encoded at 320x180), or raise max_bytes",
+            "use a shorter or smaller clip (for example re-encoded at 320x180), or raise the limit (probe --max-bytes)",
         )
 
 
