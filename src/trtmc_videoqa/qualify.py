@@ -63,6 +63,7 @@ class QualifyJob:
     stage_timeouts: dict[str, float] = field(default_factory=lambda: {
         "build": 7200.0, "correctness": 3600.0, "startup": 600.0})
     progress: Callable[[str], None] = lambda _: None
+    stage: str = "plan"  # the stage a TRTMC row is in now: where an unexpected error is recorded
 
     def row_dir(self, profile: str) -> Path:
         return self.out / "checkpoints" / row_dir_name(profile)
@@ -560,6 +561,7 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
     # Build (cached by profile, commit and revision).
     cache = job.bundle_cache or (job.out / "bundles")
     bundle = bundle_path(cache, entry, inventory.commit)
+    job.stage = "build"
     commands["build"] = _redacted(build_argv(toolchain, entry, bundle))
     if not bundle.is_file():
         # Built under a temporary name and renamed only when the build succeeded: a killed or timed-out build
@@ -596,6 +598,7 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
     argv = correctness_argv(toolchain, checkout, test, entry, artifacts, engine_dir=bundle.parent)
     commands["correctness"] = _redacted(argv)
     job.progress(f"{entry.profile}: the family's correctness tests")
+    job.stage = "correctness"
     code, wall = _run_step(argv, log=row_dir / "correctness.log", timeout_s=job.stage_timeouts["correctness"],
                            cwd=checkout, env=correctness_env(checkout, dict(os.environ)))
     if code != 0:
@@ -626,6 +629,7 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
     if job.api_key:
         env["TRTMC_SERVE_TOKEN"] = job.api_key  # the server reads it from its environment, never from argv
     job.progress(f"{entry.profile}: starting trtmc-server")
+    job.stage = "serve"
     started = time.monotonic()
     try:
         server = ServerProcess(argv, url=url, log_path=row_dir / "server.log",
@@ -634,6 +638,7 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
             serve = StageResult(name="serve", status="passed", detail=f"ready after {server.ready_after_s:.1f} s",
                                 wall_s=round(time.monotonic() - started, 3), evidence=["server.log"])
             row = row.model_copy(update={"stages": row.stages + [serve]})
+            job.stage = "capability"  # then AIPerf and grading, which record their own failures
             model = served_model(url, entry.profile, api_key=job.api_key)
             measurement = measure_endpoint(url=url, model=model, workload=job.workload, settings=job.settings,
                                            aiperf=job.aiperf, tokenizer=tokenizer[0], row_dir=row_dir,
@@ -690,10 +695,11 @@ def qualify_inventory(job: QualifyJob, inventory: Inventory, checkout: Path, too
         if held is not None:
             rows.append(_finish(job, held, {"trtmc-videoqa": job.command}))
             continue
+        job.stage = "plan"
         try:
             rows.append(qualify_entry(job, entry, inventory, checkout, toolchain))
         except Exception as error:  # one row's crash never stops the others; it is recorded at its stage
             rows.append(_finish(job, unsupported_row(entry).model_copy(update=dict(
-                status="failed", status_reason=f"internal error: {type(error).__name__}: {error}",
-                failed_stage="plan")), {"trtmc-videoqa": job.command}))
+                status="failed", status_reason=f"internal error at {job.stage}: {type(error).__name__}: {error}",
+                failed_stage=job.stage)), {"trtmc-videoqa": job.command}))
     return rows
