@@ -361,6 +361,20 @@ def test_without_profiles_qualify_asks_the_inventory_which_needs_an_engine(modul
         qualify(module)
 
 
+@pytest.mark.parametrize("listed", [["p1", "p2"], []])
+def test_without_profiles_qualify_runs_what_the_inventory_lists(module, monkeypatch, listed) -> None:
+    """The one await stood in for: the inventory's matrix.json answers; one GPU exec per listed profile, and an
+    empty list is a valid answer (the merged report is then the inventory's rows alone)."""
+    async def contents(self) -> str:
+        return json.dumps(listed)
+
+    monkeypatch.setattr(dagger.File, "contents", contents)
+    merged = qualify(module)
+    runs = qualification_execs(merged)
+    assert sorted(e.argv[2] for e in runs) == sorted(listed)
+    assert all(e.gpu for e in runs)
+
+
 @pytest.mark.parametrize("bad", ["../x", "a/b", "", ".hidden", "a b"])
 def test_profile_names_are_checked_before_they_become_paths(module, bad) -> None:
     with pytest.raises(ValueError, match="not a profile name"):
