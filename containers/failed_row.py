@@ -33,7 +33,8 @@ def row(profile: str, code: int, limit: str, log: Path, command: str | None, why
     except OSError:
         lines = []
     tail = [line[:LINE_CHARS] for line in lines[-TAIL_LINES:] if line.strip()]
-    evidence = [f"qualify.log (exit {code}), last lines:", *tail] if lines else [f"no log: {why or reason(code, limit)}"]
+    evidence = ([f"qualify.log (exit {code}), last lines:", *tail] if lines
+                else [f"no log: {why or reason(code, limit)}"])
     return {
         "schema_version": SCHEMA,
         "profile": profile,

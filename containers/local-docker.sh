@@ -208,7 +208,8 @@ base() {
     trap "unmount_under '$root'; rm -rf '$root'" EXIT
     debootstrap --variant="$VARIANT" --arch="$arch" --cache-dir="$cache/debs" \
       --include="$(echo "$BASE_PACKAGES" | tr ' ' ',')" "$suite" "$root" "$mirror" >&2 ||
-      die "debootstrap $suite from $mirror failed; its log ends: $(tail -n 15 "$root/debootstrap/debootstrap.log" 2>/dev/null)"
+      die "debootstrap $suite from $mirror failed; its log ends:" \
+        "$(tail -n 15 "$root/debootstrap/debootstrap.log" 2>/dev/null)"
     chroot "$root" python3 -c 'import sys, venv; sys.exit(sys.version_info < (3, 11))' ||
       die "the $suite base has $(chroot "$root" python3 -V 2>&1); the recipes need Python >= 3.11"
     chroot "$root" apt-get clean
