@@ -288,7 +288,7 @@ def _provenance(job: QualifyJob, *, mode: str, endpoint: str | None, served_by: 
     return Provenance(tool_versions=tool_versions(), aiperf=job.aiperf.model_dump(), workload=job.workload.name,
                       workload_digest=job.workload.digest, endpoint=endpoint, mode=mode, served_by=served_by,
                       hardware=hardware(), settings=job.settings.model_dump() | extra.pop("settings", {}),
-                      tokenizer=job.tokenizer_label, **extra)
+                      tokenizer=extra.pop("tokenizer", job.tokenizer_label), **extra)
 
 
 def _finish(job: QualifyJob, row: ResultRow, commands: dict[str, str]) -> ResultRow:
@@ -428,13 +428,13 @@ def correctness_problem(bundle: Path, digest: str, artifacts: Path,
     outcome = family_test_outcome(artifacts)
     if outcome is None:
         return "the family's tests left no JUnit report, so what ran is unknown", "no junit.xml", log
-    if outcome.problem():
-        return (f"the family's tests did not pass on this bundle: {outcome.problem()}", outcome.problem(),
+    if (failing := outcome.problem()) is not None:
+        return (f"the family's tests did not pass on this bundle: {failing}", failing,
                 [*log, f"correctness/{JUNIT_NAME}"])
     after = file_digest(bundle) if bundle.is_file() else "missing"
-    others = {p.name: file_digest(p) for p in [*bundles_built_by(bundle.parent), *bundles_built_by(artifacts)]
-              if p != bundle and not p.name.startswith(".partial-")}
-    others = {name: other for name, other in others.items() if other != digest}  # copies of ours are ours
+    digests = {p.name: file_digest(p) for p in [*bundles_built_by(bundle.parent), *bundles_built_by(artifacts)]
+               if p != bundle and not p.name.startswith(".partial-")}
+    others = {name: other for name, other in digests.items() if other != digest}  # copies of ours are ours
     if after != digest or others:
         theirs = ", ".join([after] * (after != digest) + [f"{name} {other}" for name, other in others.items()])
         return ("the family's command validated a bundle it built itself, not this one",
@@ -534,14 +534,14 @@ def qualify_entry(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory,
     commands = {"trtmc-videoqa": job.command}
 
     precision = (entry.precision, "the manifest's declared precision (no bundle built yet)")
+    revision = revision_check(entry)
 
     def provenance(**extra: Any) -> Provenance:
         settings = {"precision_source": precision[1], "build": entry.build_settings,
-                    "revision_check": revision_check(entry)} | extra.pop("settings", {})
+                    "revision_check": revision} | extra.pop("settings", {})
         return _provenance(job, mode="trtmc", endpoint=None, served_by=None, trtmc_commit=inventory.commit,
                            server_version=f"trtmc-server built from TRTMC {inventory.commit}",
-                           effective_precision=precision[0], settings=settings, **extra
-                           ).model_copy(update={"tokenizer": tokenizer[1]})
+                           effective_precision=precision[0], settings=settings, tokenizer=tokenizer[1], **extra)
 
     def stop(status: str, reason: str, stage: StageResult, failed: str | None = None, **extra: Any) -> ResultRow:
         done = row.model_copy(update=dict(status=status, status_reason=reason, failed_stage=failed,
