@@ -116,14 +116,20 @@ def test_runner_ends_the_whole_group_past_its_wall_limit(tmp_path: Path) -> None
     assert alive in ("", "Z")  # gone (or a zombie awaiting its reaper), never left running
 
 
-def test_locate_refuses_a_wrong_version(tmp_path: Path) -> None:
+def fake_aiperf(tmp_path: Path, metadata: dict) -> Path:
+    """An `aiperf` script whose interpreter answers the metadata probe with `metadata`, as installed aiperf would."""
+    (tmp_path / "metadata.json").write_text(json.dumps(metadata))
     venv_python = tmp_path / "python"
-    venv_python.write_text(f"#!/bin/sh\nexec {sys.executable} -c \"print('{{\\\"version\\\": \\\"0.12.0\\\", "
-                           f"\\\"direct_url\\\": null}}')\"\n")
+    venv_python.write_text(f"#!/bin/sh\nexec cat {tmp_path / 'metadata.json'}\n")
     venv_python.chmod(0o755)
     fake = tmp_path / "aiperf"
     fake.write_text(f"#!{venv_python}\n")
     fake.chmod(0o755)
+    return fake
+
+
+def test_locate_refuses_a_wrong_version(tmp_path: Path) -> None:
+    fake = fake_aiperf(tmp_path, {"version": "0.12.0", "direct_url": None})
     with pytest.raises(AiperfProblem, match="0.12.0.*needs the published 0.13.0"):
         locate_aiperf(str(fake), expected_version="0.13.0")
     with pytest.raises(AiperfProblem, match="not found"):
@@ -134,13 +140,7 @@ def test_locate_refuses_a_source_checkout(tmp_path: Path) -> None:
     """aiperf 0.13.0 installed with `pip install -e` (or from git) is a source checkout: refused, not used."""
     for direct in ({"url": "file:///src/aiperf", "dir_info": {"editable": True}},
                    {"url": "https://github.com/ai-dynamo/aiperf", "vcs_info": {"vcs": "git", "commit_id": "0" * 40}}):
-        (tmp_path / "record.json").write_text(json.dumps({"version": "0.13.0", "direct_url": json.dumps(direct)}))
-        venv_python = tmp_path / "python"
-        venv_python.write_text(f"#!/bin/sh\nexec cat {tmp_path / 'record.json'}\n")
-        venv_python.chmod(0o755)
-        fake = tmp_path / "aiperf"
-        fake.write_text(f"#!{venv_python}\n")
-        fake.chmod(0o755)
+        fake = fake_aiperf(tmp_path, {"version": "0.13.0", "direct_url": json.dumps(direct)})
         with pytest.raises(AiperfProblem, match="source checkout"):
             locate_aiperf(str(fake), expected_version="0.13.0")
 

@@ -16,6 +16,7 @@ import pytest
 
 import self_test_checks as checks
 from doubles.toolchain import install_doubles
+from trtmc_videoqa.results import ResultRow
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DOUBLES = Path(__file__).parent / "doubles"
@@ -125,12 +126,16 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
     assert 'name="vlm-3b"' in junit and "<skipped" in junit
 
 
-def test_a_family_command_that_builds_its_own_bundle_does_not_validate_ours(tmp_path: Path) -> None:
-    env = dict(install_doubles(tmp_path / "bin"), VIDQA_FIXTURE_REBUILDS="1")
+def vidqa_through_doubles(tmp_path: Path, **env: str) -> ResultRow:
+    """vidqa-2b from the fixture tree through the TRTMC test doubles (env added to theirs); its row."""
     done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path / "out"), "--profile",
-                   "vidqa-2b", "--repeats", "1", "--warmup", "1", env=env)
+                   "vidqa-2b", "--repeats", "1", "--warmup", "1", env=dict(install_doubles(tmp_path / "bin"), **env))
     assert done.returncode == 0, done.stderr
-    failed = row(tmp_path / "out", "vidqa-2b")
+    return row(tmp_path / "out", "vidqa-2b")
+
+
+def test_a_family_command_that_builds_its_own_bundle_does_not_validate_ours(tmp_path: Path) -> None:
+    failed = vidqa_through_doubles(tmp_path, VIDQA_FIXTURE_REBUILDS="1")
     assert failed.status == "failed" and failed.failed_stage == "correctness"
     assert "built itself, not this one" in failed.status_reason
     ours = next(s for s in failed.stages if s.name == "build").detail.split()[-1]
@@ -145,11 +150,7 @@ def test_the_checkpoints_own_tokenizer_is_taken_from_the_hub_cache(tmp_path: Pat
     ensure_local_tokenizer(snapshot)  # stands in for the checkpoint's tokenizer files, as the build left them
     (hub / "models--example--VidQA-2B" / "refs").mkdir()
     (hub / "models--example--VidQA-2B" / "refs" / "main").write_text("1" * 40)  # what the hub served as main
-    env = dict(install_doubles(tmp_path / "bin"), HF_HUB_CACHE=str(hub))
-    done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path / "out"), "--profile",
-                   "vidqa-2b", "--repeats", "1", "--warmup", "1", env=env)
-    assert done.returncode == 0, done.stderr
-    qualified = row(tmp_path / "out", "vidqa-2b")
+    qualified = vidqa_through_doubles(tmp_path, HF_HUB_CACHE=str(hub))
     assert qualified.status == "aiperf-qualified"
     assert qualified.provenance.tokenizer == f"the checkpoint's own tokenizer (example/VidQA-2B@{'1' * 40}, hub cache)"
     assert qualified.provenance.settings["revision_check"].startswith("verified: the hub cache's main of example")
@@ -157,11 +158,7 @@ def test_the_checkpoints_own_tokenizer_is_taken_from_the_hub_cache(tmp_path: Pat
 
 
 def test_a_family_run_that_only_skips_validates_nothing(tmp_path: Path) -> None:
-    env = dict(install_doubles(tmp_path / "bin"), VIDQA_FIXTURE_SKIPS="1")
-    done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path / "out"), "--profile",
-                   "vidqa-2b", "--repeats", "1", "--warmup", "1", env=env)
-    assert done.returncode == 0, done.stderr
-    skipped = row(tmp_path / "out", "vidqa-2b")
+    skipped = vidqa_through_doubles(tmp_path, VIDQA_FIXTURE_SKIPS="1")
     assert (skipped.status, skipped.failed_stage) == ("failed", "correctness")  # pytest exited 0, nothing passed
     assert "no test passed: Bundle not found" in skipped.status_reason
 
