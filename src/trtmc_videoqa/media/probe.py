@@ -111,10 +111,9 @@ def _check_first_and_last(stream: av.VideoStream, packets: list[av.Packet], clip
                 decoder = _decoder_without_references(stream)
             elif start == last_keyframe:
                 decoder.flush_buffers()  # as after a seek: restart at the last keyframe
-            tail = packets[start:]
         else:  # the first frame's run already reaches the end: keep going
             start = stopped_at + 1
-            tail = packets[start:]
+        tail = packets[start:]
         last_frames = []
         for packet in tail:
             last_frames.extend(decoder.decode(packet))
