@@ -11,6 +11,7 @@ $TRTMC_VIDEOQA_CACHE, default /var/cache/trtmc-videoqa), 5 without.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -36,6 +37,7 @@ def _search_path() -> str:
     return os.pathsep.join([os.environ.get("PATH", ""), SBIN])
 
 
+@functools.cache
 def _as_root() -> list[str] | None:
     """The prefix that runs local-docker.sh as root: none as root, `sudo -n` where that works, else None."""
     if os.geteuid() == 0:
