@@ -36,8 +36,24 @@ def aiperf_inside(out: Path) -> float:
 
 
 def qualify(url: str, out: Path, repeats: int, warmup: int) -> float:
-    argv = [sys.executable, "-m", "trtmc_videoqa", "qualify", "--endpoint", url, "--model", DEFAULT_MODEL_NAME,
-            "--workload", "synthetic", "--out", str(out), "--repeats", str(repeats), "--warmup", str(warmup)]
+    argv = [
+        sys.executable,
+        "-m",
+        "trtmc_videoqa",
+        "qualify",
+        "--endpoint",
+        url,
+        "--model",
+        DEFAULT_MODEL_NAME,
+        "--workload",
+        "synthetic",
+        "--out",
+        str(out),
+        "--repeats",
+        str(repeats),
+        "--warmup",
+        str(warmup),
+    ]
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
     wall = time.perf_counter() - started
@@ -57,8 +73,9 @@ def bare_argv(out: Path, artifact_dir: Path) -> list[str]:
 
 def bare(argv: list[str], artifact_dir: Path, expected: int) -> float:
     started = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False,
-                          stdin=subprocess.DEVNULL, start_new_session=True)
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=600, check=False, stdin=subprocess.DEVNULL, start_new_session=True
+    )
     wall = time.perf_counter() - started
     lines = (artifact_dir / "profile_export.jsonl").read_text().splitlines()
     if done.returncode != 0 or len(lines) != expected:
@@ -97,13 +114,17 @@ def main() -> None:
                         artifacts = root / f"bare-{index}"
                         argv = bare_argv(first, artifacts)
                         theirs.append(bare(argv, artifacts, expected))
-                print(f"round {index + 1}: qualify {ours[-1]:.2f} s (outside its AIPerf run {outside[-1]:.2f} s), "
-                      f"bare aiperf {theirs[-1]:.2f} s")
+                print(
+                    f"round {index + 1}: qualify {ours[-1]:.2f} s (outside its AIPerf run {outside[-1]:.2f} s), "
+                    f"bare aiperf {theirs[-1]:.2f} s"
+                )
     ours_s, bare_s = statistics.median(ours), statistics.median(theirs)
     ratio, extra = ours_s / bare_s, ours_s - bare_s
-    print(f"median: qualify {ours_s:.2f} s, bare aiperf profile {bare_s:.2f} s, {extra:+.2f} s "
-          f"(goal <= {GOAL_RATIO:.2f}x and < {GOAL_EXTRA_S:.0f} s more); our own work outside AIPerf: median "
-          f"{statistics.median(outside):.2f} s")
+    print(
+        f"median: qualify {ours_s:.2f} s, bare aiperf profile {bare_s:.2f} s, {extra:+.2f} s "
+        f"(goal <= {GOAL_RATIO:.2f}x and < {GOAL_EXTRA_S:.0f} s more); our own work outside AIPerf: median "
+        f"{statistics.median(outside):.2f} s"
+    )
     print(f"overhead {ratio:.2f}x")
 
 

@@ -117,15 +117,19 @@ def main() -> None:
     short_gops = cached_clip(arguments.cache / f"probe-5s-720p-h264-g50-av{av.__version__}.mp4", 50)
     for path in (clip, short_gops):
         manifest = probe_clip(path)
-        print(f"clip {path.name}: {manifest.bytes:,} bytes, {manifest.width}x{manifest.height}, {manifest.fps} fps, "
-              f"{manifest.frames_counted} frames, keyframes at {keyframes(path)}")
+        print(
+            f"clip {path.name}: {manifest.bytes:,} bytes, {manifest.width}x{manifest.height}, {manifest.fps} fps, "
+            f"{manifest.frames_counted} frames, keyframes at {keyframes(path)}"
+        )
     everything = median_ms(clip, max(3, arguments.runs // 3), decode_all=True)
     print(f"probe decode_all (every frame decoded): {everything:.1f} ms")
     print(f"probe, keyframe every 2 s: {median_ms(short_gops, arguments.runs):.1f} ms")
     frames, types, cpu_ms, cores = last_frame_floor(clip)
-    print(f"the last frame depends on {frames} frames ({types}); decoding all of them costs {cpu_ms:.0f} ms of CPU "
-          f"on one thread, at least {cpu_ms / cores:.0f} ms on {cores} core(s); the probe decodes the last "
-          "packets alone (H.264 showall) instead")
+    print(
+        f"the last frame depends on {frames} frames ({types}); decoding all of them costs {cpu_ms:.0f} ms of CPU "
+        f"on one thread, at least {cpu_ms / cores:.0f} ms on {cores} core(s); the probe decodes the last "
+        "packets alone (H.264 showall) instead"
+    )
     probe = median_ms(clip, arguments.runs)
     print(f"probe 5s 720p: {probe:.1f} ms (goal < {GOAL_MS:.0f} ms) ratio {probe / GOAL_MS:.2f}")
 

@@ -31,8 +31,12 @@ def run(argv: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
 
 def untouched(out: Path) -> dict[str, int]:
     """mtimes of what a measurement would rewrite: every row's AIPerf log, outcome and result, the server log."""
-    watched = [*out.glob("checkpoints/*/aiperf/aiperf.log"), *out.glob("checkpoints/*/aiperf/outcome.json"),
-               *out.glob("checkpoints/*/result.json"), *out.glob("reference/server.log")]
+    watched = [
+        *out.glob("checkpoints/*/aiperf/aiperf.log"),
+        *out.glob("checkpoints/*/aiperf/outcome.json"),
+        *out.glob("checkpoints/*/result.json"),
+        *out.glob("reference/server.log"),
+    ]
     return {str(path): path.stat().st_mtime_ns for path in watched}
 
 
@@ -58,16 +62,22 @@ def main() -> None:
             wall, again = run(argv)
             reused = again.stdout.count("(reused)")
             if again.returncode != 0 or reused != rows:
-                raise SystemExit(f"the re-run did not reuse every row (exit {again.returncode}, {reused}/{rows}):\n"
-                                 f"{again.stdout}{again.stderr}")
+                raise SystemExit(
+                    f"the re-run did not reuse every row (exit {again.returncode}, {reused}/{rows}):\n"
+                    f"{again.stdout}{again.stderr}"
+                )
             timings.append(wall)
         after = untouched(out)
         launched = "none" if after == before else "SOMETHING WAS MEASURED AGAIN"
-        print(f"re-runs: {', '.join(f'{t:.2f}' for t in timings)} s; every row reused; AIPerf and servers launched: "
-              f"{launched}")
+        print(
+            f"re-runs: {', '.join(f'{t:.2f}' for t in timings)} s; every row reused; AIPerf and servers launched: "
+            f"{launched}"
+        )
     median = statistics.median(timings)
-    print(f"re-run with unchanged inputs: {median:.2f} s (goal < {GOAL_S:g} s), {median / first:.3f} of the first "
-          f"run ({first:.1f} s), no AIPerf launched: {'yes' if after == before else 'NO'}")
+    print(
+        f"re-run with unchanged inputs: {median:.2f} s (goal < {GOAL_S:g} s), {median / first:.3f} of the first "
+        f"run ({first:.1f} s), no AIPerf launched: {'yes' if after == before else 'NO'}"
+    )
 
 
 if __name__ == "__main__":

@@ -44,9 +44,29 @@ def main() -> None:
         with ServerProcess(argv_for_subprocess(config), url=url, log_path=root / "server.log", startup_timeout_s=60):
             out = root / "out"
             done = subprocess.run(
-                [sys.executable, "-m", "trtmc_videoqa", "qualify", "--endpoint", url, "--model", DEFAULT_MODEL_NAME,
-                 "--workload", "synthetic", "--out", str(out), "--repeats", str(args.repeats), "--warmup", "1"],
-                capture_output=True, text=True, timeout=600, check=False)
+                [
+                    sys.executable,
+                    "-m",
+                    "trtmc_videoqa",
+                    "qualify",
+                    "--endpoint",
+                    url,
+                    "--model",
+                    DEFAULT_MODEL_NAME,
+                    "--workload",
+                    "synthetic",
+                    "--out",
+                    str(out),
+                    "--repeats",
+                    str(args.repeats),
+                    "--warmup",
+                    "1",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
+            )
         if done.returncode != 0:
             raise SystemExit(f"qualify failed (exit {done.returncode}):\n{done.stderr}")
         row = json.loads((out / "checkpoints" / DEFAULT_MODEL_NAME / "result.json").read_text())
@@ -55,24 +75,37 @@ def main() -> None:
             record = json.loads(line)
             served[record["request_id"]] = record
     profiling = [r for r in row["requests"] if r["phase"] == "profiling"]
-    joined = [r for r in profiling if r["x_request_id"] in served and r["client_latency_ms"] is not None
-              and r["server_task_ms"] is not None
-              and abs(served[r["x_request_id"]]["model_call_ms"] - r["server_task_ms"]) < 0.01]
+    joined = [
+        r
+        for r in profiling
+        if r["x_request_id"] in served
+        and r["client_latency_ms"] is not None
+        and r["server_task_ms"] is not None
+        and abs(served[r["x_request_id"]]["model_call_ms"] - r["server_task_ms"]) < 0.01
+    ]
     tasks = [r["server_task_ms"] for r in joined]
     differences = [r["client_latency_ms"] - r["server_task_ms"] for r in joined]
     client_p50, task_p50 = row["client_latency"]["p50_ms"], row["server_task_time"]["p50_ms"]
     gap = client_p50 - task_p50
     print(f"status {row['status']}; task time from {row['task_time_field']}; D = {added:g} ms")
-    print(f"joined by X-Request-ID: {len(joined)}/{len(profiling)} profiling requests "
-          f"(both figures, and the server's record for that id)")
-    print(f"server task time: min {min(tasks):.2f} ms, p50 {task_p50:.2f} ms "
-          f"({'every one' if min(tasks) >= added else 'NOT every one'} >= D)")
-    print(f"client latency (AIPerf): p50 {client_p50:.2f} ms; per request client - task: "
-          f"median {statistics.median(differences):.2f} ms, max {max(differences):.2f} ms")
+    print(
+        f"joined by X-Request-ID: {len(joined)}/{len(profiling)} profiling requests "
+        f"(both figures, and the server's record for that id)"
+    )
+    print(
+        f"server task time: min {min(tasks):.2f} ms, p50 {task_p50:.2f} ms "
+        f"({'every one' if min(tasks) >= added else 'NOT every one'} >= D)"
+    )
+    print(
+        f"client latency (AIPerf): p50 {client_p50:.2f} ms; per request client - task: "
+        f"median {statistics.median(differences):.2f} ms, max {max(differences):.2f} ms"
+    )
     ok = len(joined) == len(profiling) > 0 and min(tasks) >= added and gap <= GOAL_MS
-    print(f"timing fidelity: client p50 - task p50 = {gap:.2f} ms (goal <= {GOAL_MS:g} ms), "
-          f"task >= D {'yes' if min(tasks) >= added else 'no'}, joined {len(joined)}/{len(profiling)}: "
-          f"{'meets the goal' if ok else 'MISSES the goal'}")
+    print(
+        f"timing fidelity: client p50 - task p50 = {gap:.2f} ms (goal <= {GOAL_MS:g} ms), "
+        f"task >= D {'yes' if min(tasks) >= added else 'no'}, joined {len(joined)}/{len(profiling)}: "
+        f"{'meets the goal' if ok else 'MISSES the goal'}"
+    )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,9 @@ def row(profile: str, code: int, limit: str, log: Path, command: str | None, why
     except OSError:
         lines = []
     tail = [line[:LINE_CHARS] for line in lines[-TAIL_LINES:] if line.strip()]
-    evidence = ([f"qualify.log (exit {code}), last lines:", *tail] if lines
-                else [f"no log: {why or reason(code, limit)}"])
+    evidence = (
+        [f"qualify.log (exit {code}), last lines:", *tail] if lines else [f"no log: {why or reason(code, limit)}"]
+    )
     return {
         "schema_version": SCHEMA,
         "profile": profile,
@@ -55,8 +56,9 @@ def main() -> int:
     parser.add_argument("--command")
     parser.add_argument("--reason", help="the reason in words, where the exit code does not tell it")
     args = parser.parse_args()
-    data = json.dumps(row(args.profile, args.exit_code, args.limit, args.log, args.command, args.reason),
-                      indent=2) + "\n"
+    data = (
+        json.dumps(row(args.profile, args.exit_code, args.limit, args.log, args.command, args.reason), indent=2) + "\n"
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=args.out.parent, prefix=".result-")
     with os.fdopen(handle, "w", encoding="utf-8") as stream:

@@ -60,8 +60,11 @@ def read_config_files(environ: dict[str, str]) -> dict[str, str]:
     """The same keys from the environment and the files pip reads, in pip's order (later files win)."""
     home = Path(environ.get("HOME", "~")).expanduser()
     files = [Path(d) / "pip" / "pip.conf" for d in reversed(environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(":")) if d]
-    files += [Path("/etc/pip.conf"), home / ".pip" / "pip.conf",
-              Path(environ.get("XDG_CONFIG_HOME", home / ".config")) / "pip" / "pip.conf"]
+    files += [
+        Path("/etc/pip.conf"),
+        home / ".pip" / "pip.conf",
+        Path(environ.get("XDG_CONFIG_HOME", home / ".config")) / "pip" / "pip.conf",
+    ]
     if environ.get("VIRTUAL_ENV"):
         files.append(Path(environ["VIRTUAL_ENV"]) / "pip.conf")
     if environ.get("PIP_CONFIG_FILE"):  # pip reads it last of all the files: it wins
@@ -105,8 +108,10 @@ def _shown(value: str) -> str:
 def _checked(url: str, setting: str) -> str:
     parts = urlsplit(url)
     if parts.username or parts.password:
-        raise Refused(f"{setting} carries credentials ({_shown(url)}); a build argument shows in the image "
-                      "history, so it is not passed. Use an index that needs none inside the build.")
+        raise Refused(
+            f"{setting} carries credentials ({_shown(url)}); a build argument shows in the image "
+            "history, so it is not passed. Use an index that needs none inside the build."
+        )
     return url
 
 

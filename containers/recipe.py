@@ -1,12 +1,12 @@
 """What the shell recipes read, with the standard library only (it runs on a bare base image's python3).
 
-    python3 recipe.py pin PINS KEY                  a value of the pin file, e.g. trtmc.commit, images.cpu.python;
-                                                    aiperf.requirement is package==version
-    python3 recipe.py requirements PYPROJECT        this package's dependencies, one a line, without aiperf (it
-                                                    gets an environment of its own) and dagger-io (only the Dagger
-                                                    module imports it, inside the engine), plus what the package
-                                                    imports that only aiperf brought (tokenizers)
-    python3 recipe.py profiles MATRIX.json          the profiles of a `trtmc-videoqa matrix` list, one a line
+python3 recipe.py pin PINS KEY                  a value of the pin file, e.g. trtmc.commit, images.cpu.python;
+                                                aiperf.requirement is package==version
+python3 recipe.py requirements PYPROJECT        this package's dependencies, one a line, without aiperf (it
+                                                gets an environment of its own) and dagger-io (only the Dagger
+                                                module imports it, inside the engine), plus what the package
+                                                imports that only aiperf brought (tokenizers)
+python3 recipe.py profiles MATRIX.json          the profiles of a `trtmc-videoqa matrix` list, one a line
 """
 
 from __future__ import annotations

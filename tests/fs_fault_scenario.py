@@ -34,14 +34,38 @@ def umount(path: Path) -> None:
 
 def qualify(url: str, out: Path) -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, "-m", "trtmc_videoqa", "qualify", "--endpoint", url, "--model", DEFAULT_MODEL_NAME,
-         "--workload", "synthetic", "--repeats", "1", "--warmup", "1", "--out", str(out)],
-        capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "trtmc_videoqa",
+            "qualify",
+            "--endpoint",
+            url,
+            "--model",
+            DEFAULT_MODEL_NAME,
+            "--workload",
+            "synthetic",
+            "--repeats",
+            "1",
+            "--warmup",
+            "1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     result = out / "checkpoints" / DEFAULT_MODEL_NAME / "result.json"
     status = json.loads(result.read_text())["status"] if result.is_file() else None
-    return {"exit": done.returncode, "stdout": done.stdout, "stderr": done.stderr, "status": status,
-            "lock_left": (out / LOCK).exists(),
-            "temporaries_left": sorted(str(p) for p in out.rglob(".*.tmp")) if out.is_dir() else []}
+    return {
+        "exit": done.returncode,
+        "stdout": done.stdout,
+        "stderr": done.stderr,
+        "status": status,
+        "lock_left": (out / LOCK).exists(),
+        "temporaries_left": sorted(str(p) for p in out.rglob(".*.tmp")) if out.is_dir() else [],
+    }
 
 
 def snapshot(root: Path) -> dict[str, int]:

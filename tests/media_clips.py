@@ -41,8 +41,16 @@ def measured_square_x(pixels: np.ndarray) -> int:
     return int(columns[0]) if columns.size else -1
 
 
-def write_clip(path: Path, container_format: str, codec: str, pix_fmt: str, *, audio: bool = False,
-               options: dict[str, str] | None = None, frames: int = FRAMES) -> Path:
+def write_clip(
+    path: Path,
+    container_format: str,
+    codec: str,
+    pix_fmt: str,
+    *,
+    audio: bool = False,
+    options: dict[str, str] | None = None,
+    frames: int = FRAMES,
+) -> Path:
     time_base = Fraction(1, FPS)
     with av.open(str(path), "w", format=container_format, options=options or {}) as container:
         video = container.add_stream(codec, rate=FPS)

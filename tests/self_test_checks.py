@@ -10,8 +10,10 @@ import pytest
 
 from trtmc_videoqa.results import Report, ResultRow
 
-SELF_TEST_ROWS = {"reference-self-test.synthetic": "endpoint-qualified",
-                  "reference-self-test.bigbuckbunny": "endpoint-qualified"}
+SELF_TEST_ROWS = {
+    "reference-self-test.synthetic": "endpoint-qualified",
+    "reference-self-test.bigbuckbunny": "endpoint-qualified",
+}
 
 
 def row(out: Path, profile: str) -> ResultRow:
@@ -19,8 +21,14 @@ def row(out: Path, profile: str) -> ResultRow:
 
 
 def check_every_report_written(out: Path) -> Report:
-    for name in ("report.json", "report.md", "report.html", "junit.xml", "workload/synthetic/frames.png",
-                 "workload/bigbuckbunny/forward.json"):
+    for name in (
+        "report.json",
+        "report.md",
+        "report.html",
+        "junit.xml",
+        "workload/synthetic/frames.png",
+        "workload/bigbuckbunny/forward.json",
+    ):
         assert (out / name).is_file(), name
     report = Report.model_validate_json((out / "report.json").read_bytes())
     assert report.reference_self_test and "test double" in report.title
@@ -72,8 +80,10 @@ def check_sampling_is_the_servers_and_the_real_clip_is_transport_only(out: Path)
     assert synthetic.sampling["applied_by_server"] == synthetic.sampling["policy"]  # the strip shows what it saw
     assert "mismatch" not in synthetic.sampling
     real = row(out, "reference-self-test.bigbuckbunny")
-    assert "transport and timing only" in real.status_reason and "40 of 40 answers were no answer, as expected" \
-        in real.status_reason
+    assert (
+        "transport and timing only" in real.status_reason
+        and "40 of 40 answers were no answer, as expected" in real.status_reason
+    )
 
 
 def check_self_test(out: Path) -> Report:

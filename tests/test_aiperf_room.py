@@ -15,10 +15,13 @@ from trtmc_videoqa.aiperf.dataset import Prompt, input_file_lines, plan_requests
 from trtmc_videoqa.aiperf.exports import read_client_records, scrub_exports
 from trtmc_videoqa.aiperf.locate import AiperfProblem, locate_aiperf
 from trtmc_videoqa.aiperf.runner import run_with_wall_limit
-from trtmc_videoqa.measure import latency_stats, min_samples, requests_per_second
+from trtmc_videoqa.stats import latency_stats, min_samples, requests_per_second
 
-PROMPTS = [Prompt(question_id=q, clip_id=c, clip_path=f"/clips/{c}.mp4", text=f"{q}?")
-           for q in ("q1", "q2") for c in ("forward", "reversed")]
+PROMPTS = [
+    Prompt(question_id=q, clip_id=c, clip_path=f"/clips/{c}.mp4", text=f"{q}?")
+    for q in ("q1", "q2")
+    for c in ("forward", "reversed")
+]
 
 
 def test_plan_puts_warmup_first_and_covers_every_row_once() -> None:
@@ -43,9 +46,17 @@ def test_plan_refuses_nonsense(repeats: int, warmup: int) -> None:
 
 
 def test_argv_sets_counts_timeout_and_hides_the_key_when_reproduced() -> None:
-    settings = AiperfSettings(url="http://127.0.0.1:1", model="m", tokenizer="/tok", input_file="/in.jsonl",
-                              artifact_dir="/art", warmup_requests=2, profiling_requests=12, request_timeout_s=30,
-                              api_key="s3cret-token")
+    settings = AiperfSettings(
+        url="http://127.0.0.1:1",
+        model="m",
+        tokenizer="/tok",
+        input_file="/in.jsonl",
+        artifact_dir="/art",
+        warmup_requests=2,
+        profiling_requests=12,
+        request_timeout_s=30,
+        api_key="s3cret-token",
+    )
     argv = profile_argv("/bin/aiperf", settings)
     assert argv[argv.index("--request-count") + 1] == "12"
     assert argv[argv.index("--warmup-request-count") + 1] == "2"
@@ -57,12 +68,21 @@ def test_argv_sets_counts_timeout_and_hides_the_key_when_reproduced() -> None:
 
 
 def _raw(session: str, request_id: str, phase: str, body: dict | None, error: dict | None = None) -> dict:
-    record = {"metadata": {"conversation_id": session, "x_request_id": request_id, "benchmark_phase": phase,
-                           "session_num": 0, "request_start_ns": 1_000_000_000, "request_end_ns": 1_050_000_000},
-              "request_headers": {"Authorization": "Bearer s3cret-token", "X-Request-ID": request_id},
-              "payload": {"messages": [{"content": [{"type": "video_url",
-                                                     "video_url": {"url": "data:video/mp4;base64,AAAAAAAA"}}]}]},
-              "status": 200 if error is None else None}
+    record = {
+        "metadata": {
+            "conversation_id": session,
+            "x_request_id": request_id,
+            "benchmark_phase": phase,
+            "session_num": 0,
+            "request_start_ns": 1_000_000_000,
+            "request_end_ns": 1_050_000_000,
+        },
+        "request_headers": {"Authorization": "Bearer s3cret-token", "X-Request-ID": request_id},
+        "payload": {
+            "messages": [{"content": [{"type": "video_url", "video_url": {"url": "data:video/mp4;base64,AAAAAAAA"}}]}]
+        },
+        "status": 200 if error is None else None,
+    }
     if body is not None:
         record["responses"] = [{"perf_ns": 1, "text": json.dumps(body)}]
     if error is not None:
@@ -71,14 +91,29 @@ def _raw(session: str, request_id: str, phase: str, body: dict | None, error: di
 
 
 def test_exports_are_read_by_identity_and_scrubbed(tmp_path: Path) -> None:
-    ok = {"choices": [{"message": {"content": "B"}, "finish_reason": "stop"}], "usage": {"completion_tokens": 1},
-          "trtmc_timing": {"model_call_ms": 12.5}}
-    raw = [_raw("warm-0", "r0", "warmup", ok), _raw("q1.forward.r00", "r1", "profiling", ok),
-           _raw("q1.reversed.r00", "r2", "profiling", None, {"code": 500, "type": "Internal Server Error",
-                                                             "message": "boom"})]
+    ok = {
+        "choices": [{"message": {"content": "B"}, "finish_reason": "stop"}],
+        "usage": {"completion_tokens": 1},
+        "trtmc_timing": {"model_call_ms": 12.5},
+    }
+    raw = [
+        _raw("warm-0", "r0", "warmup", ok),
+        _raw("q1.forward.r00", "r1", "profiling", ok),
+        _raw(
+            "q1.reversed.r00",
+            "r2",
+            "profiling",
+            None,
+            {"code": 500, "type": "Internal Server Error", "message": "boom"},
+        ),
+    ]
     (tmp_path / "profile_export_raw.jsonl").write_text("".join(json.dumps(r) + "\n" for r in raw) + '{"cut off')
-    (tmp_path / "profile_export.jsonl").write_text(json.dumps(
-        {"metadata": {"x_request_id": "r1", "session_num": 0}, "metrics": {"request_latency": {"value": 50.0}}}) + "\n")
+    (tmp_path / "profile_export.jsonl").write_text(
+        json.dumps(
+            {"metadata": {"x_request_id": "r1", "session_num": 0}, "metrics": {"request_latency": {"value": 50.0}}}
+        )
+        + "\n"
+    )
     records = {r.session_id: r for r in read_client_records(tmp_path)}
     assert set(records) == {"warm-0", "q1.forward.r00", "q1.reversed.r00"}  # the truncated line is skipped
     assert records["warm-0"].phase == "warmup" and records["warm-0"].answer == "B"
@@ -105,8 +140,10 @@ def test_latency_figures_need_enough_samples() -> None:
 
 def test_runner_ends_the_whole_group_past_its_wall_limit(tmp_path: Path) -> None:
     pid_file = tmp_path / "child.pid"
-    script = (f"import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; "
-              f"time.sleep(60)']); open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+    script = (
+        f"import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; "
+        f"time.sleep(60)']); open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)"
+    )
     start = time.monotonic()
     outcome = run_with_wall_limit([sys.executable, "-c", script], wall_limit_s=1.5, log_path=tmp_path / "log")
     assert outcome.timed_out and time.monotonic() - start < 20
@@ -138,8 +175,10 @@ def test_locate_refuses_a_wrong_version(tmp_path: Path) -> None:
 
 def test_locate_refuses_a_source_checkout(tmp_path: Path) -> None:
     """aiperf 0.13.0 installed with `pip install -e` (or from git) is a source checkout: refused, not used."""
-    for direct in ({"url": "file:///src/aiperf", "dir_info": {"editable": True}},
-                   {"url": "https://github.com/ai-dynamo/aiperf", "vcs_info": {"vcs": "git", "commit_id": "0" * 40}}):
+    for direct in (
+        {"url": "file:///src/aiperf", "dir_info": {"editable": True}},
+        {"url": "https://github.com/ai-dynamo/aiperf", "vcs_info": {"vcs": "git", "commit_id": "0" * 40}},
+    ):
         fake = fake_aiperf(tmp_path, {"version": "0.13.0", "direct_url": json.dumps(direct)})
         with pytest.raises(AiperfProblem, match="source checkout"):
             locate_aiperf(str(fake), expected_version="0.13.0")
@@ -176,8 +215,24 @@ def test_a_records_file_with_lines_that_are_not_records_is_read_around_them(tmp_
 
 
 def test_server_records_must_name_a_file(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "trtmc_videoqa", "qualify", "--endpoint", "http://127.0.0.1:9",
-                           "--model", "m", "--server-records", str(tmp_path / "absent.jsonl"), "--out",
-                           str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trtmc_videoqa",
+            "qualify",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--server-records",
+            str(tmp_path / "absent.jsonl"),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "--server-records" in done.stderr and "no such file" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()

@@ -6,8 +6,8 @@ import json
 import os
 import shutil
 import subprocess
-import time
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,8 +17,9 @@ SUBCOMMANDS = ("inventory", "matrix", "qualify", "report", "probe", "serve-refer
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "trtmc_videoqa", *args], capture_output=True, text=True,
-                          timeout=120, cwd=cwd, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "trtmc_videoqa", *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env
+    )
 
 
 def assert_bad_input(done: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -62,15 +63,23 @@ def test_inventory_summary_counts_skipped_manifests(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "skipped 1 manifest(s), so no row" in done.stdout and "other path(s)" not in done.stdout
     skipped = json.loads((tmp_path / "out" / "inventory.json").read_text())["skipped"]
-    assert skipped == [{"path": "families/vlm/tests/manifests/not-a-file.json",
-                        "reason": "not a regular file (a directory); not read"}]
+    assert skipped == [
+        {"path": "families/vlm/tests/manifests/not-a-file.json", "reason": "not a regular file (a directory); not read"}
+    ]
 
 
 def test_inventory_against_an_earlier_run(tmp_path: Path) -> None:
     first = tmp_path / "first"
     assert run_cli("inventory", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(first)).returncode == 0
-    done = run_cli("inventory", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(tmp_path / "second"),
-                   "--against", str(first / "inventory.json"))
+    done = run_cli(
+        "inventory",
+        "--trtmc",
+        str(FIXTURES / "trtmc_e2e"),
+        "--out",
+        str(tmp_path / "second"),
+        "--against",
+        str(first / "inventory.json"),
+    )
     assert done.returncode == 0, done.stderr
     assert "0 added, 0 removed, 0 changed" in done.stdout
 
@@ -94,8 +103,9 @@ def test_against_a_bad_inventory_file(tmp_path: Path, content: str | None) -> No
     old = tmp_path / "old.json"
     if content is not None:
         old.write_text(content)
-    done = run_cli("inventory", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(tmp_path / "o"),
-                   "--against", str(old))
+    done = run_cli(
+        "inventory", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(tmp_path / "o"), "--against", str(old)
+    )
     assert_bad_input(done, "--against", "old.json")
     assert not (tmp_path / "o").exists()  # refused before anything was written
 
@@ -183,8 +193,11 @@ def test_serve_reference_serves_on_loopback(tmp_path: Path) -> None:
     import httpx
 
     url_file = tmp_path / "url"
-    process = subprocess.Popen([sys.executable, "-m", "trtmc_videoqa", "serve-reference", "--url-file", str(url_file)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trtmc_videoqa", "serve-reference", "--url-file", str(url_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         for _ in range(200):
             if url_file.is_file() and url_file.read_text().strip():

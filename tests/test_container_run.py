@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 import self_test_checks as checks
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,8 +50,10 @@ def _as_root() -> list[str] | None:
 def _why_not() -> str | None:
     missing = [tool for tool in ENGINE_TOOLS if shutil.which(tool, path=_search_path()) is None]
     if missing:
-        return (f"{', '.join(missing)} not installed; as root, `sh containers/local-docker.sh install` installs "
-                "Debian's docker.io and debootstrap (.ci/run does)")
+        return (
+            f"{', '.join(missing)} not installed; as root, `sh containers/local-docker.sh install` installs "
+            "Debian's docker.io and debootstrap (.ci/run does)"
+        )
     if _as_root() is None:
         return "starting a Docker daemon and debootstrap need root, and `sudo -n` is not allowed here"
     return None
@@ -100,8 +101,24 @@ def image(engine: dict[str, str]) -> dict[str, str]:
 def self_test_run(image: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("container-artifacts")
     user = f"{os.getuid()}:{os.getgid()}"  # artifacts owned by whoever runs the tests
-    done = _run(["docker", "run", "--rm", "--network", "host", "--user", user, "--env", "HOME=/tmp",
-                 "--volume", f"{out}:/work/artifacts", TAG], image, timeout=900)
+    done = _run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "host",
+            "--user",
+            user,
+            "--env",
+            "HOME=/tmp",
+            "--volume",
+            f"{out}:/work/artifacts",
+            TAG,
+        ],
+        image,
+        timeout=900,
+    )
     assert done.returncode == 0, f"the self-test in the image failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert "endpoint-qualified" in done.stdout
     return out
@@ -131,8 +148,21 @@ def test_the_cpu_image_builds_from_the_local_base_with_the_hosts_index_and_no_cr
     assert "file://" not in history and "/opt/wheels" not in history  # nothing local to this machine
     layers = history + json.dumps(inspect["Config"])
     assert SECRET not in layers and "HF_TOKEN=" not in layers and "TRTMC_SERVE_TOKEN=" not in layers
-    version = _run(["docker", "run", "--rm", "--network", "host", TAG, "/opt/aiperf/bin/python", "-c",
-                    "import importlib.metadata as m; print(m.version('aiperf'))"], image, timeout=120)
+    version = _run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "host",
+            TAG,
+            "/opt/aiperf/bin/python",
+            "-c",
+            "import importlib.metadata as m; print(m.version('aiperf'))",
+        ],
+        image,
+        timeout=120,
+    )
     assert version.stdout.strip() == "0.13.0", version.stderr  # the published aiperf, in an environment of its own
 
 

@@ -86,18 +86,28 @@ def test_the_runtime_is_built_for_sm90_by_argument() -> None:
 
 
 def test_aiperf_comes_from_the_pin_file_only() -> None:
-    done = subprocess.run([sys.executable, str(CONTAINERS / "recipe.py"), "pin", str(CONTAINERS / "pins.toml"),
-                           "aiperf.requirement"], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, str(CONTAINERS / "recipe.py"), "pin", str(CONTAINERS / "pins.toml"), "aiperf.requirement"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert done.stdout.strip() == PINS.aiperf.requirement == "aiperf==0.13.0"
     pyproject = (REPO / "pyproject.toml").read_text()
     assert f'"{PINS.aiperf.requirement}"' in pyproject  # the package's own dependency says the same
     for path in [*RECIPES.values(), *SCRIPTS]:
-        assert not re.search(r"aiperf\s*[=<>~]=\s*[0-9]", path.read_text()), f"{path.name} names an aiperf version itself"
+        assert not re.search(r"aiperf\s*[=<>~]=\s*[0-9]", path.read_text()), (
+            f"{path.name} names an aiperf version itself"
+        )
 
 
 def test_the_package_environment_leaves_out_aiperf_and_dagger() -> None:
-    done = subprocess.run([sys.executable, str(CONTAINERS / "recipe.py"), "requirements", str(REPO / "pyproject.toml")],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, str(CONTAINERS / "recipe.py"), "requirements", str(REPO / "pyproject.toml")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     names = {re.split(r"[<>=!~;\[ ]", line)[0].lower() for line in done.stdout.split()}
     assert "aiperf" not in names and "dagger-io" not in names
     assert {"pydantic", "av", "httpx", "fastapi", "uvicorn", "tokenizers"} <= names
@@ -105,8 +115,8 @@ def test_the_package_environment_leaves_out_aiperf_and_dagger() -> None:
 
 def test_both_recipes_install_the_python_side_with_the_same_script_as_the_module() -> None:
     from dagger import dag
-
     from test_dagger_module import execs, runs_script
+
     from trtmc_videoqa import dagger_module
     from trtmc_videoqa.dagger_module import TrtmcVideoqa
 
@@ -142,7 +152,9 @@ def test_the_recipes_copy_what_the_module_uploads() -> None:
 
 def test_system_package_lists_exist_for_both_images() -> None:
     for image in ("cpu", "runtime"):
-        listed = [line.split("#")[0].strip() for line in (CONTAINERS / "packages" / f"{image}.txt").read_text().splitlines()]
+        listed = [
+            line.split("#")[0].strip() for line in (CONTAINERS / "packages" / f"{image}.txt").read_text().splitlines()
+        ]
         assert "git" in listed  # the audit reads the checkout's commit with it
     runtime = (CONTAINERS / "packages" / "runtime.txt").read_text().split()
     assert {"ccache", "cmake", "ninja-build", "build-essential"} <= set(runtime)
@@ -171,8 +183,21 @@ def test_a_step_that_crashes_still_leaves_a_failed_row_with_its_output(tmp_path)
     cli.write_text("#!/bin/sh\necho 'starting trtmc-server'\necho 'Traceback: boom' >&2\nexit 1\n")
     cli.chmod(0o755)
     out = tmp_path / "artifacts"
-    done = subprocess.run(["sh", str(CONTAINERS / "qualify-one.sh"), "vidqa-2b", "/opt/trtmc/src", str(out), "30",
-                           "--workload", "bigbuckbunny"], capture_output=True, text=True, env=_path_with(fake, BIN))
+    done = subprocess.run(
+        [
+            "sh",
+            str(CONTAINERS / "qualify-one.sh"),
+            "vidqa-2b",
+            "/opt/trtmc/src",
+            str(out),
+            "30",
+            "--workload",
+            "bigbuckbunny",
+        ],
+        capture_output=True,
+        text=True,
+        env=_path_with(fake, BIN),
+    )
     assert done.returncode == 0, done.stderr
     row_dir = out / "checkpoints" / "vidqa-2b"
     row = ResultRow.model_validate_json((row_dir / "result.json").read_bytes())
@@ -188,8 +213,13 @@ def test_a_step_past_its_wall_limit_is_a_failed_row(tmp_path) -> None:
     (fake / "trtmc-videoqa").write_text("#!/bin/sh\nexec sleep 30\n")
     (fake / "trtmc-videoqa").chmod(0o755)
     out = tmp_path / "artifacts"
-    subprocess.run(["sh", str(CONTAINERS / "qualify-one.sh"), "p", "/x", str(out), "1"], check=True,
-                   capture_output=True, env=_path_with(fake, BIN), timeout=20)
+    subprocess.run(
+        ["sh", str(CONTAINERS / "qualify-one.sh"), "p", "/x", str(out), "1"],
+        check=True,
+        capture_output=True,
+        env=_path_with(fake, BIN),
+        timeout=20,
+    )
     row = ResultRow.model_validate_json((out / "checkpoints" / "p" / "result.json").read_bytes())
     assert row.status == "failed" and "wall limit of 1 s" in row.status_reason
 
@@ -200,25 +230,43 @@ def test_a_row_the_step_wrote_is_kept(tmp_path) -> None:
     # what a real run leaves: its own row (here: a minimal one), exit 0
     (fake / "trtmc-videoqa").write_text(
         '#!/bin/sh\nmkdir -p "$7/checkpoints/p"\n'
-        'printf \'{"profile": "p", "status": "unsupported", "status_reason": "r"}\' > "$7/checkpoints/p/result.json"\n')
+        'printf \'{"profile": "p", "status": "unsupported", "status_reason": "r"}\' > "$7/checkpoints/p/result.json"\n'
+    )
     (fake / "trtmc-videoqa").chmod(0o755)
     out = tmp_path / "artifacts"
-    subprocess.run(["sh", str(CONTAINERS / "qualify-one.sh"), "p", "/x", str(out), "30"], check=True,
-                   capture_output=True, env=_path_with(fake, BIN))
+    subprocess.run(
+        ["sh", str(CONTAINERS / "qualify-one.sh"), "p", "/x", str(out), "30"],
+        check=True,
+        capture_output=True,
+        env=_path_with(fake, BIN),
+    )
     assert json.loads((out / "checkpoints" / "p" / "result.json").read_text())["status"] == "unsupported"
 
 
 def test_the_inventory_step_writes_the_rows_that_need_no_gpu_and_the_matrix(tmp_path) -> None:
     """The recipe with the real CLI on a fixture tree, as the CPU image runs it (about 2 s)."""
     out = tmp_path / "inventory"
-    done = subprocess.run(["sh", str(CONTAINERS / "inventory-rows.sh"), str(REPO / "tests/fixtures/trtmc_families"),
-                           str(out), "--workload", "synthetic"], capture_output=True, text=True,
-                          env=_path_with(BIN), timeout=120)
+    done = subprocess.run(
+        [
+            "sh",
+            str(CONTAINERS / "inventory-rows.sh"),
+            str(REPO / "tests/fixtures/trtmc_families"),
+            str(out),
+            "--workload",
+            "synthetic",
+        ],
+        capture_output=True,
+        text=True,
+        env=_path_with(BIN),
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     capable = json.loads((out / "matrix.json").read_text())
     assert capable  # the fixture tree has capable profiles ...
-    rows = {p.parent.name: ResultRow.model_validate_json(p.read_bytes())
-            for p in (out / "checkpoints").glob("*/result.json")}
+    rows = {
+        p.parent.name: ResultRow.model_validate_json(p.read_bytes())
+        for p in (out / "checkpoints").glob("*/result.json")
+    }
     assert rows and not set(capable) & set(rows)  # ... and their rows are left to the GPU execs
     assert "unsupported" in {row.status for row in rows.values()}
     report = json.loads((out / "report.json").read_text())
@@ -230,8 +278,13 @@ def test_the_runtime_recipe_carries_its_pins_and_fetches_trtmc_by_the_pinned_com
     """The runtime recipe cannot be built here (no CUDA base); what it pins is checked, and its fetch step runs for
     real against a local repository named through a pin file of the same shape."""
     steps = instructions(RECIPES["runtime"])
-    copied_before_fetch = " ".join(rest for kind, rest in steps[:[s[1] for s in steps].index(
-        "sh /opt/trtmc-videoqa/src/containers/fetch-trtmc.sh /opt/trtmc/src")] if kind == "COPY")
+    copied_before_fetch = " ".join(
+        rest
+        for kind, rest in steps[
+            : [s[1] for s in steps].index("sh /opt/trtmc-videoqa/src/containers/fetch-trtmc.sh /opt/trtmc/src")
+        ]
+        if kind == "COPY"
+    )
     assert "containers/pins.toml" in copied_before_fetch and "containers/recipe.py" in copied_before_fetch
     assert env_of(RECIPES["runtime"])["TRTMC_VIDEOQA_PINS"] == "/opt/trtmc-videoqa/src/containers/pins.toml"
     assert PINS.images["runtime"].python == "3.12"  # install-python.sh says so when the base differs
@@ -252,8 +305,9 @@ def test_the_runtime_recipe_carries_its_pins_and_fetches_trtmc_by_the_pinned_com
         pins = re.sub(r'(?m)^commit = ".*"$', f'commit = "{commit}"', pins)
         (tmp_path / "pins.toml").write_text(pins)
         env = {**os.environ, "TRTMC_VIDEOQA_PINS": str(tmp_path / "pins.toml")}
-        return subprocess.run(["sh", str(CONTAINERS / "fetch-trtmc.sh"), str(dest)], capture_output=True, text=True,
-                              env=env, timeout=60)
+        return subprocess.run(
+            ["sh", str(CONTAINERS / "fetch-trtmc.sh"), str(dest)], capture_output=True, text=True, env=env, timeout=60
+        )
 
     done = fetch(pinned, tmp_path / "src")
     assert done.returncode == 0, done.stderr

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from importlib import metadata
 import json
 import tomllib
 import typing
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 import anyio
@@ -35,6 +35,7 @@ SERVE_PLAINTEXT = "serve-not-a-real-key-9876"
 
 # --- the one helper that reads the built pipeline ------------------------------------------------------------------
 
+
 class Plan(list):
     """The selections of one Dagger object, root first: (type, field, args); object args are nested Plans."""
 
@@ -51,6 +52,7 @@ def plan(obj) -> Plan:
 
 
 # --- reading a plan ---------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Exec:
@@ -78,7 +80,7 @@ def execs(obj) -> list[Exec]:
         state: dict = dict(image=None, gpu=False, env={}, secrets={}, mounts={}, directories={}, labels={})
         for index, (_, name, args) in enumerate(chain):
             for arg in args.values():
-                for nested in ([arg] if isinstance(arg, Plan) or not isinstance(arg, list) else arg):
+                for nested in [arg] if isinstance(arg, Plan) or not isinstance(arg, list) else arg:
                     if isinstance(nested, Plan):
                         walk(nested)
             if name == "from":
@@ -98,11 +100,21 @@ def execs(obj) -> list[Exec]:
                 state["labels"] = {**state["labels"], args["name"]: args["value"]}
             elif name == "withExec":
                 prefix = Plan(chain[: index + 1])
-                found.setdefault(_fingerprint(prefix), Exec(
-                    argv=args["args"], image=state["image"], expect=args.get("expect", "SUCCESS"),
-                    gpu=state["gpu"], env=dict(state["env"]), secrets=dict(state["secrets"]),
-                    mounts=dict(state["mounts"]), directories=dict(state["directories"]),
-                    labels=dict(state["labels"]), chain=prefix))
+                found.setdefault(
+                    _fingerprint(prefix),
+                    Exec(
+                        argv=args["args"],
+                        image=state["image"],
+                        expect=args.get("expect", "SUCCESS"),
+                        gpu=state["gpu"],
+                        env=dict(state["env"]),
+                        secrets=dict(state["secrets"]),
+                        mounts=dict(state["mounts"]),
+                        directories=dict(state["directories"]),
+                        labels=dict(state["labels"]),
+                        chain=prefix,
+                    ),
+                )
 
     walk(plan(obj))
     return list(found.values())
@@ -125,6 +137,7 @@ def everything(obj) -> str:
 
 
 # --- fixtures ---------------------------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def module() -> TrtmcVideoqa:
@@ -152,6 +165,7 @@ def pinned(tmp_path, monkeypatch):
 
 # --- images and pins --------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["cpu", "runtime"])
 def test_base_images_come_from_the_pin_file_and_unpinned_is_said(module, name) -> None:
     image = PINS.images[name]
@@ -177,8 +191,13 @@ def test_a_pinned_digest_is_pulled_by_digest(module, pinned) -> None:
 
 
 def test_trtmc_is_fetched_by_the_pinned_commit_and_built_for_sm90(module) -> None:
-    pinned_tree = Plan([("Query", "git", {"url": PINS.trtmc.repository}),
-                        ("GitRepository", "commit", {"id": PINS.trtmc.commit}), ("GitRef", "tree", {})])
+    pinned_tree = Plan(
+        [
+            ("Query", "git", {"url": PINS.trtmc.repository}),
+            ("GitRepository", "commit", {"id": PINS.trtmc.commit}),
+            ("GitRef", "tree", {}),
+        ]
+    )
     build = next(e for e in execs(module.runtime()) if runs_script(e, "build-trtmc.sh"))
     assert build.directories[dagger_module.TRTMC_SRC] == pinned_tree
     assert build.argv[2:] == [dagger_module.TRTMC_SRC, dagger_module.TRTMC_BUILD, dagger_module.TRTMC_VENV]
@@ -195,8 +214,10 @@ def test_trtmc_is_fetched_by_the_pinned_commit_and_built_for_sm90(module) -> Non
 
 def test_aiperf_is_the_pinned_release_from_the_package_index(module) -> None:
     assert PINS.aiperf.requirement == "aiperf==0.13.0"
-    for container, image, target in ((module.cpu(), "cpu", dagger_module.CPU_VENV),
-                                     (module.runtime(), "runtime", dagger_module.TRTMC_VENV)):
+    for container, image, target in (
+        (module.cpu(), "cpu", dagger_module.CPU_VENV),
+        (module.runtime(), "runtime", dagger_module.TRTMC_VENV),
+    ):
         steps = execs(container)
         install = [e for e in steps if runs_script(e, "install-python.sh")]
         assert len(install) == 1
@@ -206,7 +227,7 @@ def test_aiperf_is_the_pinned_release_from_the_package_index(module) -> None:
         # nothing installs aiperf any other way (a source checkout, another index, another version)
         assert not [e for e in steps if e is not install[0] and "aiperf" in " ".join(e.argv)]
     script = (REPO / "containers" / "install-python.sh").read_text()
-    assert 'aiperf=$(pin aiperf.requirement)' in script
+    assert "aiperf=$(pin aiperf.requirement)" in script
     assert '"$aiperf_venv/bin/python" -m pip install "$aiperf"' in script
     for banned in ("--index-url", "--extra-index-url", "--no-index", "--find-links", "git+", " -e "):
         assert banned not in script
@@ -225,6 +246,7 @@ def test_cache_volumes_are_for_pip_compiler_and_hub_never_results(module) -> Non
 
 # --- GPU --------------------------------------------------------------------------------------------------------------
 
+
 def test_the_gpu_is_attached_to_the_qualification_execs_only(module) -> None:
     merged = qualify(module, profile=["p1", "p2"])
     steps = execs(merged)
@@ -233,8 +255,10 @@ def test_the_gpu_is_attached_to_the_qualification_execs_only(module) -> None:
     assert len(gpu) == 2
     cpu_only = [e for e in steps if not e.gpu]
     names = {e.argv[1] if e.argv[0] == "sh" else e.argv[0] for e in cpu_only}
-    assert {f"{dagger_module.RECIPES}/{s}" for s in ("system-packages.sh", "build-trtmc.sh", "install-python.sh",
-                                                     "inventory-rows.sh")} <= names
+    assert {
+        f"{dagger_module.RECIPES}/{s}"
+        for s in ("system-packages.sh", "build-trtmc.sh", "install-python.sh", "inventory-rows.sh")
+    } <= names
     assert "trtmc-videoqa" in names  # the merged report
     for container in (module.cpu(), module.runtime(), module.inventory(), module.matrix(), module.self_test()):
         assert not [e for e in execs(container) if e.gpu]
@@ -257,23 +281,39 @@ def test_one_qualification_exec_at_a_time_through_a_locked_cache_volume(module) 
 
 # --- one exec per profile, and what keys it ------------------------------------------------------------------------
 
+
 def test_each_profile_is_its_own_exec_keyed_by_its_inputs(module) -> None:
     runs = qualification_execs(qualify(module, profile=["p1", "p2", "p1"]))
     assert [e.argv[2] for e in runs] == ["p1", "p2"]  # a repeated profile runs once
     workload = hashlib.sha256(
-        (REPO / "src/trtmc_videoqa/workloads/data/bigbuckbunny/workload.json").read_bytes()).hexdigest()
+        (REPO / "src/trtmc_videoqa/workloads/data/bigbuckbunny/workload.json").read_bytes()
+    ).hexdigest()
     for run, profile in zip(runs, ["p1", "p2"]):
-        assert run.argv == ["sh", f"{dagger_module.RECIPES}/qualify-one.sh", profile, dagger_module.TRTMC_SRC,
-                            dagger_module.ARTIFACTS, str(dagger_module.DEFAULT_STEP_LIMIT_S),
-                            "--workload", "bigbuckbunny", "--bundle-cache", dagger_module.BUNDLE_CACHE]
+        assert run.argv == [
+            "sh",
+            f"{dagger_module.RECIPES}/qualify-one.sh",
+            profile,
+            dagger_module.TRTMC_SRC,
+            dagger_module.ARTIFACTS,
+            str(dagger_module.DEFAULT_STEP_LIMIT_S),
+            "--workload",
+            "bigbuckbunny",
+            "--bundle-cache",
+            dagger_module.BUNDLE_CACHE,
+        ]
         assert run.expect == "ANY"  # a failing step still leaves its (failed) row to export
         key = key_of(run)
         assert key["TRTMC_VIDEOQA_KEY_PROFILE"] == profile
         assert key["TRTMC_VIDEOQA_KEY_TRTMC_COMMIT"] == PINS.trtmc.commit
         assert key["TRTMC_VIDEOQA_KEY_WORKLOAD"] == f"bigbuckbunny sha256:{workload}"
         versions = key["TRTMC_VIDEOQA_KEY_VERSIONS"].split()
-        assert {f"trtmc-videoqa=={__version__}", "aiperf==0.13.0", f"python=={PINS.images['runtime'].python}",
-                "cuda-arch=sm_90", f"dagger={PINS.dagger.engine}"} <= set(versions)
+        assert {
+            f"trtmc-videoqa=={__version__}",
+            "aiperf==0.13.0",
+            f"python=={PINS.images['runtime'].python}",
+            "cuda-arch=sm_90",
+            f"dagger={PINS.dagger.engine}",
+        } <= set(versions)
         assert f"runtime={PINS.images['runtime'].provenance}" in key["TRTMC_VIDEOQA_KEY_VERSIONS"]
         assert "TRTMC_VIDEOQA_KEY_NONCE" not in key
     other = qualification_execs(qualify(module, profile=["p1"], workload="synthetic"))[0]
@@ -299,8 +339,12 @@ def test_force_changes_the_key_and_only_when_asked(module) -> None:
 
 
 def test_secrets_are_passed_as_secrets(module) -> None:
-    merged = qualify(module, profile=["p1"], hf_token=dag.set_secret("hf-token", PLAINTEXT),
-                     serve_token=dag.set_secret("serve-token", SERVE_PLAINTEXT))
+    merged = qualify(
+        module,
+        profile=["p1"],
+        hf_token=dag.set_secret("hf-token", PLAINTEXT),
+        serve_token=dag.set_secret("serve-token", SERVE_PLAINTEXT),
+    )
     run = qualification_execs(merged)[0]
     assert run.secrets["HF_TOKEN"] == Plan([("Query", "setSecret", {"name": "hf-token", "plaintext": PLAINTEXT})])
     assert run.secrets["TRTMC_SERVE_TOKEN"][0][2]["name"] == "serve-token"
@@ -318,6 +362,7 @@ def test_secrets_are_passed_as_secrets(module) -> None:
 
 
 # --- the merged report, the CPU functions ---------------------------------------------------------------------------
+
 
 def test_the_merged_report_takes_each_profiles_row_over_the_inventory(module) -> None:
     merged = qualify(module, profile=["p1", "p2"])
@@ -342,8 +387,14 @@ def runs_script_argv(argv: list[str], script: str) -> bool:
 
 def test_inventory_matrix_and_self_test_run_on_the_cpu_image(module) -> None:
     inventory = execs(module.inventory(workload="synthetic"))[-1]
-    assert inventory.argv == ["sh", f"{dagger_module.RECIPES}/inventory-rows.sh", dagger_module.TRTMC_MOUNT,
-                              dagger_module.ARTIFACTS, "--workload", "synthetic"]
+    assert inventory.argv == [
+        "sh",
+        f"{dagger_module.RECIPES}/inventory-rows.sh",
+        dagger_module.TRTMC_MOUNT,
+        dagger_module.ARTIFACTS,
+        "--workload",
+        "synthetic",
+    ]
     assert inventory.image == PINS.images["cpu"].reference
     given = dag.directory().with_new_file("README.md", "a TRTMC tree")
     assert execs(module.inventory(trtmc=given))[-1].directories[dagger_module.TRTMC_MOUNT] == plan(given)
@@ -365,6 +416,7 @@ def test_without_profiles_qualify_asks_the_inventory_which_needs_an_engine(modul
 def test_without_profiles_qualify_runs_what_the_inventory_lists(module, monkeypatch, listed) -> None:
     """The one await stood in for: the inventory's matrix.json answers; one GPU exec per listed profile, and an
     empty list is a valid answer (the merged report is then the inventory's rows alone)."""
+
     async def contents(self) -> str:
         return json.dumps(listed)
 
@@ -383,13 +435,14 @@ def test_profile_names_are_checked_before_they_become_paths(module, bad) -> None
 
 # --- pin ---------------------------------------------------------------------------------------------------------------
 
+
 def test_pin_resolves_the_tags_and_prints_pin_file_lines(module) -> None:
     resolvers = module._resolvers()
     assert {n: plan(c)[1][2]["address"] for n, c in resolvers.items()} == {
-        n: image.base for n, image in PINS.images.items()}  # the tag, so the registry says today's digest
+        n: image.base for n, image in PINS.images.items()
+    }  # the tag, so the registry says today's digest
     digest = "sha256:" + "c3" * 32
-    text = dagger_module.pin_lines(PINS, {"cpu": digest, "runtime": None},
-                                   {"runtime": "not resolved (no registry)"})
+    text = dagger_module.pin_lines(PINS, {"cpu": digest, "runtime": None}, {"runtime": "not resolved (no registry)"})
     parsed = tomllib.loads(text)["images"]
     assert parsed["cpu"] == {"base": PINS.images["cpu"].base, "digest": digest, "python": PINS.images["cpu"].python}
     assert parsed["runtime"]["digest"] == PINS.images["runtime"].digest  # never invented
@@ -475,7 +528,14 @@ def test_the_module_registers_as_the_engine_would_see_it(monkeypatch) -> None:
         assert fn["described"], fn["name"]
         assert all(a.get("description") for a in fn["args"].values()), fn["name"]
     assert {n for n, fn in functions.items() if fn["cache"] == "Never"} == {"qualify", "self_test", "gpu_smoke", "pin"}
-    assert set(functions["qualify"]["args"]) == {"profile", "workload", "force", "hf_token", "serve_token",
-                                                 "cuda_arch", "timeout"}
+    assert set(functions["qualify"]["args"]) == {
+        "profile",
+        "workload",
+        "force",
+        "hf_token",
+        "serve_token",
+        "cuda_arch",
+        "timeout",
+    }
     source = constructor["args"]["source"]
     assert source["defaultPath"] == "." and source["ignore"] == dagger_module.SOURCE_IGNORE

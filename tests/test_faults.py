@@ -22,10 +22,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-
 from doubles.toolchain import install_doubles
-from trtmc_videoqa.reference import (DEFAULT_MODEL_NAME, FaultKnobs, ReferenceConfig, ReferenceServer,
-                                     argv_for_subprocess, error_positions)
+
+from trtmc_videoqa.reference import (
+    DEFAULT_MODEL_NAME,
+    FaultKnobs,
+    ReferenceConfig,
+    ReferenceServer,
+    argv_for_subprocess,
+    error_positions,
+)
 from trtmc_videoqa.results import ResultRow
 from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
 
@@ -38,8 +44,13 @@ SELF_TEST = "reference-self-test.synthetic"  # the row of a run without --endpoi
 
 
 def qualify(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "trtmc_videoqa", "qualify", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "trtmc_videoqa", "qualify", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def endpoint(url: str, out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -67,13 +78,18 @@ def one_message(done: subprocess.CompletedProcess[str]) -> str:
 
 
 @contextmanager
-def reference(tmp: Path, *, port: int | None = None, name: str = "reference", max_body_bytes: int = 4 << 20,
-              **faults: object) -> Iterator[str]:
+def reference(
+    tmp: Path, *, port: int | None = None, name: str = "reference", max_body_bytes: int = 4 << 20, **faults: object
+) -> Iterator[str]:
     """The reference endpoint as its own process (so the crash knob ends only it), ready before it is used."""
     port = port or free_loopback_port()
     url = f"http://127.0.0.1:{port}"
-    config = ReferenceConfig(port=port, records_path=tmp / f"{name}-records.jsonl", max_body_bytes=max_body_bytes,
-                             faults=FaultKnobs(**faults))
+    config = ReferenceConfig(
+        port=port,
+        records_path=tmp / f"{name}-records.jsonl",
+        max_body_bytes=max_body_bytes,
+        faults=FaultKnobs(**faults),
+    )
     with ServerProcess(argv_for_subprocess(config), url=url, log_path=tmp / f"{name}.log", startup_timeout_s=60):
         yield url
 
@@ -104,6 +120,7 @@ def healthy_rerun(tmp: Path, out: Path, *extra: str, port: int | None = None) ->
 
 # --- the server -----------------------------------------------------------------------------------------------
 
+
 def test_server_crash_during_profiling_keeps_what_completed_and_a_rerun_measures_again(tmp_path: Path) -> None:
     out = tmp_path / "out"
     port = free_loopback_port()
@@ -124,7 +141,8 @@ def test_server_crash_during_profiling_keeps_what_completed_and_a_rerun_measures
         assert request["client_latency_ms"] > 0 and request["answer"] and request["grade"]
         assert request["server_task_ms"] == pytest.approx(served[request["x_request_id"]]["model_call_ms"], abs=0.01)
     assert {r.session_id for r in crashed.requests if r.error is None and r.phase == "profiling"} == {
-        r["session_id"] for r in completed}
+        r["session_id"] for r in completed
+    }
     errors = [r["error"] for r in kept.values() if r["error"]]
     assert all(("Disconnect" in e) or ("Connect" in e) for e in errors), errors
 
@@ -248,8 +266,17 @@ def test_trtmc_server_never_ready_fails_at_serve_and_a_rerun_resumes_without_lea
     env.pop("TRTMC_SERVE_TOKEN", None)
     env["HF_TOKEN"] = hub_token
     out = tmp_path / "out"
-    args = ("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(out), "--profile", "vidqa-2b",
-            "--api-key-file", str(key_file), *QUICK[2:])
+    args = (
+        "--trtmc",
+        str(FIXTURES / "trtmc_families"),
+        "--out",
+        str(out),
+        "--profile",
+        "vidqa-2b",
+        "--api-key-file",
+        str(key_file),
+        *QUICK[2:],
+    )
     slow = dict(env, TRTMC_SERVER_DOUBLE_READY_AFTER_S="3600")
     started = time.monotonic()
     done = qualify(*args, "--startup-timeout", "4", env=slow)
@@ -273,8 +300,11 @@ def test_trtmc_server_never_ready_fails_at_serve_and_a_rerun_resumes_without_lea
     resumed = row(out, "vidqa-2b")
     assert resumed.status == "aiperf-qualified"  # the API key reached the server: it answers 401 without it
     assert bundles[0].stat().st_mtime_ns == built_at
-    leaked = [p for p in out.rglob("*") if p.is_file()
-              and (hub_token.encode() in p.read_bytes() or api_key.encode() in p.read_bytes())]
+    leaked = [
+        p
+        for p in out.rglob("*")
+        if p.is_file() and (hub_token.encode() in p.read_bytes() or api_key.encode() in p.read_bytes())
+    ]
     assert leaked == []
     for text in (done.stdout, done.stderr, again.stdout, again.stderr):
         assert hub_token not in text and api_key not in text
@@ -283,6 +313,7 @@ def test_trtmc_server_never_ready_fails_at_serve_and_a_rerun_resumes_without_lea
 
 # --- the user's inputs ----------------------------------------------------------------------------------------
 
+
 def _user_workload(tmp: Path, clip_bytes: bytes, *, seal: bool = True) -> Path:
     """A copy of the synthetic workload whose forward clip is replaced, sealed (so its identity matches) unless
     sealing is what would refuse it."""
@@ -290,8 +321,12 @@ def _user_workload(tmp: Path, clip_bytes: bytes, *, seal: bool = True) -> Path:
     shutil.copytree(SYNTHETIC, directory)
     (directory / "synthetic-forward.mp4").write_bytes(clip_bytes)
     if seal:
-        subprocess.run([sys.executable, "-m", "trtmc_videoqa.workloads.seal", str(directory)], check=True,
-                       capture_output=True, timeout=60)
+        subprocess.run(
+            [sys.executable, "-m", "trtmc_videoqa.workloads.seal", str(directory)],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
     return directory
 
 
@@ -317,8 +352,7 @@ def test_a_bad_clip_in_a_users_workload_is_bad_input(tmp_path: Path, case: str) 
     data, seal, problem, fix = BAD_CLIPS[case]
     workload = _user_workload(tmp_path, data, seal=seal)
     out = tmp_path / "out"
-    done = qualify("--endpoint", "http://127.0.0.1:9", "--model", "m", "--workload", str(workload),
-                   "--out", str(out))
+    done = qualify("--endpoint", "http://127.0.0.1:9", "--model", "m", "--workload", str(workload), "--out", str(out))
     assert done.returncode == 2, done.stderr
     message = one_message(done)
     assert "synthetic-forward.mp4" in message and problem in message and fix in message
@@ -333,8 +367,9 @@ def test_a_workload_clip_path_leading_outside_its_directory_is_bad_input(tmp_pat
     raw["clips"][0]["file"] = "../outside.mp4"
     (tmp_path / "outside.mp4").write_bytes(_CLIP)
     (directory / "workload.json").write_text(json.dumps(raw))
-    done = qualify("--endpoint", "http://127.0.0.1:9", "--model", "m", "--workload", str(directory),
-                   "--out", str(tmp_path / "out"))
+    done = qualify(
+        "--endpoint", "http://127.0.0.1:9", "--model", "m", "--workload", str(directory), "--out", str(tmp_path / "out")
+    )
     assert done.returncode == 2
     assert "leads outside the workload directory" in one_message(done)
 
@@ -357,8 +392,9 @@ def test_a_missing_aiperf_is_bad_input_before_anything_starts(tmp_path: Path) ->
 
 def test_an_aiperf_of_the_wrong_version_is_bad_input_before_anything_starts(tmp_path: Path) -> None:
     interpreter = tmp_path / "python"  # reports an installed aiperf 0.12.0, as another environment's Python would
-    interpreter.write_text(f"#!/bin/sh\nexec {sys.executable} -c \"print('{{\\\"version\\\": \\\"0.12.0\\\", "
-                           f"\\\"direct_url\\\": null}}')\"\n")
+    interpreter.write_text(
+        f'#!/bin/sh\nexec {sys.executable} -c "print(\'{{\\"version\\": \\"0.12.0\\", \\"direct_url\\": null}}\')"\n'
+    )
     interpreter.chmod(0o755)
     fake = tmp_path / "aiperf"
     fake.write_text(f"#!{interpreter}\n")
@@ -374,6 +410,7 @@ def test_an_aiperf_of_the_wrong_version_is_bad_input_before_anything_starts(tmp_
 
 
 # --- the run itself -------------------------------------------------------------------------------------------
+
 
 def _group_of(pid: int) -> int | None:
     try:
@@ -416,8 +453,24 @@ def test_sigint_during_aiperf_ends_its_group_exits_130_and_a_rerun_resumes(tmp_p
     out = tmp_path / "out"
     with reference(tmp_path, added_task_ms=400) as url:
         process = subprocess.Popen(
-            [sys.executable, "-m", "trtmc_videoqa", "qualify", "--endpoint", url, "--model", MODEL, *QUICK,
-             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "trtmc_videoqa",
+                "qualify",
+                "--endpoint",
+                url,
+                "--model",
+                MODEL,
+                *QUICK,
+                "--out",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
             groups: set[int] = set()
             deadline = time.monotonic() + 120
@@ -441,8 +494,7 @@ def test_sigint_during_aiperf_ends_its_group_exits_130_and_a_rerun_resumes(tmp_p
     assert all(_members(group) == [] for group in groups)  # AIPerf's whole process group is gone
     assert not (out / LOCK).exists()
     row_dir = out / "checkpoints" / MODEL
-    for kept in ("capability.json", "aiperf/plan.json", "aiperf/inputs.jsonl", "aiperf/aiperf.log",
-                 "requests.jsonl"):
+    for kept in ("capability.json", "aiperf/plan.json", "aiperf/inputs.jsonl", "aiperf/aiperf.log", "requests.jsonl"):
         assert (row_dir / kept).is_file(), kept
     interrupted = row(out)
     assert (interrupted.status, interrupted.failed_stage) == ("failed", "aiperf")
@@ -454,9 +506,11 @@ def test_sigint_during_aiperf_ends_its_group_exits_130_and_a_rerun_resumes(tmp_p
     assert row(out).status == "endpoint-qualified"
 
 
-HOLD_LOCK = ("import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o644); "
-             "fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, str(os.getpid()).encode()); print('held', flush=True); "
-             "time.sleep(60)")
+HOLD_LOCK = (
+    "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o644); "
+    "fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, str(os.getpid()).encode()); print('held', flush=True); "
+    "time.sleep(60)"
+)
 
 
 def test_a_second_run_on_a_busy_output_directory_fails_fast_and_leaves_the_first_alone(tmp_path: Path) -> None:

@@ -38,24 +38,28 @@ def launcher(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     tried = []
     for prefix in _launchers():
         work = tmp_path_factory.mktemp("fs-probe")
-        done = subprocess.run([*prefix, sys.executable, str(SCENARIO), str(work), "--probe"],
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [*prefix, sys.executable, str(SCENARIO), str(work), "--probe"], capture_output=True, text=True, timeout=60
+        )
         if done.returncode == 0:
             return prefix
         reason = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         tried.append(f"{' '.join(prefix) or 'mount as root'}: {reason}")
     if not tried:
         tried.append(f"not root (euid {os.geteuid()}) and no `unshare` on PATH")
-    why = ("cannot mount a tmpfs or a bind mount here, so a full or read-only output directory cannot be made for "
-           "real (file modes do not stop root); tried: " + "; ".join(tried))
+    why = (
+        "cannot mount a tmpfs or a bind mount here, so a full or read-only output directory cannot be made for "
+        "real (file modes do not stop root); tried: " + "; ".join(tried)
+    )
     if os.environ.get("CI"):
         pytest.fail(f"the file-system fault test must run in CI, and cannot: {why}")
     pytest.skip(why)
 
 
 def test_full_then_read_only_output_directory(launcher: list[str], tmp_path: Path) -> None:
-    done = subprocess.run([*launcher, sys.executable, str(SCENARIO), str(tmp_path)], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [*launcher, sys.executable, str(SCENARIO), str(tmp_path)], capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr
     phases = json.loads(done.stdout.strip().splitlines()[-1])
 

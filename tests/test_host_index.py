@@ -16,8 +16,9 @@ HOST_INDEX = REPO / "containers" / "host_index.py"
 def host_index(*args: str, **pip_env: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
     env.update({"PIP_CONFIG_FILE": os.devnull, **pip_env})
-    return subprocess.run([sys.executable, str(HOST_INDEX), *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, str(HOST_INDEX), *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def arguments(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
@@ -30,11 +31,16 @@ def test_no_setting_means_the_public_index() -> None:
 
 
 def test_a_mirror_and_extra_indexes_pass_but_what_is_local_to_this_machine_does_not(tmp_path: Path) -> None:
-    done = host_index(PIP_INDEX_URL="https://mirror.example/simple",
-                      PIP_EXTRA_INDEX_URL="file:///opt/pypi/simple https://extra.example/simple",
-                      PIP_FIND_LINKS="/opt/wheels", PIP_CONSTRAINT=str(tmp_path / "constraints.txt"))
-    assert arguments(done) == {"PIP_INDEX_URL": "https://mirror.example/simple",
-                               "PIP_EXTRA_INDEX_URL": "https://extra.example/simple"}
+    done = host_index(
+        PIP_INDEX_URL="https://mirror.example/simple",
+        PIP_EXTRA_INDEX_URL="file:///opt/pypi/simple https://extra.example/simple",
+        PIP_FIND_LINKS="/opt/wheels",
+        PIP_CONSTRAINT=str(tmp_path / "constraints.txt"),
+    )
+    assert arguments(done) == {
+        "PIP_INDEX_URL": "https://mirror.example/simple",
+        "PIP_EXTRA_INDEX_URL": "https://extra.example/simple",
+    }
     assert "left out: extra index file:///opt/pypi/simple" in done.stderr
     assert "left out: find-links /opt/wheels" in done.stderr and "left out: constraint" in done.stderr
 
@@ -66,8 +72,9 @@ def test_the_ca_bundle_is_copied_for_the_build(tmp_path: Path) -> None:
 
 def test_the_config_files_are_read_with_pips_precedence(tmp_path: Path) -> None:
     config = tmp_path / "pip.conf"
-    config.write_text("[global]\nindex-url = https://global.example/simple\n"
-                      "[install]\nindex-url = https://install.example/simple\n")
+    config.write_text(
+        "[global]\nindex-url = https://global.example/simple\n[install]\nindex-url = https://install.example/simple\n"
+    )
     assert arguments(host_index(PIP_CONFIG_FILE=str(config)))["PIP_INDEX_URL"] == "https://install.example/simple"
     over = host_index(PIP_CONFIG_FILE=str(config), PIP_INDEX_URL="https://env.example/simple")
     assert arguments(over)["PIP_INDEX_URL"] == "https://env.example/simple"
@@ -81,7 +88,8 @@ def test_the_dockerignore_uploads_what_the_dagger_module_does() -> None:
 
 
 def test_a_left_out_setting_is_printed_without_its_credential() -> None:
-    done = host_index(PIP_FIND_LINKS="https://user:hunter2@wheels.example/links",
-                      PIP_EXTRA_INDEX_URL="file:///opt/pypi/simple")
+    done = host_index(
+        PIP_FIND_LINKS="https://user:hunter2@wheels.example/links", PIP_EXTRA_INDEX_URL="file:///opt/pypi/simple"
+    )
     assert done.returncode == 0 and "left out: find-links https://***@wheels.example/links" in done.stderr
     assert "hunter2" not in done.stderr + done.stdout

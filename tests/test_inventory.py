@@ -46,8 +46,10 @@ def test_layouts_are_detected(new_inventory: Inventory, old_inventory: Inventory
 
 
 def test_one_row_per_manifest_nothing_dropped(new_inventory: Inventory, old_inventory: Inventory) -> None:
-    for inventory, root, pattern in ((new_inventory, NEW, "families/*/tests/manifests/*.json"),
-                                     (old_inventory, OLD, "tests/e2e/models/*/manifests/*.json")):
+    for inventory, root, pattern in (
+        (new_inventory, NEW, "families/*/tests/manifests/*.json"),
+        (old_inventory, OLD, "tests/e2e/models/*/manifests/*.json"),
+    ):
         manifests = sorted(p.relative_to(root).as_posix() for p in root.glob(pattern))
         assert sorted(entry.manifest for entry in inventory.entries) == manifests
 
@@ -57,37 +59,43 @@ def test_every_verdict_is_covered_by_the_fixtures(new_inventory: Inventory, old_
     assert seen == set(VERDICTS)
 
 
-@pytest.mark.parametrize(("profile", "verdict", "in_group"), [
-    ("vidqa-2b", "temporal-video-qa", True),
-    ("clefish", "partial", True),
-    ("vlm-3b", "image-only", True),
-    ("flatvlm-1b", "image-only", True),
-    ("logvlm-1b", "image-only", True),
-    ("wanlike-t2v", "video-generation", True),
-    ("wanlike-imagegen-video", "video-generation", True),
-    ("wanlike-imagegen", "image-only", False),
-    ("tracker-s", "segmentation-tracking", True),
-    ("classifier-vit", "not-generative", True),
-    ("embedder-base", "not-generative", False),
-    ("textlm-1b", "text-or-speech", False),
-    ("broken", "invalid", False),
-    ("missing-fields", "invalid", False),
-])
+@pytest.mark.parametrize(
+    ("profile", "verdict", "in_group"),
+    [
+        ("vidqa-2b", "temporal-video-qa", True),
+        ("clefish", "partial", True),
+        ("vlm-3b", "image-only", True),
+        ("flatvlm-1b", "image-only", True),
+        ("logvlm-1b", "image-only", True),
+        ("wanlike-t2v", "video-generation", True),
+        ("wanlike-imagegen-video", "video-generation", True),
+        ("wanlike-imagegen", "image-only", False),
+        ("tracker-s", "segmentation-tracking", True),
+        ("classifier-vit", "not-generative", True),
+        ("embedder-base", "not-generative", False),
+        ("textlm-1b", "text-or-speech", False),
+        ("broken", "invalid", False),
+        ("missing-fields", "invalid", False),
+    ],
+)
 def test_newer_layout_verdicts(new_inventory: Inventory, profile: str, verdict: str, in_group: bool) -> None:
     entry = _rows(new_inventory)[profile]
     assert (entry.verdict, entry.in_group) == (verdict, in_group)
 
 
-@pytest.mark.parametrize(("profile", "verdict"), [
-    ("oldvideo-7b", "temporal-video-qa"),
-    ("oldvl-2b", "image-only"),
-    ("oldomni-30b", "image-only"),
-    ("olddiff-video-l0", "video-generation"),
-    ("olddiff-edit", "image-only"),
-    ("oldsam-local", "segmentation-tracking"),
-    ("oldlm-125m", "text-or-speech"),
-    ("oldlm-bad", "invalid"),
-])
+@pytest.mark.parametrize(
+    ("profile", "verdict"),
+    [
+        ("oldvideo-7b", "temporal-video-qa"),
+        ("oldvl-2b", "image-only"),
+        ("oldomni-30b", "image-only"),
+        ("olddiff-video-l0", "video-generation"),
+        ("olddiff-edit", "image-only"),
+        ("oldsam-local", "segmentation-tracking"),
+        ("oldlm-125m", "text-or-speech"),
+        ("oldlm-bad", "invalid"),
+    ],
+)
 def test_older_layout_verdicts(old_inventory: Inventory, profile: str, verdict: str) -> None:
     assert _rows(old_inventory)[profile].verdict == verdict
 
@@ -112,7 +120,9 @@ def test_gap_evidence_names_patterns_and_files_without_hits(new_inventory: Inven
     assert code_gap.files_without_hits == ["families/vlm/runtime/preprocess.cpp"]
     assert "video_token" in code_gap.patterns
     # the positive line for the gap: the single-image path
-    assert any(e.file == "families/vlm/runtime/preprocess.cpp" and "image_grid_hws" in e.excerpt for e in entry.evidence)
+    assert any(
+        e.file == "families/vlm/runtime/preprocess.cpp" and "image_grid_hws" in e.excerpt for e in entry.evidence
+    )
 
 
 def test_frames_without_a_time_axis_are_ambiguous_not_qualified(new_inventory: Inventory) -> None:
@@ -135,26 +145,29 @@ def test_a_logging_timestamp_beside_video_frames_is_no_time_axis(new_inventory: 
     assert any(e.file == "families/logvlm/model.py" and "video_frames" in e.excerpt for e in entry.evidence)
 
 
-@pytest.mark.parametrize(("code", "is_time_axis"), [
-    ("struct VisionFrame {\n  int grid_height;\n  bool video;\n  double timestamp;\n};", True),
-    ("@dataclass\nclass VideoFrame:\n    pixels: bytes\n\n    timestamp_s: float\n", True),
-    ("class VideoFrame:\n    pixels: bytes\n\nclass Request:\n    timestamp: float\n", False),
-    ("t = frames[i].timestamp", True),
-    ("double t = frame->timestamp;", True),
-    ("frame_timestamps = sample(clip)", True),
-    ("positions = rope(video_grid_thw)", True),
-    ("def vision(pixels, grid_thw):", True),
-    ("second_per_grid_ts = [0.5]", True),
-    ("temporal_position_ids = ids[0]", True),
-    ("timestamps_seconds = request['timestamps_seconds']", True),
-    ("log.info('at %s', timestamp)", False),
-    ("struct LogRecord {\n  double timestamp;\n};", False),
-    ("class Request:\n    timestamp: float\n", False),
-    ("record.timestamp = now()", False),
-    ("temporal_patch_size = 2", False),  # patch layout of image-only Qwen-VL families (trtmc.md section 2)
-    ("image_grid_thw = grid(image)", False),
-    ("time_axis = -1  # a series", False),
-])
+@pytest.mark.parametrize(
+    ("code", "is_time_axis"),
+    [
+        ("struct VisionFrame {\n  int grid_height;\n  bool video;\n  double timestamp;\n};", True),
+        ("@dataclass\nclass VideoFrame:\n    pixels: bytes\n\n    timestamp_s: float\n", True),
+        ("class VideoFrame:\n    pixels: bytes\n\nclass Request:\n    timestamp: float\n", False),
+        ("t = frames[i].timestamp", True),
+        ("double t = frame->timestamp;", True),
+        ("frame_timestamps = sample(clip)", True),
+        ("positions = rope(video_grid_thw)", True),
+        ("def vision(pixels, grid_thw):", True),
+        ("second_per_grid_ts = [0.5]", True),
+        ("temporal_position_ids = ids[0]", True),
+        ("timestamps_seconds = request['timestamps_seconds']", True),
+        ("log.info('at %s', timestamp)", False),
+        ("struct LogRecord {\n  double timestamp;\n};", False),
+        ("class Request:\n    timestamp: float\n", False),
+        ("record.timestamp = now()", False),
+        ("temporal_patch_size = 2", False),  # patch layout of image-only Qwen-VL families (trtmc.md section 2)
+        ("image_grid_thw = grid(image)", False),
+        ("time_axis = -1  # a series", False),
+    ],
+)
 def test_time_axis_markers_need_video_specific_evidence(code: str, is_time_axis: bool) -> None:
     from trtmc_videoqa.inventory.family_source import TIME_AXIS
 
@@ -171,10 +184,12 @@ def test_time_axis_markers_stay_linear_on_long_frame_classes() -> None:
     assert time.perf_counter() - started < 1.0
 
 
-@pytest.mark.parametrize(("profile", "root"), [("textlm-1b", NEW), ("wanlike-imagegen", NEW), ("oldlm-125m", OLD),
-                                               ("olddiff-edit", OLD)])
+@pytest.mark.parametrize(
+    ("profile", "root"), [("textlm-1b", NEW), ("wanlike-imagegen", NEW), ("oldlm-125m", OLD), ("olddiff-edit", OLD)]
+)
 def test_absence_claims_name_the_searches_and_the_files_without_hits(
-        new_inventory: Inventory, old_inventory: Inventory, profile: str, root: Path) -> None:
+    new_inventory: Inventory, old_inventory: Inventory, profile: str, root: Path
+) -> None:
     entry = _rows(new_inventory if root is NEW else old_inventory)[profile]
     assert entry.gap and entry.gap_evidence
     keys = next(g for g in entry.gap_evidence if "input keys in the manifest" in g.searched_for)
@@ -230,8 +245,11 @@ def test_variants_are_listed_but_never_counted_as_models(new_inventory: Inventor
     # capable: the base profiles only, variants of the same checkpoint excluded
     assert new_inventory.summary.capable == ["vidqa-2b", "vidqa-2b-native"]
     # models: distinct checkpoint + revision over non-variant, readable rows
-    base = {(e.checkpoint, e.revision) for e in new_inventory.entries
-            if not e.variant_kinds and e.verdict != "invalid" and e.checkpoint}
+    base = {
+        (e.checkpoint, e.revision)
+        for e in new_inventory.entries
+        if not e.variant_kinds and e.verdict != "invalid" and e.checkpoint
+    }
     assert new_inventory.summary.models == len(base) == 11
 
 
@@ -293,8 +311,18 @@ def test_commit_from_git_and_the_pin(tmp_path: Path) -> None:
 
 def test_symlink_out_of_the_checkout_is_not_followed(tmp_path: Path) -> None:
     outside = tmp_path / "outside.json"
-    outside.write_text(json.dumps({"name": "evil", "bundle": "b", "family": "vlm", "task": "text_generation",
-                                   "precision": "fp16", "testcases": [{"name": "evil"}]}))
+    outside.write_text(
+        json.dumps(
+            {
+                "name": "evil",
+                "bundle": "b",
+                "family": "vlm",
+                "task": "text_generation",
+                "precision": "fp16",
+                "testcases": [{"name": "evil"}],
+            }
+        )
+    )
     tree = tmp_path / "trtmc"
     shutil.copytree(NEW, tree)
     (tree / "families" / "vlm" / "tests" / "manifests" / "evil.json").symlink_to(outside)
@@ -325,8 +353,10 @@ def test_reconciliation_by_fields_never_line_numbers(tmp_path: Path, new_invento
     vlm.write_text("\n\n" + json.dumps(data, indent=4))  # lines move; only the precision really changed
     clef = manifests / "clefish" / "tests" / "manifests" / "clefish.json"
     clef.write_text("\n" + clef.read_text())  # lines move, nothing else
-    shutil.copy(manifests / "textlm" / "tests" / "manifests" / "textlm-1b.json",
-                manifests / "textlm" / "tests" / "manifests" / "textlm-2b.json")
+    shutil.copy(
+        manifests / "textlm" / "tests" / "manifests" / "textlm-1b.json",
+        manifests / "textlm" / "tests" / "manifests" / "textlm-2b.json",
+    )
     data = json.loads((manifests / "textlm" / "tests" / "manifests" / "textlm-2b.json").read_text())
     data["name"] = "textlm-2b"
     (manifests / "textlm" / "tests" / "manifests" / "textlm-2b.json").write_text(json.dumps(data))
@@ -376,11 +406,15 @@ def test_a_profile_named_by_two_manifests_stays_two_rows(tmp_path: Path) -> None
     shutil.copy(source, source.with_name("vlm-3b-copy.json"))
     inventory = run_inventory(tree)
     assert [e.manifest for e in inventory.entries if e.profile == "vlm-3b"] == [
-        "families/vlm/tests/manifests/vlm-3b-copy.json", "families/vlm/tests/manifests/vlm-3b.json"]
+        "families/vlm/tests/manifests/vlm-3b-copy.json",
+        "families/vlm/tests/manifests/vlm-3b.json",
+    ]
     assert any("'vlm-3b' is named by 2 manifests" in item for item in inventory.lacking)
     result = reconcile(run_inventory(NEW), inventory, "old.json")
-    assert result.added == ["vlm-3b (families/vlm/tests/manifests/vlm-3b-copy.json)",
-                            "vlm-3b (families/vlm/tests/manifests/vlm-3b.json)"]
+    assert result.added == [
+        "vlm-3b (families/vlm/tests/manifests/vlm-3b-copy.json)",
+        "vlm-3b (families/vlm/tests/manifests/vlm-3b.json)",
+    ]
     assert result.removed == ["vlm-3b"]
 
 

@@ -15,18 +15,23 @@ from trtmc_videoqa.inventory.manifest import MAX_MANIFEST_BYTES
 from trtmc_videoqa.inventory.markdown import render_inventory_markdown
 
 FIXTURES = Path(__file__).parent / "fixtures"
-GOOD = json.loads((FIXTURES / "trtmc_families" / "families" / "vlm" / "tests" / "manifests" / "vlm-3b.json")
-                  .read_text())
+GOOD = json.loads(
+    (FIXTURES / "trtmc_families" / "families" / "vlm" / "tests" / "manifests" / "vlm-3b.json").read_text()
+)
 
 BROKEN = {  # file stem -> (bytes, the message its row must carry)
-    "not-utf8": (b"\xff\xfe{\"name\": \"x\"}", "not UTF-8 text"),
+    "not-utf8": (b'\xff\xfe{"name": "x"}', "not UTF-8 text"),
     "an-array": (b"[1, 2, 3]", "must be a JSON object, not list"),
     "empty": (b"", "malformed JSON at line 1 column 1"),
-    "no-testcases": (json.dumps({**GOOD, "name": "no-testcases", "testcases": []}).encode(),
-                     "testcases must be a non-empty list of objects"),
+    "no-testcases": (
+        json.dumps({**GOOD, "name": "no-testcases", "testcases": []}).encode(),
+        "testcases must be a non-empty list of objects",
+    ),
     "numeric-name": (json.dumps({**GOOD, "name": 5}).encode(), "name must be a non-empty string"),
-    "huge": (json.dumps({**GOOD, "name": "huge", "padding": "x" * (MAX_MANIFEST_BYTES + 1)}).encode(),
-             f"over the {MAX_MANIFEST_BYTES} byte limit"),
+    "huge": (
+        json.dumps({**GOOD, "name": "huge", "padding": "x" * (MAX_MANIFEST_BYTES + 1)}).encode(),
+        f"over the {MAX_MANIFEST_BYTES} byte limit",
+    ),
 }
 
 
@@ -48,14 +53,28 @@ def test_every_broken_manifest_is_an_invalid_row_and_the_audit_goes_on(tmp_path:
     # nothing else changed: every other row is still there, judged as before
     assert len(inventory.entries) == len(before.entries) + len(BROKEN)
     assert {e.profile: e.verdict for e in before.entries}.items() <= {
-        e.profile: e.verdict for e in inventory.entries}.items()
+        e.profile: e.verdict for e in inventory.entries
+    }.items()
     assert inventory.summary.capable == before.summary.capable
     # the missing one is not silently dropped
     skipped = {item.path: item.reason for item in inventory.skipped}
     assert "broken symlink" in skipped["families/vlm/tests/manifests/gone.json"]
 
-    done = subprocess.run([sys.executable, "-m", "trtmc_videoqa", "inventory", "--trtmc", str(tree),
-                           "--out", str(tmp_path / "inventory")], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trtmc_videoqa",
+            "inventory",
+            "--trtmc",
+            str(tree),
+            "--out",
+            str(tmp_path / "inventory"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr
     assert "invalid" in done.stdout and (tmp_path / "inventory" / "inventory.json").is_file()
 
@@ -82,11 +101,25 @@ def test_a_manifest_path_that_is_not_a_regular_file_is_recorded_never_dropped(tm
     assert "cannot be resolved" in skipped[prefix + "loop-a.json"] and prefix + "loop-b.json" in skipped
     assert "named pipe (FIFO)" in skipped["families/vlm/runtime/pipe.cpp"]
     assert [item.path for item in skipped_manifests(inventory)] == [
-        prefix + name for name in ("a-directory.json", "a-fifo.json", "dir-link.json", "loop-a.json", "loop-b.json")]
+        prefix + name for name in ("a-directory.json", "a-fifo.json", "dir-link.json", "loop-a.json", "loop-b.json")
+    ]
     assert "- Skipped: 5 manifest(s) without a row, 1 other path(s)" in render_inventory_markdown(inventory)
 
-    done = subprocess.run([sys.executable, "-m", "trtmc_videoqa", "inventory", "--trtmc", str(tree),
-                           "--out", str(tmp_path / "inventory")], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trtmc_videoqa",
+            "inventory",
+            "--trtmc",
+            str(tree),
+            "--out",
+            str(tmp_path / "inventory"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr
     assert "skipped 5 manifest(s), so no row" in done.stdout
     assert "skipped 1 other path(s)" in done.stdout

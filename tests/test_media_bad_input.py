@@ -71,16 +71,24 @@ def bad_inputs(clips: Clips, tmp: Path) -> dict[str, tuple[Path, str]]:
             cut(clips.mp4_faststart, tmp / "faststart-cut.mp4", clips.mp4_faststart.stat().st_size - 300),
             "is truncated: its mdat box (the media data)",
         ),
-        "half a webm": (cut(clips.webm, tmp / "half.webm", clips.webm.stat().st_size // 2),
-                        "is truncated: its Matroska segment declares"),
-        "half an avi": (cut(clips.avi, tmp / "half.avi", clips.avi.stat().st_size // 2),
-                        "is truncated: its RIFF header declares"),
-        "half a gif": (cut(clips.gif, tmp / "half.gif", clips.gif.stat().st_size // 2),
-                       "is truncated: the GIF trailer byte (0x3B) that ends every GIF is missing"),
+        "half a webm": (
+            cut(clips.webm, tmp / "half.webm", clips.webm.stat().st_size // 2),
+            "is truncated: its Matroska segment declares",
+        ),
+        "half an avi": (
+            cut(clips.avi, tmp / "half.avi", clips.avi.stat().st_size // 2),
+            "is truncated: its RIFF header declares",
+        ),
+        "half a gif": (
+            cut(clips.gif, tmp / "half.gif", clips.gif.stat().st_size // 2),
+            "is truncated: the GIF trailer byte (0x3B) that ends every GIF is missing",
+        ),
         # MPEG-PS has no total size, but every packet states its length (a cut exactly between two packs is
         # indistinguishable from a shorter clip, so cut inside one)
-        "half an mpg": (cut(clips.mpg, tmp / "half.mpg", clips.mpg.stat().st_size // 2 + 100),
-                        "is truncated: its MPEG packet at byte"),
+        "half an mpg": (
+            cut(clips.mpg, tmp / "half.mpg", clips.mpg.stat().st_size // 2 + 100),
+            "is truncated: its MPEG packet at byte",
+        ),
         "mp4 whose first frame is corrupt": (
             corrupt_first_sample(clips.mp4, tmp / "corrupt.mp4"),
             f"is corrupt or truncated: FFmpeg fails while reading its frames (Invalid data found when processing "
@@ -102,9 +110,22 @@ def cases(clips: Clips, tmp_path_factory: pytest.TempPathFactory) -> dict[str, t
 
 
 CASE_NAMES = [
-    "missing", "directory", "empty", "first half of an mp4", "mp4 whose moov is cut", "mp4 without its moov",
-    "faststart mp4 cut in its media data", "half a webm", "half an avi", "half a gif", "half an mpg",
-    "mp4 whose first frame is corrupt", "mkv with an unknown codec", "text renamed .mp4", "png image", "audio only",
+    "missing",
+    "directory",
+    "empty",
+    "first half of an mp4",
+    "mp4 whose moov is cut",
+    "mp4 without its moov",
+    "faststart mp4 cut in its media data",
+    "half a webm",
+    "half an avi",
+    "half a gif",
+    "half an mpg",
+    "mp4 whose first frame is corrupt",
+    "mkv with an unknown codec",
+    "text renamed .mp4",
+    "png image",
+    "audio only",
 ]
 
 

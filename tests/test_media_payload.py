@@ -54,8 +54,11 @@ def test_mime_comes_from_the_content_not_the_name(clips: Clips, tmp_path: Path) 
 def test_unnameable_container_asks_for_mime(tmp_path: Path) -> None:
     odd = tmp_path / "clip.bin"
     odd.write_bytes(b"\x01\x02\x03 not a known container")
-    with pytest.raises(ClipError, match=r"clip .*clip.bin has a container this tool cannot name a MIME type for; "
-                                        r"pass mime= explicitly"):
+    with pytest.raises(
+        ClipError,
+        match=r"clip .*clip.bin has a container this tool cannot name a MIME type for; "
+        r"pass mime= explicitly",
+    ):
         video_data_url(odd)
     assert video_data_url(odd, mime="application/octet-stream").startswith("data:application/octet-stream;")
 
@@ -102,8 +105,13 @@ def test_body_has_text_first_then_video_as_aiperf_sends_it() -> None:
 
 
 def test_extra_is_merged_but_cannot_replace_model_or_messages() -> None:
-    body = chat_request_body("m", "q", "data:video/mp4;base64,AAAA", max_tokens=8,
-                             extra={"stream": False, "media_io_kwargs": {"video": {"num_frames": 8}}})
+    body = chat_request_body(
+        "m",
+        "q",
+        "data:video/mp4;base64,AAAA",
+        max_tokens=8,
+        extra={"stream": False, "media_io_kwargs": {"video": {"num_frames": 8}}},
+    )
     assert body["stream"] is False and body["media_io_kwargs"] == {"video": {"num_frames": 8}}
     with pytest.raises(ValueError, match="extra may not set messages, model"):
         chat_request_body("m", "q", "u", max_tokens=8, extra={"model": "x", "messages": []})
@@ -136,8 +144,12 @@ def test_encoded_size_is_what_a_server_receives(clips: Clips) -> None:
     thread.start()
     try:
         body = chat_request_body("m", "Où?", video_data_url(clips.mp4), max_tokens=16)
-        request = Request(f"http://127.0.0.1:{server.server_port}/v1/chat/completions", data=encode_body(body),
-                          headers={"Content-Type": "application/json"}, method="POST")
+        request = Request(
+            f"http://127.0.0.1:{server.server_port}/v1/chat/completions",
+            data=encode_body(body),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
         with urlopen(request, timeout=10) as response:
             assert response.status == 200
     finally:
@@ -161,8 +173,9 @@ def test_body_size_is_predicted_exactly_from_the_file_size(name: str, clips: Cli
     mime = url[5 : url.index(";")]
     extra = {"stream": True}
     body = chat_request_body("model-x", "Où va-t-il ?", url, max_tokens=16, extra=extra)
-    assert predicted_body_size("model-x", "Où va-t-il ?", path.stat().st_size, mime, max_tokens=16,
-                               extra=extra) == encoded_body_size(body)
+    assert predicted_body_size(
+        "model-x", "Où va-t-il ?", path.stat().st_size, mime, max_tokens=16, extra=extra
+    ) == encoded_body_size(body)
 
 
 def test_body_limit_check() -> None:
@@ -171,11 +184,15 @@ def test_body_limit_check() -> None:
     with pytest.raises(ClipError) as caught:
         check_body_limit(1_407_800, clip="clips/bigbuckbunny.mp4")
     message = str(caught.value)
-    assert message.startswith("clip clips/bigbuckbunny.mp4 is too large for the server's body limit: the request "
-                              "body would be 1,407,800 bytes, over 1,048,576")
+    assert message.startswith(
+        "clip clips/bigbuckbunny.mp4 is too large for the server's body limit: the request "
+        "body would be 1,407,800 bytes, over 1,048,576"
+    )
     assert "trtmc-server's default --max-body-bytes is 1,048,576" in message
-    assert message.endswith("use a smaller or shorter clip (for example re-encoded at 320x180 without audio), "
-                            "or start the server with a larger --max-body-bytes")
+    assert message.endswith(
+        "use a smaller or shorter clip (for example re-encoded at 320x180 without audio), "
+        "or start the server with a larger --max-body-bytes"
+    )
     with pytest.raises(ClipError, match="over 2,000,000"):
         check_body_limit(2_000_001, limit=2_000_000, clip="c.mp4")
     check_body_limit(2_000_000, limit=2_000_000, clip="c.mp4")

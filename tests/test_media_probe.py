@@ -21,15 +21,34 @@ from trtmc_videoqa.media import (
 #               first pts, last pts)
 EXPECTED = {
     "mp4": ("mov,mp4,m4a,3gp,3g2,mj2", "h264", "h264", "High", "yuv420p", 48, "24/1", "stream", 0.0, 1.958333),
-    "webm": ("matroska,webm", "vp9", "vp9", "Profile 0", "yuv420p", 0, "24/1", "derived: size*8/duration",
-             0.0, 1.958),
+    "webm": ("matroska,webm", "vp9", "vp9", "Profile 0", "yuv420p", 0, "24/1", "derived: size*8/duration", 0.0, 1.958),
     "mkv": ("matroska,webm", "h264", "h264", "High", "yuv420p", 0, "24/1", "derived: size*8/duration", 0.0, 1.958),
-    "avi": ("avi", "mpeg4", "mpeg4", "Simple Profile", "yuv420p", 48, "24/1", "derived: size*8/duration",
-            0.0, 1.958333),
+    "avi": (
+        "avi",
+        "mpeg4",
+        "mpeg4",
+        "Simple Profile",
+        "yuv420p",
+        48,
+        "24/1",
+        "derived: size*8/duration",
+        0.0,
+        1.958333,
+    ),
     # MPEG-PS: the muxer starts the clock at 0.54 s (media.md: cityCC0.mpg too), declares no frame count, and
     # for this clip stamps frame 35 as 36, so the last of the 48 frames sits at 2.0 s after the first
-    "mpg": ("mpeg", "mpeg2video", "mpeg2video", "Main", "yuv420p", 0, "24/1", "derived: size*8/duration",
-            0.541667, 2.541667),
+    "mpg": (
+        "mpeg",
+        "mpeg2video",
+        "mpeg2video",
+        "Main",
+        "yuv420p",
+        0,
+        "24/1",
+        "derived: size*8/duration",
+        0.541667,
+        2.541667,
+    ),
     # GIF delays are in 1/100 s; average_rate reads 25 although the frames are 1/24 s apart on average, so the
     # rate the frames bear out (guessed_rate 24) is the one reported
     "gif": ("gif", "gif", "gif", None, "bgra", 48, "24/1", "derived: size*8/duration", 0.0, 1.96),
@@ -54,7 +73,11 @@ def test_probe_reports_each_containers_facts(name: str, clips: Clips, manifests:
     assert manifest.container == demuxer
     assert manifest.container_long_name
     assert (manifest.codec.decoder, manifest.codec.name, manifest.codec.profile, manifest.codec.pix_fmt) == (
-        decoder, codec, profile, pix_fmt)
+        decoder,
+        codec,
+        profile,
+        pix_fmt,
+    )
     assert manifest.codec.long_name
     assert (manifest.width, manifest.height) == (WIDTH, HEIGHT)
     assert manifest.fps == fps
@@ -80,7 +103,8 @@ def test_probe_reports_each_containers_facts(name: str, clips: Clips, manifests:
 def test_container_durations_for_whole_file_formats(manifests: dict[str, ClipManifest]) -> None:
     # mp4, webm, mkv, avi and GIF state 2.0 s; MPEG-PS's is FFmpeg's estimate from timestamps, and it is short
     assert {name: m.duration_s for name, m in manifests.items() if name != "mpg"} == dict.fromkeys(
-        ["mp4", "webm", "mkv", "avi", "gif"], 2.0)
+        ["mp4", "webm", "mkv", "avi", "gif"], 2.0
+    )
     assert manifests["mpg"].duration_s < manifests["mpg"].frames_span_s
 
 
@@ -117,7 +141,8 @@ def test_declared_count_that_disagrees_with_the_content_is_flagged(clips: Clips)
     assert manifest.frames_mismatch is True
     assert manifest.frames_mismatch_message == (
         "the container declares 60 frames but 48 were counted (packets, first and last frame decoded); "
-        "its index disagrees with its content: re-export the clip")
+        "its index disagrees with its content: re-export the clip"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -133,8 +158,9 @@ def test_decode_all_counts_decoded_frames_and_agrees_with_packets(
 
 def test_decode_all_also_flags_the_mismatch(clips: Clips) -> None:
     manifest = probe_clip(clips.avi_overstated, decode_all=True)
-    assert manifest.frames_mismatch and "48 were counted (decoded all frames)" in (manifest.frames_mismatch_message
-                                                                                    or "")
+    assert manifest.frames_mismatch and "48 were counted (decoded all frames)" in (
+        manifest.frames_mismatch_message or ""
+    )
 
 
 def test_pixel_hash_is_filled_only_when_asked_and_matches_the_function(clips: Clips) -> None:

@@ -130,8 +130,9 @@ def test_resolved_sampling_records_policy_rule_and_where() -> None:
     assert isinstance(resolved, ResolvedSampling)
     assert resolved.where == "client" and resolved.policy.rounding == "floor"
     assert resolved.spec == "uniform:8,floor,where=client"
-    assert resolved.rule == ("uniform 8 of 48 frames; indices = linspace(0, 47, 8) truncated toward zero "
-                             "(as vLLM's OpenCV loader does)")
+    assert resolved.rule == (
+        "uniform 8 of 48 frames; indices = linspace(0, 47, 8) truncated toward zero (as vLLM's OpenCV loader does)"
+    )
     assert ResolvedSampling.model_validate_json(resolved.model_dump_json()) == resolved
 
 
@@ -154,8 +155,15 @@ def test_spec_round_trip(spec: str, canonical: str) -> None:
 
 def test_policy_fields_describe_the_rule() -> None:
     policy = SamplingPolicy.parse(QWEN_FPS)
-    assert (policy.mode, policy.fps, policy.rounding, policy.min_frames, policy.max_frames, policy.frame_factor,
-            policy.where) == ("fps", 2.0, "round", 4, 768, 2, "server")
+    assert (
+        policy.mode,
+        policy.fps,
+        policy.rounding,
+        policy.min_frames,
+        policy.max_frames,
+        policy.frame_factor,
+        policy.where,
+    ) == ("fps", 2.0, "round", 4, 768, 2, "server")
 
 
 def test_a_pydantic_field_accepts_the_spec_string() -> None:

@@ -55,8 +55,7 @@ def test_strip_shows_the_picked_frames_side_by_side(spec: str, clips: Clips, tmp
 
 
 def test_strip_refuses_an_empty_pick(clips: Clips, tmp_path: Path) -> None:
-    resolved = SamplingPolicy.parse("uniform:8").resolve(48, 24).model_copy(update={"indices": [],
-                                                                                       "timestamps_s": []})
+    resolved = SamplingPolicy.parse("uniform:8").resolve(48, 24).model_copy(update={"indices": [], "timestamps_s": []})
     with pytest.raises(ValueError, match="picks no frames"):
         write_strip(clips.mp4, resolved, tmp_path / "empty.png")
     assert not (tmp_path / "empty.png").exists()

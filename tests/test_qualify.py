@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 import self_test_checks as checks
 from doubles.toolchain import install_doubles
+
 from trtmc_videoqa.results import ResultRow
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -23,8 +23,13 @@ DOUBLES = Path(__file__).parent / "doubles"
 
 
 def qualify(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "trtmc_videoqa", "qualify", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "trtmc_videoqa", "qualify", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 row = checks.row
@@ -63,8 +68,12 @@ def test_the_server_applies_the_declared_sampling_and_the_real_clip_is_transport
 
 def test_a_report_rebuilt_from_the_artifacts_shows_the_same_frame_strip(self_test, tmp_path: Path) -> None:
     out = self_test[0]
-    done = subprocess.run([sys.executable, "-m", "trtmc_videoqa", "report", str(out), "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "trtmc_videoqa", "report", str(out), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
 
     def strip(html: str) -> str:
@@ -98,13 +107,32 @@ def test_force_measures_again(tmp_path: Path) -> None:
 def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
     env = install_doubles(tmp_path / "bin")
     out = tmp_path / "out"
-    done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(out), "--profile", "vidqa-2b",
-                   "--profile", "vlm-3b", "--repeats", "1", "--warmup", "1", env=env)
+    done = qualify(
+        "--trtmc",
+        str(FIXTURES / "trtmc_families"),
+        "--out",
+        str(out),
+        "--profile",
+        "vidqa-2b",
+        "--profile",
+        "vlm-3b",
+        "--repeats",
+        "1",
+        "--warmup",
+        "1",
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     capable = row(out, "vidqa-2b")
     assert [(s.name, s.status) for s in capable.stages] == [
-        ("plan", "passed"), ("build", "passed"), ("correctness", "passed"), ("serve", "passed"),
-        ("capability", "passed"), ("aiperf", "passed"), ("grading", "passed")]
+        ("plan", "passed"),
+        ("build", "passed"),
+        ("correctness", "passed"),
+        ("serve", "passed"),
+        ("capability", "passed"),
+        ("aiperf", "passed"),
+        ("grading", "passed"),
+    ]
     assert capable.status == "aiperf-qualified"
     assert capable.provenance.bundle_digest.startswith("sha256:")
     # built with the manifest's precision, as the family's runner builds it, and read back from the bundle
@@ -128,8 +156,19 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
 
 def vidqa_through_doubles(tmp_path: Path, **env: str) -> ResultRow:
     """vidqa-2b from the fixture tree through the TRTMC test doubles (env added to theirs); its row."""
-    done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path / "out"), "--profile",
-                   "vidqa-2b", "--repeats", "1", "--warmup", "1", env=dict(install_doubles(tmp_path / "bin"), **env))
+    done = qualify(
+        "--trtmc",
+        str(FIXTURES / "trtmc_families"),
+        "--out",
+        str(tmp_path / "out"),
+        "--profile",
+        "vidqa-2b",
+        "--repeats",
+        "1",
+        "--warmup",
+        "1",
+        env=dict(install_doubles(tmp_path / "bin"), **env),
+    )
     assert done.returncode == 0, done.stderr
     return row(tmp_path / "out", "vidqa-2b")
 
@@ -166,8 +205,18 @@ def test_a_family_run_that_only_skips_validates_nothing(tmp_path: Path) -> None:
 def test_a_build_that_dies_leaves_no_bundle_to_reuse(tmp_path: Path) -> None:
     env = install_doubles(tmp_path / "bin")
     out = tmp_path / "out"
-    args = ("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(out), "--profile", "vidqa-2b",
-            "--repeats", "1", "--warmup", "1")
+    args = (
+        "--trtmc",
+        str(FIXTURES / "trtmc_families"),
+        "--out",
+        str(out),
+        "--profile",
+        "vidqa-2b",
+        "--repeats",
+        "1",
+        "--warmup",
+        "1",
+    )
     done = qualify(*args, env=dict(env, TRTMC_BUILD_DOUBLE_DIES_AFTER_WRITING="1"))
     assert done.returncode == 0, done.stderr
     assert row(out, "vidqa-2b").failed_stage == "build" and "exit 9" in row(out, "vidqa-2b").status_reason
@@ -180,8 +229,9 @@ def test_a_build_that_dies_leaves_no_bundle_to_reuse(tmp_path: Path) -> None:
 
 def test_without_gpu_or_trtmc_the_row_is_blocked_not_faked(tmp_path: Path) -> None:
     env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin")
-    done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path), "--profile", "vidqa-2b",
-                   env=env)
+    done = qualify(
+        "--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path), "--profile", "vidqa-2b", env=env
+    )
     assert done.returncode == 0, done.stderr
     blocked = row(tmp_path, "vidqa-2b")
     assert blocked.status == "blocked" and "trtmc" in blocked.status_reason
@@ -190,8 +240,9 @@ def test_without_gpu_or_trtmc_the_row_is_blocked_not_faked(tmp_path: Path) -> No
 
 def test_missing_family_test_blocks_at_correctness(tmp_path: Path) -> None:
     env = install_doubles(tmp_path / "bin")
-    done = qualify("--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(tmp_path / "out"), "--profile", "oldvideo-7b",
-                   env=env)
+    done = qualify(
+        "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(tmp_path / "out"), "--profile", "oldvideo-7b", env=env
+    )
     assert done.returncode == 0, done.stderr
     result = row(tmp_path / "out", "oldvideo-7b")
     assert result.status == "blocked" and "no E2E correctness test" in result.status_reason
@@ -203,14 +254,28 @@ def text_only_server(tmp_path: Path):
     from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
 
     port = free_loopback_port()
-    with ServerProcess([sys.executable, str(DOUBLES / "text_only_server.py"), str(port)], url=f"http://127.0.0.1:{port}",
-                       log_path=tmp_path / "text-only.log", startup_timeout_s=20):
+    with ServerProcess(
+        [sys.executable, str(DOUBLES / "text_only_server.py"), str(port)],
+        url=f"http://127.0.0.1:{port}",
+        log_path=tmp_path / "text-only.log",
+        startup_timeout_s=20,
+    ):
         yield f"http://127.0.0.1:{port}"
 
 
 def test_a_server_that_rejects_video_is_unsupported_with_the_rejection(tmp_path: Path, text_only_server: str) -> None:
-    done = qualify("--endpoint", text_only_server, "--model", "text-only-double", "--workload", "synthetic",
-                   "--out", str(tmp_path), "--server-setting", "media_cache=off")
+    done = qualify(
+        "--endpoint",
+        text_only_server,
+        "--model",
+        "text-only-double",
+        "--workload",
+        "synthetic",
+        "--out",
+        str(tmp_path),
+        "--server-setting",
+        "media_cache=off",
+    )
     assert done.returncode == 0, done.stderr
     result = row(tmp_path, "text-only-double")
     assert result.status == "unsupported" and "HTTP 400" in result.status_reason
@@ -228,8 +293,12 @@ def test_unreachable_endpoint_fails_at_capability(tmp_path: Path) -> None:
     assert done.returncode == 0
     result = row(tmp_path, "m")
     assert result.status == "failed" and result.failed_stage == "capability"
-    assert qualify("--endpoint", url, "--model", "m", "--workload", "synthetic", "--out", str(tmp_path),
-                   "--strict").returncode == 1
+    assert (
+        qualify(
+            "--endpoint", url, "--model", "m", "--workload", "synthetic", "--out", str(tmp_path), "--strict"
+        ).returncode
+        == 1
+    )
 
 
 def test_busy_output_directory_fails_fast(tmp_path: Path) -> None:
@@ -261,8 +330,12 @@ except OutputBusy:
 
 def test_runs_starting_together_never_share_an_output_directory(tmp_path: Path) -> None:
     go = tmp_path / "go"
-    contenders = [subprocess.Popen([sys.executable, "-c", CONTENDER, str(tmp_path / "out"), str(go)],
-                                   stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    contenders = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONTENDER, str(tmp_path / "out"), str(go)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(4)
+    ]
     time.sleep(2.0)  # every contender imported and waiting
     go.touch()
     said = sorted(p.communicate(timeout=60)[0].strip() for p in contenders)
@@ -296,10 +369,25 @@ def test_an_api_key_reaches_the_server_but_no_artifact(tmp_path: Path) -> None:
     records = tmp_path / "server-records.jsonl"
     with ReferenceServer(ReferenceConfig(records_path=records)) as server:
         env = dict(os.environ, TRTMC_SERVE_TOKEN=token)
-        done = qualify("--endpoint", server.url, "--model", "trtmc-videoqa-reference", "--workload", "synthetic",
-                       "--repeats", "1", "--warmup", "1", "--out", str(tmp_path / "out"),
-                       "--server-setting", f"sampling_policy={server.config.sampling_policy}",
-                       "--server-setting", "sampling_where=server", env=env)
+        done = qualify(
+            "--endpoint",
+            server.url,
+            "--model",
+            "trtmc-videoqa-reference",
+            "--workload",
+            "synthetic",
+            "--repeats",
+            "1",
+            "--warmup",
+            "1",
+            "--out",
+            str(tmp_path / "out"),
+            "--server-setting",
+            f"sampling_policy={server.config.sampling_policy}",
+            "--server-setting",
+            "sampling_where=server",
+            env=env,
+        )
     assert done.returncode == 0, done.stderr
     measured = row(tmp_path / "out", "trtmc-videoqa-reference")
     assert measured.status == "endpoint-qualified"
@@ -314,8 +402,15 @@ def test_an_api_key_reaches_the_server_but_no_artifact(tmp_path: Path) -> None:
 
 
 def test_capable_variants_are_held_with_a_reason(tmp_path: Path) -> None:
-    done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path), "--profile", "vidqa-2b-tp2",
-                   env=dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin"))
+    done = qualify(
+        "--trtmc",
+        str(FIXTURES / "trtmc_families"),
+        "--out",
+        str(tmp_path),
+        "--profile",
+        "vidqa-2b-tp2",
+        env=dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin"),
+    )
     assert done.returncode == 0, done.stderr
     held = row(tmp_path, "vidqa-2b-tp2")
     assert held.status == "blocked" and "tensor_parallel_size=2" in held.status_reason
@@ -356,8 +451,20 @@ def _on_a_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
 
 
 def test_progress_shows_on_a_terminal_and_stays_quiet_in_ci(tmp_path: Path) -> None:
-    argv = [sys.executable, "-m", "trtmc_videoqa", "qualify", "--endpoint", "http://127.0.0.1:9", "--model", "m",
-            "--workload", "synthetic", "--request-timeout", "2"]
+    argv = [
+        sys.executable,
+        "-m",
+        "trtmc_videoqa",
+        "qualify",
+        "--endpoint",
+        "http://127.0.0.1:9",
+        "--model",
+        "m",
+        "--workload",
+        "synthetic",
+        "--request-timeout",
+        "2",
+    ]
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     code, printed = _on_a_terminal([*argv, "--out", str(tmp_path / "tty")], env)
     assert code == 0, printed
@@ -371,9 +478,17 @@ def test_a_revision_that_is_not_a_plain_name_runs_nothing() -> None:
     from trtmc_videoqa.qualify import hub_snapshot, manifest_path_problem
     from trtmc_videoqa.results import CheckpointEntry
 
-    entry = CheckpointEntry(profile="p", family="vidqa", manifest="m.json", checkpoint="org/model",
-                            revision="../../../etc", catalog_status="ready", in_group=True, group_reason="",
-                            verdict="temporal-video-qa")
+    entry = CheckpointEntry(
+        profile="p",
+        family="vidqa",
+        manifest="m.json",
+        checkpoint="org/model",
+        revision="../../../etc",
+        catalog_status="ready",
+        in_group=True,
+        group_reason="",
+        verdict="temporal-video-qa",
+    )
     assert "not a plain commit or tag name" in manifest_path_problem(entry, FIXTURES / "trtmc_families", "families")
     assert hub_snapshot(entry, {"HF_HUB_CACHE": "/hub"}) is None
     plain = entry.model_copy(update={"revision": "a" * 40})

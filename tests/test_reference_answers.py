@@ -48,8 +48,10 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "reversed": make_clip(root / "reversed.mp4", reversed=True),
         "first-half": _write(root / "first-half.mp4", [SCENE.render(i) for i in range(SCENE.frames // 2)]),
         **{name: _write(root / f"{name}.mp4", [SCENE.render(i) for i in order]) for name, order in REORDERED.items()},
-        "noise": _write(root / "noise.mp4", [rng.integers(0, 256, (SCENE.height, SCENE.width, 3), np.uint8)
-                                            for _ in range(SCENE.frames)]),
+        "noise": _write(
+            root / "noise.mp4",
+            [rng.integers(0, 256, (SCENE.height, SCENE.width, 3), np.uint8) for _ in range(SCENE.frames)],
+        ),
         "flat": _write(root / "flat.mp4", [np.full((SCENE.height, SCENE.width, 3), 128, np.uint8)] * SCENE.frames),
     }
     return {name: video_data_url(path) for name, path in paths.items()}
@@ -102,7 +104,8 @@ def test_reordered_frames_tell_neither_direction_nor_appearance(server, clips, c
 def _track(red_xs: list[float], blue_visible: list[bool] | None = None) -> SceneTrack:
     blue_visible = blue_visible if blue_visible is not None else [False] * len(red_xs)
     return SceneTrack(
-        width=SCENE.width, height=SCENE.height,
+        width=SCENE.width,
+        height=SCENE.height,
         red=tuple(Blob(x=x, y=48.0, core_pixels=144) for x in red_xs),
         blue=tuple(Blob(x=80.0, y=96.0, core_pixels=144) if seen else None for seen in blue_visible),
     )
@@ -129,12 +132,15 @@ def test_direction_sees_small_steps_back_that_add_up():
     assert _computed(DIRECTION, _track(xs)) == CANNOT_TELL
 
 
-@pytest.mark.parametrize(("visible", "expected"), [
-    ([False] * 8 + [True] * 8, "A"),
-    ([True] * 8 + [False] * 8, "B"),
-    ([False] * 7 + [True, False] + [True] * 7, CANNOT_TELL),  # shows, hides, shows again
-    ([True] * 5 + [False] * 6 + [True] * 5, CANNOT_TELL),  # goes, then comes back
-])
+@pytest.mark.parametrize(
+    ("visible", "expected"),
+    [
+        ([False] * 8 + [True] * 8, "A"),
+        ([True] * 8 + [False] * 8, "B"),
+        ([False] * 7 + [True, False] + [True] * 7, CANNOT_TELL),  # shows, hides, shows again
+        ([True] * 5 + [False] * 6 + [True] * 5, CANNOT_TELL),  # goes, then comes back
+    ],
+)
 def test_appearance_needs_exactly_one_change_of_visibility(visible, expected):
     xs = [16.0 + 8.5 * i for i in range(len(visible))]
     assert _computed(APPEARANCE, _track(xs, visible)) == expected

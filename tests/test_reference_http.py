@@ -79,6 +79,7 @@ def assert_refused(response: httpx.Response, status: int, *words: str) -> None:
 
 # --- health and models -------------------------------------------------------------------------------------------
 
+
 def test_health_and_models_are_labelled_as_the_test_double(server):
     live = httpx.get(server.url + "/health/live")
     ready = httpx.get(server.url + "/health/ready")
@@ -104,6 +105,7 @@ def test_slow_readiness_says_503_until_ready_and_refuses_chat_meanwhile(video):
 
 
 # --- identity and timing -----------------------------------------------------------------------------------------
+
 
 def test_incoming_request_id_is_honoured_and_echoed(server, video):
     response = post(server, chat_body(video), headers={"X-Request-ID": "aiperf-0001"})
@@ -139,6 +141,7 @@ def test_task_time_is_reported_and_covers_the_added_delay(video):
 
 # --- records -----------------------------------------------------------------------------------------------------
 
+
 def test_records_hold_one_line_per_request_id(tmp_path, clip, video):
     records = tmp_path / "records" / "reference.jsonl"
     with ReferenceServer(ReferenceConfig(records_path=records)) as recorded:
@@ -146,8 +149,11 @@ def test_records_hold_one_line_per_request_id(tmp_path, clip, video):
         for request_id in ("id-1", "id-2", "id-3"):
             response = post(recorded, chat_body(video), headers={"X-Request-ID": request_id})
             bodies[request_id] = response.json()
-        refused = post(recorded, with_content(chat_body(video), [{"type": "text", "text": "?"}]),
-                       headers={"X-Request-ID": "id-bad"})
+        refused = post(
+            recorded,
+            with_content(chat_body(video), [{"type": "text", "text": "?"}]),
+            headers={"X-Request-ID": "id-bad"},
+        )
         assert refused.status_code == 400
         # Written as each request finishes, not at shutdown.
         lines = [json.loads(line) for line in records.read_text().splitlines()]
@@ -171,6 +177,7 @@ def test_records_hold_one_line_per_request_id(tmp_path, clip, video):
 
 # --- refusals ----------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("part_type", ["image_url", "input_audio", "input_video"])
 def test_any_other_content_part_is_refused_by_name(server, video, part_type):
     extra_part = {"type": part_type, part_type: {"url": "data:image/png;base64,AAAA"}}
@@ -181,8 +188,11 @@ def test_any_other_content_part_is_refused_by_name(server, video, part_type):
 
 def test_two_videos_are_refused(server, video):
     part = {"type": "video_url", "video_url": {"url": video}}
-    assert_refused(post(server, with_content(chat_body(video), [{"type": "text", "text": PROMPT}, part, part])),
-                   400, "2 video_url parts")
+    assert_refused(
+        post(server, with_content(chat_body(video), [{"type": "text", "text": PROMPT}, part, part])),
+        400,
+        "2 video_url parts",
+    )
 
 
 @pytest.mark.parametrize(
@@ -224,7 +234,7 @@ def test_oversized_bodies_get_413_by_declared_and_by_read_size(video):
 
         def chunked():  # no Content-Length: the limit applies to what is actually read
             for start in range(0, len(over), 8192):
-                yield over[start:start + 8192]
+                yield over[start : start + 8192]
 
         assert_refused(httpx.post(small.url + CHAT, content=chunked(), timeout=30), 413, "more than 65,536")
         assert post(small, chat_body(video)).status_code == 200  # a body under the limit still works
@@ -236,6 +246,7 @@ def test_oversized_bodies_get_413_by_declared_and_by_read_size(video):
 
 
 # --- faults ------------------------------------------------------------------------------------------------------
+
 
 def test_error_rate_fails_the_documented_positions(video):
     assert error_positions(0.5, 6) == [2, 4, 6]
@@ -250,6 +261,7 @@ def test_error_rate_fails_the_documented_positions(video):
 
 
 # --- configuration -----------------------------------------------------------------------------------------------
+
 
 def test_binding_refuses_a_non_loopback_host_by_default():
     for host in ("0.0.0.0", "192.0.2.10", "::"):
@@ -277,8 +289,12 @@ def test_config_refuses_a_model_name_that_hides_the_test_double_and_a_bad_policy
 
 def test_flags_carry_a_config_to_a_subprocess_unchanged(tmp_path):
     config = ReferenceConfig(
-        port=8123, model_name="my-reference", sampling_policy="uniform:8,floor", max_body_bytes=5000,
-        records_path=tmp_path / "r.jsonl", url_file=tmp_path / "url",
+        port=8123,
+        model_name="my-reference",
+        sampling_policy="uniform:8,floor",
+        max_body_bytes=5000,
+        records_path=tmp_path / "r.jsonl",
+        url_file=tmp_path / "url",
         faults=FaultKnobs(added_task_ms=12.5, error_rate=0.1, crash_after=3, ready_after_s=2.0),
     )
     assert config_from_arguments(build_parser().parse_args(argv_from_config(config))) == config

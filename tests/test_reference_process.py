@@ -81,8 +81,9 @@ def test_subprocess_is_live_at_once_and_ready_only_after_the_delay(tmp_path):
 def test_crash_after_n_exits_hard_and_keeps_the_earlier_records(tmp_path, chat_body):
     with reference_process(tmp_path, FaultKnobs(crash_after=2)) as (process, url):
         for request_id in ("first", "second"):
-            response = httpx.post(url + "/v1/chat/completions", json=chat_body, headers={"X-Request-ID": request_id},
-                                  timeout=30)
+            response = httpx.post(
+                url + "/v1/chat/completions", json=chat_body, headers={"X-Request-ID": request_id}, timeout=30
+            )
             assert response.status_code == 200
         # The third request dies with the process, unanswered: a closed or reset connection, as AIPerf would see it.
         with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
@@ -96,11 +97,15 @@ def test_crash_after_n_exits_hard_and_keeps_the_earlier_records(tmp_path, chat_b
 
 def test_error_status_reaches_the_subprocess_and_answers_the_injected_errors(tmp_path, chat_body):
     faults = FaultKnobs(error_rate=0.5, error_status=400)
-    assert config_from_arguments(build_parser().parse_args(argv_from_config(ReferenceConfig(faults=faults)))).faults \
+    assert (
+        config_from_arguments(build_parser().parse_args(argv_from_config(ReferenceConfig(faults=faults)))).faults
         == faults
+    )
     with reference_process(tmp_path, faults) as (process, url):
-        responses = [httpx.post(url + "/v1/chat/completions", json=chat_body, headers={"X-Request-ID": f"r{n}"},
-                                timeout=30) for n in (1, 2)]
+        responses = [
+            httpx.post(url + "/v1/chat/completions", json=chat_body, headers={"X-Request-ID": f"r{n}"}, timeout=30)
+            for n in (1, 2)
+        ]
     assert [r.status_code for r in responses] == [200, 400]
     error = responses[1].json()["error"]
     assert "injected fault" in error["message"] and "#2" in error["message"]

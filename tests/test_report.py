@@ -12,13 +12,38 @@ from trtmc_videoqa.results import LatencyStats, Provenance, Report, RequestRow, 
 
 
 def _row(profile: str, status: str, endpoint: str, **extra) -> ResultRow:
-    provenance = Provenance(tool_versions={}, workload="synthetic", workload_digest="0" * 64, endpoint=endpoint,
-                            mode="endpoint", served_by="some server")
-    requests = [RequestRow(session_id=f"q.forward.r{i:02d}", phase="profiling", question_id="q", clip_id="forward",
-                           repeat=i, client_latency_ms=10.0 + i, server_task_ms=8.0 + i, answer="A", expected="A",
-                           grade="correct") for i in range(3)]
-    return ResultRow(profile=profile, status=status, status_reason=f"{status} because", provenance=provenance,
-                     requests=requests, client_latency=LatencyStats(count=3, p50_ms=11.0), **extra)
+    provenance = Provenance(
+        tool_versions={},
+        workload="synthetic",
+        workload_digest="0" * 64,
+        endpoint=endpoint,
+        mode="endpoint",
+        served_by="some server",
+    )
+    requests = [
+        RequestRow(
+            session_id=f"q.forward.r{i:02d}",
+            phase="profiling",
+            question_id="q",
+            clip_id="forward",
+            repeat=i,
+            client_latency_ms=10.0 + i,
+            server_task_ms=8.0 + i,
+            answer="A",
+            expected="A",
+            grade="correct",
+        )
+        for i in range(3)
+    ]
+    return ResultRow(
+        profile=profile,
+        status=status,
+        status_reason=f"{status} because",
+        provenance=provenance,
+        requests=requests,
+        client_latency=LatencyStats(count=3, p50_ms=11.0),
+        **extra,
+    )
 
 
 def _write(out: Path, rows: list[ResultRow]) -> Path:
@@ -30,30 +55,49 @@ def _write(out: Path, rows: list[ResultRow]) -> Path:
 
 
 def report_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "trtmc_videoqa", "report", *args], capture_output=True, text=True,
-                          timeout=60, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "trtmc_videoqa", "report", *args], capture_output=True, text=True, timeout=60, env=env
+    )
 
 
 def test_two_runs_merge_side_by_side_in_every_format(tmp_path: Path) -> None:
-    first = _write(tmp_path / "a", [_row("ckpt", "endpoint-qualified", "http://127.0.0.1:1"),
-                                    _row("gap", "unsupported", "http://127.0.0.1:1")])
-    second = _write(tmp_path / "b", [_row("ckpt", "failed", "http://127.0.0.1:2", failed_stage="aiperf"),
-                                     _row("nogpu", "blocked", "http://127.0.0.1:2")])
+    first = _write(
+        tmp_path / "a",
+        [_row("ckpt", "endpoint-qualified", "http://127.0.0.1:1"), _row("gap", "unsupported", "http://127.0.0.1:1")],
+    )
+    second = _write(
+        tmp_path / "b",
+        [
+            _row("ckpt", "failed", "http://127.0.0.1:2", failed_stage="aiperf"),
+            _row("nogpu", "blocked", "http://127.0.0.1:2"),
+        ],
+    )
     summary = tmp_path / "summary.md"
     merged = tmp_path / "merged"
-    done = report_cli(str(first), str(second), "--out", str(merged), env={"GITHUB_STEP_SUMMARY": str(summary),
-                                                                          "PATH": "/usr/bin:/bin"})
+    done = report_cli(
+        str(first),
+        str(second),
+        "--out",
+        str(merged),
+        env={"GITHUB_STEP_SUMMARY": str(summary), "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0, done.stderr
     report = Report.model_validate_json((merged / "report.json").read_bytes())
     assert [(r.profile, r.status) for r in report.rows] == [
-        ("ckpt", "endpoint-qualified"), ("ckpt", "failed"), ("gap", "unsupported"), ("nogpu", "blocked")]
+        ("ckpt", "endpoint-qualified"),
+        ("ckpt", "failed"),
+        ("gap", "unsupported"),
+        ("nogpu", "blocked"),
+    ]
     assert report.counts == {"blocked": 1, "endpoint-qualified": 1, "failed": 1, "unsupported": 1}
     assert not report.reference_self_test
     suite = ET.parse(merged / "junit.xml").getroot()
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "2")
     failure = suite.find("testcase/failure")
     assert failure is not None and "failed at aiperf" in failure.get("message")
-    skipped = [case.find("skipped").get("message") for case in suite.iter("testcase") if case.find("skipped") is not None]
+    skipped = [
+        case.find("skipped").get("message") for case in suite.iter("testcase") if case.find("skipped") is not None
+    ]
     assert any(m.startswith("unsupported: unsupported because") for m in skipped)
     markdown = (merged / "report.md").read_text()
     # the two ckpt rows are told apart by the server each one measured

@@ -13,10 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from doubles.toolchain import install_doubles
-from trtmc_videoqa.reference import (DEFAULT_MODEL_NAME, NonLoopbackHostError, ReferenceConfig, ReferenceServer,
-                                     argv_for_subprocess)
+
+from trtmc_videoqa.reference import (
+    DEFAULT_MODEL_NAME,
+    NonLoopbackHostError,
+    ReferenceConfig,
+    ReferenceServer,
+    argv_for_subprocess,
+)
 from trtmc_videoqa.results import ResultRow
 from trtmc_videoqa.trtmc_steps import Toolchain, server_argv
 
@@ -27,8 +32,9 @@ QUICK = ("--workload", "synthetic", "--repeats", "1", "--warmup", "1")
 
 
 def qualify(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "trtmc_videoqa", "qualify", *args], capture_output=True, text=True,
-                          timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "trtmc_videoqa", "qualify", *args], capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 def row(out: Path, profile: str) -> ResultRow:
@@ -37,8 +43,8 @@ def row(out: Path, profile: str) -> ResultRow:
 
 # --- secrets --------------------------------------------------------------------------------------------------
 
-def test_an_api_key_from_a_file_reaches_the_server_but_no_artifact_log_or_command(tmp_path: Path,
-                                                                                  monkeypatch) -> None:
+
+def test_an_api_key_from_a_file_reaches_the_server_but_no_artifact_log_or_command(tmp_path: Path, monkeypatch) -> None:
     key = "sk-file-TESTKEY-9876543210fedcba"
     key_file = tmp_path / "api.key"
     key_file.write_text(key + "\n")
@@ -47,10 +53,21 @@ def test_an_api_key_from_a_file_reaches_the_server_but_no_artifact_log_or_comman
     config = ReferenceConfig(api_key_env="REFERENCE_REQUIRED_KEY", records_path=tmp_path / "records.jsonl")
     assert key not in " ".join(argv_for_subprocess(config))  # only the variable's name travels in an argv
     with ReferenceServer(config) as server:
-        without = qualify("--endpoint", server.url, "--model", DEFAULT_MODEL_NAME, *QUICK,
-                          "--out", str(tmp_path / "without"), env=env)
-        done = qualify("--endpoint", server.url, "--model", DEFAULT_MODEL_NAME, *QUICK, "--api-key-file",
-                       str(key_file), "--out", str(tmp_path / "out"), env=env)
+        without = qualify(
+            "--endpoint", server.url, "--model", DEFAULT_MODEL_NAME, *QUICK, "--out", str(tmp_path / "without"), env=env
+        )
+        done = qualify(
+            "--endpoint",
+            server.url,
+            "--model",
+            DEFAULT_MODEL_NAME,
+            *QUICK,
+            "--api-key-file",
+            str(key_file),
+            "--out",
+            str(tmp_path / "out"),
+            env=env,
+        )
     refused = row(tmp_path / "without", DEFAULT_MODEL_NAME)  # the server does want the key ...
     assert (refused.status, refused.failed_stage) == ("failed", "capability")
     assert "HTTP 401" in refused.status_reason and "--api-key-file" in refused.status_reason
@@ -70,13 +87,22 @@ def test_an_unreadable_or_empty_api_key_file_is_bad_input(tmp_path: Path, conten
     key_file = tmp_path / "api.key"
     if content is not None:
         key_file.write_text(content)
-    done = qualify("--endpoint", "http://127.0.0.1:9", "--model", "m", "--api-key-file", str(key_file),
-                   "--out", str(tmp_path / "out"))
+    done = qualify(
+        "--endpoint",
+        "http://127.0.0.1:9",
+        "--model",
+        "m",
+        "--api-key-file",
+        str(key_file),
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert done.returncode == 2 and "--api-key-file" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
 
 
 # --- loopback -------------------------------------------------------------------------------------------------
+
 
 def test_servers_bind_loopback_by_default() -> None:
     assert ReferenceConfig().host == "127.0.0.1"
@@ -90,8 +116,16 @@ def test_servers_bind_loopback_by_default() -> None:
     argv = argv_for_subprocess(ReferenceConfig())
     assert argv[argv.index("--host") + 1] == "127.0.0.1" and "--allow-non-loopback" not in argv
     toolchain = Toolchain(trtmc="trtmc", trtmc_server="trtmc-server")
-    argv = server_argv(toolchain, Path("/b.bundle"), model_name="m", port=8000, body_limit=1, records=Path("/r"),
-                       startup_timeout_s=1, request_timeout_s=1)
+    argv = server_argv(
+        toolchain,
+        Path("/b.bundle"),
+        model_name="m",
+        port=8000,
+        body_limit=1,
+        records=Path("/r"),
+        startup_timeout_s=1,
+        request_timeout_s=1,
+    )
     assert argv[argv.index("--host") + 1] == "127.0.0.1"
 
 
@@ -107,6 +141,7 @@ def test_every_server_url_we_make_is_loopback() -> None:
 
 # --- no shell strings -----------------------------------------------------------------------------------------
 
+
 def test_no_shell_strings_anywhere_in_src() -> None:
     sources = sorted(SRC.rglob("*.py"))
     assert sources
@@ -116,15 +151,22 @@ def test_no_shell_strings_anywhere_in_src() -> None:
             assert forbidden not in text, f"{path.relative_to(REPO)} uses {forbidden}"
         # Every subprocess call takes an argv list, never one string for a shell to split.
         for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(
-                    node.func.value, ast.Name) and node.func.value.id == "subprocess" and node.args:
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "subprocess"
+                and node.args
+            ):
                 first = node.args[0]
                 assert not isinstance(first, (ast.Constant, ast.JoinedStr, ast.BinOp)), (
-                    f"{path.relative_to(REPO)}:{node.lineno} passes a string command to subprocess")
+                    f"{path.relative_to(REPO)}:{node.lineno} passes a string command to subprocess"
+                )
                 assert not any(k.arg == "shell" for k in node.keywords), f"{path.relative_to(REPO)}:{node.lineno}"
 
 
 # --- paths from manifests and workloads -----------------------------------------------------------------------
+
 
 def _tree_with(tmp: Path, edit) -> Path:
     tree = tmp / "trtmc"
@@ -160,8 +202,7 @@ def test_a_profile_name_from_a_manifest_never_leads_outside_the_output_directory
 def test_a_family_test_outside_the_checkout_is_never_run(tmp_path: Path) -> None:
     marker = tmp_path / "ran-outside"
     outside = tmp_path / "outside_test_e2e.py"
-    outside.write_text(f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
-                       "def test_x():\n    pass\n")
+    outside.write_text(f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\ndef test_x():\n    pass\n")
 
     def link_out(tree: Path) -> None:
         test = tree / "families" / "vidqa" / "tests" / "test_e2e.py"

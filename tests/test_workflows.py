@@ -50,11 +50,19 @@ def test_actionlint_finds_nothing(tmp_path) -> None:
     config = tmp_path / "actionlint.yaml"
     config.write_text("self-hosted-runner:\n  labels: [gpu]\n")  # the GPU runner's custom label
     env = {**os.environ, "PATH": path}
-    done = subprocess.run([actionlint, "-config-file", str(config), "-no-color", str(WORKFLOWS / "qualify.yml")],
-                          capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [actionlint, "-config-file", str(config), "-no-color", str(WORKFLOWS / "qualify.yml")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
-    done = subprocess.run([actionlint, "-config-file", str(config), "-no-color", str(WORKFLOWS / "ci.yml")],
-                          capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [actionlint, "-config-file", str(config), "-no-color", str(WORKFLOWS / "ci.yml")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -129,18 +137,33 @@ def test_a_profile_whose_job_left_no_row_is_a_failed_row_in_the_report(qualify, 
     shutil.copytree(REPO / "containers", work / "containers")
     uploaded = work / "report" / "checkpoints" / "qualify-ran"
     uploaded.mkdir(parents=True)
-    (uploaded / "result.json").write_text(json.dumps({"profile": "ran", "status": "aiperf-qualified",
-                                                      "status_reason": "measured"}))
-    done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=work, capture_output=True, text=True, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "PROFILES": json.dumps(["ran", "never-ran"])})
+    (uploaded / "result.json").write_text(
+        json.dumps({"profile": "ran", "status": "aiperf-qualified", "status_reason": "measured"})
+    )
+    done = subprocess.run(
+        ["bash", "-e", "-c", step["run"]],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PROFILES": json.dumps(["ran", "never-ran"])},
+    )
     assert done.returncode == 0, done.stderr
-    rows = {p.parent.name: ResultRow.model_validate_json(p.read_bytes())
-            for p in (work / "report" / "checkpoints").glob("*/result.json")}
+    rows = {
+        p.parent.name: ResultRow.model_validate_json(p.read_bytes())
+        for p in (work / "report" / "checkpoints").glob("*/result.json")
+    }
     assert {name: row.status for name, row in rows.items()} == {"ran": "aiperf-qualified", "never-ran": "failed"}
     assert "left no row" in rows["never-ran"].status_reason
     assert rows["never-ran"].status_evidence == [f"no log: {rows['never-ran'].status_reason}"]
-    bad = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=work, capture_output=True, text=True, timeout=60,
-                         env={"PATH": "/usr/bin:/bin", "PROFILES": "not a list"})
+    bad = subprocess.run(
+        ["bash", "-e", "-c", step["run"]],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PROFILES": "not a list"},
+    )
     assert bad.returncode != 0 and "is not a JSON list of profile names" in bad.stderr  # never a silent gap
 
 

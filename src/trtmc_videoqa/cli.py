@@ -6,13 +6,13 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from pydantic import ValidationError
 
 from . import __version__
-from .artifacts import write_model_atomic, write_text_atomic
+from .atomic_write import write_model_atomic, write_text_atomic
 
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_BAD_INPUT = 0, 1, 2
 DEBUG_ENV = "TRTMC_VIDEOQA_DEBUG"
@@ -28,6 +28,7 @@ def _say(message: str) -> None:
 
 # --- inventory ------------------------------------------------------------------------------------------------
 
+
 def _load_inventory_file(path: Path):
     from .results import Inventory
 
@@ -37,8 +38,10 @@ def _load_inventory_file(path: Path):
         raise BadInput(f"--against {path} does not exist; pass an inventory.json written by an earlier audit") from None
     except (OSError, ValidationError, ValueError) as error:
         first = str(error).splitlines()[0]
-        raise BadInput(f"--against {path} is not an inventory.json of this tool ({first}); "
-                       "pass the inventory.json an earlier `trtmc-videoqa inventory` wrote") from None
+        raise BadInput(
+            f"--against {path} is not an inventory.json of this tool ({first}); "
+            "pass the inventory.json an earlier `trtmc-videoqa inventory` wrote"
+        ) from None
 
 
 def cmd_inventory(args: argparse.Namespace) -> int:
@@ -67,8 +70,10 @@ def cmd_inventory(args: argparse.Namespace) -> int:
         print(f"the checkout lacked {len(inventory.lacking)} thing(s); see inventory.md")
     manifests = len(skipped_manifests(inventory))
     if manifests:
-        print(f"skipped {manifests} manifest(s), so no row (not a regular file, or a link leading out of the checkout "
-              "or to nothing); see inventory.md")
+        print(
+            f"skipped {manifests} manifest(s), so no row (not a regular file, or a link leading out of the checkout "
+            "or to nothing); see inventory.md"
+        )
     if len(inventory.skipped) > manifests:
         print(f"skipped {len(inventory.skipped) - manifests} other path(s), not read; see inventory.md")
     if inventory.reconciliation:
@@ -91,6 +96,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 # --- doctor ---------------------------------------------------------------------------------------------------
 
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import run_checks
 
@@ -106,6 +112,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 # --- probe ----------------------------------------------------------------------------------------------------
+
 
 def cmd_probe(args: argparse.Namespace) -> int:
     from .media import ClipError, SamplingPolicy, probe_clip, write_strip
@@ -131,6 +138,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 # --- serve-reference ------------------------------------------------------------------------------------------
 
+
 def cmd_serve_reference(args: argparse.Namespace) -> int:
     from .reference import config_from_arguments, serve
 
@@ -150,6 +158,7 @@ def cmd_serve_reference(args: argparse.Namespace) -> int:
 
 
 # --- qualify and report ---------------------------------------------------------------------------------------
+
 
 def cmd_qualify(args: argparse.Namespace) -> int:
     from .qualify_cli import run_qualify
@@ -174,6 +183,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 # --- schemas --------------------------------------------------------------------------------------------------
 
+
 def cmd_schemas(args: argparse.Namespace) -> int:
     from .results import json_schemas
 
@@ -191,40 +201,58 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trtmc-videoqa",
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=30, width=110),
         description="Which TRTMC checkpoints answer a temporal question about a short clip through trtmc-server, "
-                    "and how fast.")
+        "and how fast.",
+    )
     parser.add_argument("--version", action="version", version=f"trtmc-videoqa {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     inventory = commands.add_parser(
-        "inventory", help="audit a TRTMC checkout: one row per checkpoint manifest, with verdict and evidence",
+        "inventory",
+        help="audit a TRTMC checkout: one row per checkpoint manifest, with verdict and evidence",
         description="Audit a TRTMC checkout (either layout, detected automatically): every checkpoint manifest "
-                    "becomes a row with its Task, variants, catalog status, verdict about temporal video QA, "
-                    "the capability gap and the file and line that show it.")
+        "becomes a row with its Task, variants, catalog status, verdict about temporal video QA, "
+        "the capability gap and the file and line that show it.",
+    )
     inventory.add_argument("--trtmc", type=Path, required=True, metavar="PATH", help="root of the TRTMC checkout")
-    inventory.add_argument("--out", type=Path, default=Path("artifacts/inventory"), metavar="DIR",
-                           help="where inventory.json and inventory.md go (default: artifacts/inventory)")
-    inventory.add_argument("--against", type=Path, metavar="OLD.json",
-                           help="an earlier inventory.json to reconcile with: added, removed and changed rows")
+    inventory.add_argument(
+        "--out",
+        type=Path,
+        default=Path("artifacts/inventory"),
+        metavar="DIR",
+        help="where inventory.json and inventory.md go (default: artifacts/inventory)",
+    )
+    inventory.add_argument(
+        "--against",
+        type=Path,
+        metavar="OLD.json",
+        help="an earlier inventory.json to reconcile with: added, removed and changed rows",
+    )
     inventory.set_defaults(handler=cmd_inventory)
 
     matrix = commands.add_parser(
-        "matrix", help="print the JSON list of profiles to qualify (capable checkpoints), for a CI matrix",
+        "matrix",
+        help="print the JSON list of profiles to qualify (capable checkpoints), for a CI matrix",
         description="Audit the checkout and print, as one JSON list, the profiles with a temporal video QA "
-                    "capability (variants excluded). An empty list is a valid answer.")
+        "capability (variants excluded). An empty list is a valid answer.",
+    )
     matrix.add_argument("--trtmc", type=Path, required=True, metavar="PATH", help="root of the TRTMC checkout")
     matrix.set_defaults(handler=cmd_matrix)
 
     doctor = commands.add_parser(
-        "doctor", help="check this machine: Python, PyAV codecs, aiperf version, loopback ports, Docker, GPU",
+        "doctor",
+        help="check this machine: Python, PyAV codecs, aiperf version, loopback ports, Docker, GPU",
         description="Check the environment and say what is missing and how to fix it. Exits 1 when a required "
-                    "part is missing; Docker, GPU and TRTMC are only warned about.")
+        "part is missing; Docker, GPU and TRTMC are only warned about.",
+    )
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.set_defaults(handler=cmd_doctor)
 
     probe = commands.add_parser(
-        "probe", help="probe a clip: frames, fps, duration, codec, sha256 ... as JSON, and the frames a policy picks",
+        "probe",
+        help="probe a clip: frames, fps, duration, codec, sha256 ... as JSON, and the frames a policy picks",
         description="Probe a clip with PyAV and print its manifest as JSON, with the frames a sampling policy "
-                    "picks; --strip writes those frames side by side as a PNG.")
+        "picks; --strip writes those frames side by side as a PNG.",
+    )
     probe.add_argument("clip", type=Path, metavar="CLIP", help="the clip file (mp4, webm, mkv, avi, mpg, gif)")
     probe.add_argument("--decode-all", action="store_true", help="count frames by decoding every one")
     probe.add_argument("--max-bytes", type=int, metavar="N", help="refuse a larger file (default 64 MiB)")
@@ -233,37 +261,48 @@ def build_parser() -> argparse.ArgumentParser:
     probe.set_defaults(handler=cmd_probe)
 
     qualify = commands.add_parser(
-        "qualify", help="qualify checkpoints end to end (no arguments: the reference self-test, about a minute)",
+        "qualify",
+        help="qualify checkpoints end to end (no arguments: the reference self-test, about a minute)",
         description="Run the step chain for every capable checkpoint of a TRTMC checkout (--trtmc), or for an "
-                    "already running video chat server (--endpoint); with neither, the self-test against the "
-                    "reference endpoint (a test double). Writes result rows and the reports.")
+        "already running video chat server (--endpoint); with neither, the self-test against the "
+        "reference endpoint (a test double). Writes result rows and the reports.",
+    )
     from .qualify_cli import add_qualify_arguments
+
     add_qualify_arguments(qualify)
     qualify.set_defaults(handler=cmd_qualify)
 
     report = commands.add_parser(
-        "report", help="rebuild report.json/md/html and junit.xml from artifact directories, merging several",
+        "report",
+        help="rebuild report.json/md/html and junit.xml from artifact directories, merging several",
         description="Rebuild the reports from the artifacts alone; several directories (one per CI matrix job, "
-                    "or one checkpoint on two servers) merge into one report with the rows side by side.")
+        "or one checkpoint on two servers) merge into one report with the rows side by side.",
+    )
     report.add_argument("dirs", type=Path, nargs="+", metavar="DIR", help="artifact directories of qualify runs")
     report.add_argument("--out", type=Path, metavar="DIR", help="where the reports go (default: the first DIR)")
     report.add_argument("--title", help="the report's title")
     report.set_defaults(handler=cmd_report)
 
     serve_reference = commands.add_parser(
-        "serve-reference", help="run the reference endpoint: a video chat server that is a test double",
+        "serve-reference",
+        help="run the reference endpoint: a video chat server that is a test double",
         description="Serve the reference endpoint on loopback: an OpenAI-compatible video chat server that "
-                    "decodes the clip and answers the synthetic questions by computation. A test double, never "
-                    "a TRTMC model.")
+        "decodes the clip and answers the synthetic questions by computation. A test double, never "
+        "a TRTMC model.",
+    )
     from .reference import add_reference_arguments
+
     add_reference_arguments(serve_reference)
     serve_reference.set_defaults(handler=cmd_serve_reference)
 
     schemas = commands.add_parser(
-        "schemas", help="write the JSON Schemas of the artifacts (inventory.json, ...)",
-        description="Write the JSON Schemas exported from the artifact models; the repository commits them.")
-    schemas.add_argument("--out", type=Path, default=Path("schemas"), metavar="DIR",
-                         help="where the schema files go (default: schemas)")
+        "schemas",
+        help="write the JSON Schemas of the artifacts (inventory.json, ...)",
+        description="Write the JSON Schemas exported from the artifact models; the repository commits them.",
+    )
+    schemas.add_argument(
+        "--out", type=Path, default=Path("schemas"), metavar="DIR", help="where the schema files go (default: schemas)"
+    )
     schemas.set_defaults(handler=cmd_schemas)
     return parser
 
@@ -279,21 +318,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`| head`): nothing left to say
         return EXIT_OK
     except KeyboardInterrupt:
-        _say(f"trtmc-videoqa {args.command}: interrupted; what was written so far is kept "
-             "(a run again resumes from it)")
+        _say(
+            f"trtmc-videoqa {args.command}: interrupted; what was written so far is kept (a run again resumes from it)"
+        )
         return 130
     except OSError as error:
         # An output or input location we cannot use (read-only, full, missing): the user can fix it.
         # A write error names no file of its own; the output directory is then where it happened.
         where = f" {error.filename}" if error.filename else (f" {args.out}" if getattr(args, "out", None) else "")
-        _say(f"trtmc-videoqa {args.command}: cannot use{where}: {error.strerror or error}; "
-             "choose a writable location with free space")
+        _say(
+            f"trtmc-videoqa {args.command}: cannot use{where}: {error.strerror or error}; "
+            "choose a writable location with free space"
+        )
         return EXIT_BAD_INPUT
     except Exception as error:  # a bug of ours: say so plainly, the traceback only on request
         if os.environ.get(DEBUG_ENV):
             raise
-        _say(f"trtmc-videoqa {args.command}: internal error: {type(error).__name__}: {error} "
-             f"(set {DEBUG_ENV}=1 for the traceback)")
+        _say(
+            f"trtmc-videoqa {args.command}: internal error: {type(error).__name__}: {error} "
+            f"(set {DEBUG_ENV}=1 for the traceback)"
+        )
         return EXIT_TOOL_ERROR
 
 

@@ -41,7 +41,12 @@ TRTMC_BUILD = "/opt/trtmc/build"
 TRTMC_VENV = "/opt/venv"  # TRTMC's Python environment; this package is installed into it too
 ARTIFACTS = "/artifacts"
 TRTMC_MOUNT = "/trtmc"  # a TRTMC tree given to the CPU steps
-PIP_CACHE, CCACHE_DIR, HUB_CACHE, BUNDLE_CACHE = "/root/.cache/pip", "/cache/ccache", "/cache/huggingface", "/cache/bundles"
+PIP_CACHE, CCACHE_DIR, HUB_CACHE, BUNDLE_CACHE = (
+    "/root/.cache/pip",
+    "/cache/ccache",
+    "/cache/huggingface",
+    "/cache/bundles",
+)
 GPU_LOCK = "/run/trtmc-videoqa-gpu"  # a LOCKED cache volume: one qualification exec at a time per engine
 
 DEFAULT_CUDA_ARCH = "90"  # sm_90: the H200
@@ -66,6 +71,7 @@ WORKLOADS = Path(__file__).resolve().parent / "workloads" / "data"
 
 
 # --- pure helpers (no engine) ---------------------------------------------------------------------------------------
+
 
 def pin_file() -> Path:
     """$TRTMC_VIDEOQA_PINS, else containers/pins.toml of this module's source tree, else the package's default."""
@@ -120,7 +126,7 @@ def runtime_env(p: Pins) -> dict[str, str]:
         "TRT_LIB_DIR": "/usr/lib/x86_64-linux-gnu",
         "TRT_INC_DIR": "/usr/include/x86_64-linux-gnu",
         "LD_LIBRARY_PATH": f"/usr/lib/x86_64-linux-gnu:{TRTMC_VENV}/lib/python{python}/site-packages/tvm_ffi/lib"
-                           ":/usr/local/cuda/lib64",
+        ":/usr/local/cuda/lib64",
         "HF_HOME": HUB_CACHE,
     }
 
@@ -145,9 +151,16 @@ def qualification_key(p: Pins, profile: str, workload: str, cuda_arch: str, nonc
         f"{KEY_PREFIX}PROFILE": profile,
         f"{KEY_PREFIX}TRTMC_COMMIT": p.trtmc.commit,
         f"{KEY_PREFIX}WORKLOAD": f"{workload} sha256:{workload_sha256(workload)}",
-        f"{KEY_PREFIX}VERSIONS": " ".join([
-            f"trtmc-videoqa=={__version__}", p.aiperf.requirement, f"runtime={runtime.provenance}",
-            f"python=={runtime.python}", f"cuda-arch=sm_{cuda_arch}", f"dagger={p.dagger.engine}"]),
+        f"{KEY_PREFIX}VERSIONS": " ".join(
+            [
+                f"trtmc-videoqa=={__version__}",
+                p.aiperf.requirement,
+                f"runtime={runtime.provenance}",
+                f"python=={runtime.python}",
+                f"cuda-arch=sm_{cuda_arch}",
+                f"dagger={p.dagger.engine}",
+            ]
+        ),
     }
     if nonce is not None:
         key[f"{KEY_PREFIX}NONCE"] = nonce  # --force: a deliberate re-measurement changes the key
@@ -222,7 +235,9 @@ class TrtmcVideoqa:
     def runtime(
         self,
         hf_token: Annotated[dagger.Secret | None, Doc("hub token for gated checkpoints, e.g. env:HF_TOKEN")] = None,
-        cuda_arch: Annotated[str, Doc("CUDA architecture TRTMC is built for (90 = sm_90, the H200)")] = DEFAULT_CUDA_ARCH,
+        cuda_arch: Annotated[
+            str, Doc("CUDA architecture TRTMC is built for (90 = sm_90, the H200)")
+        ] = DEFAULT_CUDA_ARCH,
     ) -> dagger.Container:
         """The CUDA + TensorRT runtime with TRTMC built from the pinned commit (containers/runtime.Dockerfile)."""
         p = pins()
@@ -232,8 +247,11 @@ class TrtmcVideoqa:
             _with_env(base, runtime_env(p))
             .with_label("io.github.trtmc-videoqa.trtmc", f"{p.trtmc.repository}@{p.trtmc.commit}")
             .with_label("io.github.trtmc-videoqa.cuda-arch", f"sm_{cuda_arch}")
-            .with_directory(RECIPES, self.source.directory("containers"),
-                            include=["system-packages.sh", "packages/*", "build-trtmc.sh"])
+            .with_directory(
+                RECIPES,
+                self.source.directory("containers"),
+                include=["system-packages.sh", "packages/*", "build-trtmc.sh"],
+            )
             .with_exec(["sh", f"{RECIPES}/system-packages.sh", "runtime"])
             .with_directory(TRTMC_SRC, self._trtmc_tree())
             .with_mounted_cache(PIP_CACHE, dag.cache_volume("trtmc-videoqa-pip"))
@@ -303,24 +321,33 @@ class TrtmcVideoqa:
             .with_exec(["nvidia-smi"])
         )
 
-    def _qualified(self, runtime: dagger.Container, profile: str, workload: str, cuda_arch: str,
-                   force: bool, limit_s: int) -> dagger.Directory:
+    def _qualified(
+        self, runtime: dagger.Container, profile: str, workload: str, cuda_arch: str, force: bool, limit_s: int
+    ) -> dagger.Directory:
         """One checkpoint's whole step chain in one GPU exec; its artifact directory (always with result.json)."""
         p = pins()
         nonce = uuid.uuid4().hex if force else None
-        argv = ["sh", f"{RECIPES}/qualify-one.sh", profile, TRTMC_SRC, ARTIFACTS, str(limit_s),
-                "--workload", workload, "--bundle-cache", BUNDLE_CACHE]
+        argv = [
+            "sh",
+            f"{RECIPES}/qualify-one.sh",
+            profile,
+            TRTMC_SRC,
+            ARTIFACTS,
+            str(limit_s),
+            "--workload",
+            workload,
+            "--bundle-cache",
+            BUNDLE_CACHE,
+        ]
         container = (
             runtime.experimental_with_all_gp_us()
             .with_mounted_cache(GPU_LOCK, dag.cache_volume("trtmc-videoqa-gpu-lock"), sharing=CacheSharingMode.LOCKED)
-            .with_mounted_cache(BUNDLE_CACHE,
-                                dag.cache_volume(f"trtmc-videoqa-bundles-{p.trtmc.commit[:12]}-sm{cuda_arch}"))
+            .with_mounted_cache(
+                BUNDLE_CACHE, dag.cache_volume(f"trtmc-videoqa-bundles-{p.trtmc.commit[:12]}-sm{cuda_arch}")
+            )
         )
         container = _with_env(container, qualification_key(p, profile, workload, cuda_arch, nonce))
-        return (
-            container.with_exec(argv + (["--force"] if force else []), expect=ReturnType.ANY)
-            .directory(ARTIFACTS)
-        )
+        return container.with_exec(argv + (["--force"] if force else []), expect=ReturnType.ANY).directory(ARTIFACTS)
 
     def _merged(self, inventory: dagger.Directory, runs: dict[str, dagger.Directory]) -> dagger.Directory:
         """The inventory's rows with each qualified checkpoint's row directory, and the report over all of them."""
@@ -331,19 +358,28 @@ class TrtmcVideoqa:
             row = f"checkpoints/{profile}"
             # replaces the CPU step's row, if any (a variant named with --profile reads "blocked" there)
             container = container.without_directory(f"{ARTIFACTS}/{row}").with_directory(
-                f"{ARTIFACTS}/{row}", run.directory(row))
+                f"{ARTIFACTS}/{row}", run.directory(row)
+            )
         return container.with_exec(["trtmc-videoqa", "report", ARTIFACTS, "--out", ARTIFACTS]).directory(ARTIFACTS)
 
     @function(cache="never")
     async def qualify(
         self,
-        profile: Annotated[list[str] | None, Doc("profiles to qualify (default: every capable one the inventory finds)")] = None,
+        profile: Annotated[
+            list[str] | None, Doc("profiles to qualify (default: every capable one the inventory finds)")
+        ] = None,
         workload: Annotated[str, Doc("built-in workload: bigbuckbunny (default) or synthetic")] = DEFAULT_WORKLOAD,
         force: Annotated[bool, Doc("measure again: a nonce changes each exec's cache key")] = False,
         hf_token: Annotated[dagger.Secret | None, Doc("hub token for gated checkpoints, e.g. env:HF_TOKEN")] = None,
-        serve_token: Annotated[dagger.Secret | None, Doc("API key trtmc-server requires, e.g. env:TRTMC_SERVE_TOKEN")] = None,
-        cuda_arch: Annotated[str, Doc("CUDA architecture TRTMC is built for (90 = sm_90, the H200)")] = DEFAULT_CUDA_ARCH,
-        timeout: Annotated[int, Doc("seconds one checkpoint's step chain may run before it is a failed row")] = DEFAULT_STEP_LIMIT_S,
+        serve_token: Annotated[
+            dagger.Secret | None, Doc("API key trtmc-server requires, e.g. env:TRTMC_SERVE_TOKEN")
+        ] = None,
+        cuda_arch: Annotated[
+            str, Doc("CUDA architecture TRTMC is built for (90 = sm_90, the H200)")
+        ] = DEFAULT_CUDA_ARCH,
+        timeout: Annotated[
+            int, Doc("seconds one checkpoint's step chain may run before it is a failed row")
+        ] = DEFAULT_STEP_LIMIT_S,
     ) -> dagger.Directory:
         """Qualify checkpoints, one GPU exec each, and merge their rows with the inventory's into one report."""
         inventory = self.inventory(workload=workload)

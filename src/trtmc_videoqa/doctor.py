@@ -6,7 +6,8 @@ import shutil
 import socket
 import subprocess
 import sys
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -44,8 +45,12 @@ def _av() -> Check:
     ffmpeg = ".".join(str(part) for part in av.library_versions.get("libavcodec", ()))
     detail = f"av {av.__version__}, libavcodec {ffmpeg}"
     if missing:
-        return Check(name="av (PyAV)", level="fail", detail=f"{detail}; missing codecs: {', '.join(missing)}",
-                     fix="reinstall the PyAV wheel from PyPI (it bundles these codecs)")
+        return Check(
+            name="av (PyAV)",
+            level="fail",
+            detail=f"{detail}; missing codecs: {', '.join(missing)}",
+            fix="reinstall the PyAV wheel from PyPI (it bundles these codecs)",
+        )
     return Check(name="av (PyAV)", level="ok", detail=f"{detail}; h264 decode, libx264 encode, vp9, mpeg4")
 
 
@@ -54,8 +59,9 @@ def _aiperf() -> Check:
     try:
         install = locate_aiperf(expected_version=expected)
     except AiperfProblem as problem:
-        return Check(name="aiperf", level="fail", detail=str(problem).split(";")[0],
-                     fix=str(problem).split(";", 1)[-1].strip())
+        return Check(
+            name="aiperf", level="fail", detail=str(problem).split(";")[0], fix=str(problem).split(";", 1)[-1].strip()
+        )
     return Check(name="aiperf", level="ok", detail=f"{install.version} ({install.source}) at {install.executable}")
 
 
@@ -65,8 +71,12 @@ def _loopback_port() -> Check:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
     except OSError as error:
-        return Check(name="loopback port", level="fail", detail=str(error),
-                     fix="free a port on 127.0.0.1; the servers bind loopback only")
+        return Check(
+            name="loopback port",
+            level="fail",
+            detail=str(error),
+            fix="free a port on 127.0.0.1; the servers bind loopback only",
+        )
     return Check(name="loopback port", level="ok", detail=f"127.0.0.1:{port} was free")
 
 
@@ -79,23 +89,39 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
 
 def _docker() -> Check:
     if not shutil.which("docker"):
-        return Check(name="docker", level="warn", detail="no docker client on PATH",
-                     fix="only the local container run needs it: install docker.io (Debian) or Docker Engine")
+        return Check(
+            name="docker",
+            level="warn",
+            detail="no docker client on PATH",
+            fix="only the local container run needs it: install docker.io (Debian) or Docker Engine",
+        )
     done = _run(["docker", "info", "--format", "{{.ServerVersion}}"])
     if done is None or done.returncode != 0:
-        return Check(name="docker", level="warn", detail="docker client present, no daemon answered",
-                     fix="start the Docker daemon (or set DOCKER_HOST) for the local container run")
+        return Check(
+            name="docker",
+            level="warn",
+            detail="docker client present, no daemon answered",
+            fix="start the Docker daemon (or set DOCKER_HOST) for the local container run",
+        )
     return Check(name="docker", level="ok", detail=f"daemon {done.stdout.strip()}")
 
 
 def _gpu() -> Check:
     if not shutil.which("nvidia-smi"):
-        return Check(name="gpu", level="warn", detail="no nvidia-smi: no NVIDIA GPU here",
-                     fix="qualification of TRTMC checkpoints needs a GPU runner; the self-test does not")
+        return Check(
+            name="gpu",
+            level="warn",
+            detail="no nvidia-smi: no NVIDIA GPU here",
+            fix="qualification of TRTMC checkpoints needs a GPU runner; the self-test does not",
+        )
     done = _run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"])
     if done is None or done.returncode != 0:
-        return Check(name="gpu", level="warn", detail="nvidia-smi present but failed",
-                     fix="check the NVIDIA driver (nvidia-smi must list the GPU)")
+        return Check(
+            name="gpu",
+            level="warn",
+            detail="nvidia-smi present but failed",
+            fix="check the NVIDIA driver (nvidia-smi must list the GPU)",
+        )
     return Check(name="gpu", level="ok", detail="; ".join(done.stdout.strip().splitlines()))
 
 
@@ -103,9 +129,13 @@ def _trtmc() -> Check:
     found = {tool: shutil.which(tool) for tool in ("trtmc", "trtmc-server")}
     missing = [tool for tool, path in found.items() if not path]
     if missing:
-        return Check(name="trtmc", level="warn", detail=f"not on PATH: {', '.join(missing)}",
-                     fix="qualification builds and serves bundles with TRTMC: use the runtime container "
-                         "(`dagger call runtime`) or build TRTMC from source")
+        return Check(
+            name="trtmc",
+            level="warn",
+            detail=f"not on PATH: {', '.join(missing)}",
+            fix="qualification builds and serves bundles with TRTMC: use the runtime container "
+            "(`dagger call runtime`) or build TRTMC from source",
+        )
     return Check(name="trtmc", level="ok", detail=", ".join(f"{t} at {p}" for t, p in found.items()))
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from .aiperf.command import API_KEY_PLACEHOLDER
 from .aiperf.locate import AiperfProblem, locate_aiperf
 from .aiperf.tokenizer import choose_tokenizer
-from .artifacts import write_model_atomic, write_text_atomic
+from .atomic_write import write_model_atomic, write_text_atomic
 from .pins import load_pins
 from .results import ResultRow
 
@@ -32,31 +32,60 @@ def add_qualify_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--profile", action="append", metavar="NAME", help="only this profile (repeatable)")
     source.add_argument("--endpoint", metavar="URL", help="an already running OpenAI-compatible video chat server")
     source.add_argument("--model", metavar="NAME", help="the model name to send to --endpoint")
-    source.add_argument("--server-records", type=Path, metavar="FILE",
-                        help="the per-request records file --endpoint's server writes (trtmc-server --records), "
-                             "read after the run for the server's task time when responses carry none")
-    source.add_argument("--server-setting", action="append", default=[], metavar="KEY=VALUE",
-                        help="a server-side sampling or media-cache setting of --endpoint, recorded as stated")
+    source.add_argument(
+        "--server-records",
+        type=Path,
+        metavar="FILE",
+        help="the per-request records file --endpoint's server writes (trtmc-server --records), "
+        "read after the run for the server's task time when responses carry none",
+    )
+    source.add_argument(
+        "--server-setting",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a server-side sampling or media-cache setting of --endpoint, recorded as stated",
+    )
     run = parser.add_argument_group("the run")
-    run.add_argument("--workload", metavar="FILE|NAME", help="a workload file, or a built-in name "
-                     "(default: bigbuckbunny; the self-test uses synthetic and bigbuckbunny)")
+    run.add_argument(
+        "--workload",
+        metavar="FILE|NAME",
+        help="a workload file, or a built-in name "
+        "(default: bigbuckbunny; the self-test uses synthetic and bigbuckbunny)",
+    )
     run.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="artifact directory")
     run.add_argument("--repeats", type=int, default=5, help="times each (question, clip) is sent (default 5)")
     run.add_argument("--warmup", type=int, default=2, help="warmup requests, kept out of the results (default 2)")
     run.add_argument("--concurrency", type=int, default=1, help="concurrent requests (default 1)")
     run.add_argument("--request-timeout", type=float, default=60.0, help="seconds per request (default 60)")
     run.add_argument("--aiperf-wall-limit", type=float, default=900.0, help="seconds for one AIPerf run")
-    run.add_argument("--body-limit", type=int, default=4 * 1024 * 1024,
-                     help="the server's --max-body-bytes, large enough for the clip (default 4 MiB)")
+    run.add_argument(
+        "--body-limit",
+        type=int,
+        default=4 * 1024 * 1024,
+        help="the server's --max-body-bytes, large enough for the clip (default 4 MiB)",
+    )
     run.add_argument("--aiperf", metavar="PATH", help="the aiperf executable (default: $TRTMC_VIDEOQA_AIPERF, PATH)")
     run.add_argument("--tokenizer", type=Path, metavar="DIR", help="a local tokenizer directory for AIPerf")
-    run.add_argument("--api-key-env", default="TRTMC_SERVE_TOKEN", metavar="NAME",
-                     help="environment variable holding the server's API key, if any (never written anywhere)")
-    run.add_argument("--api-key-file", type=Path, metavar="PATH",
-                     help="a file holding the server's API key (first line; never written anywhere); "
-                          "wins over --api-key-env")
-    run.add_argument("--startup-timeout", type=float, default=600.0, metavar="S",
-                     help="seconds a server we start may take to get ready (default 600)")
+    run.add_argument(
+        "--api-key-env",
+        default="TRTMC_SERVE_TOKEN",
+        metavar="NAME",
+        help="environment variable holding the server's API key, if any (never written anywhere)",
+    )
+    run.add_argument(
+        "--api-key-file",
+        type=Path,
+        metavar="PATH",
+        help="a file holding the server's API key (first line; never written anywhere); wins over --api-key-env",
+    )
+    run.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="seconds a server we start may take to get ready (default 600)",
+    )
     run.add_argument("--bundle-cache", type=Path, metavar="DIR", help="where built bundles are kept")
     run.add_argument("--force", action="store_true", help="measure again even where inputs are unchanged")
     run.add_argument("--dry-run", action="store_true", help="print the plan and run nothing")
@@ -81,9 +110,14 @@ def _settings(args: argparse.Namespace):
 
     if args.repeats < 1 or args.warmup < 0 or args.concurrency < 1:
         raise _BadInput("--repeats and --concurrency must be at least 1 and --warmup at least 0")
-    return RunSettings(repeats=args.repeats, warmup=args.warmup, concurrency=args.concurrency,
-                       request_timeout_s=args.request_timeout, aiperf_wall_limit_s=args.aiperf_wall_limit,
-                       body_limit=args.body_limit)
+    return RunSettings(
+        repeats=args.repeats,
+        warmup=args.warmup,
+        concurrency=args.concurrency,
+        request_timeout_s=args.request_timeout,
+        aiperf_wall_limit_s=args.aiperf_wall_limit,
+        body_limit=args.body_limit,
+    )
 
 
 def _stated(args: argparse.Namespace) -> dict[str, str]:
@@ -117,8 +151,10 @@ def _api_key(args: argparse.Namespace) -> str | None:
             text = args.api_key_file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
             reason = getattr(error, "strerror", None) or type(error).__name__
-            raise _BadInput(f"--api-key-file {args.api_key_file} cannot be read ({reason}); "
-                            "give a readable file holding the key on its first line") from None
+            raise _BadInput(
+                f"--api-key-file {args.api_key_file} cannot be read ({reason}); "
+                "give a readable file holding the key on its first line"
+            ) from None
         key = text.strip().splitlines()[0].strip() if text.strip() else ""
         if not key:
             raise _BadInput(f"--api-key-file {args.api_key_file} is empty; put the key on its first line")
@@ -129,9 +165,19 @@ def _api_key(args: argparse.Namespace) -> str | None:
 def _job(args, workload, aiperf, tokenizer, label, command, progress, api_key=None):
     from .qualify import QualifyJob
 
-    job = QualifyJob(out=args.out, workload=workload, settings=_settings(args), aiperf=aiperf, tokenizer=tokenizer,
-                     tokenizer_label=label, command=command, force=args.force, api_key=api_key,
-                     bundle_cache=args.bundle_cache, progress=progress)
+    job = QualifyJob(
+        out=args.out,
+        workload=workload,
+        settings=_settings(args),
+        aiperf=aiperf,
+        tokenizer=tokenizer,
+        tokenizer_label=label,
+        command=command,
+        force=args.force,
+        api_key=api_key,
+        bundle_cache=args.bundle_cache,
+        progress=progress,
+    )
     job.stage_timeouts["startup"] = args.startup_timeout
     return job
 
@@ -149,14 +195,21 @@ def _check_bodies(workloads, args: argparse.Namespace, model: str) -> None:
         max_tokens = settings.max_tokens or workload.spec.generation.max_tokens
         longest = max((p.text for p in workload.spec.prompts), key=len)
         for clip in workload.spec.clips:
-            size = predicted_body_size(model, longest, clip.bytes, clip.mime, max_tokens=max_tokens,
-                                       temperature=workload.spec.generation.temperature)
+            size = predicted_body_size(
+                model,
+                longest,
+                clip.bytes,
+                clip.mime,
+                max_tokens=max_tokens,
+                temperature=workload.spec.generation.temperature,
+            )
             try:
                 check_body_limit(size, settings.body_limit, clip=workload.clip_path(clip.id))
             except ClipError as error:
-                raise _BadInput(f"workload {workload.name!r}: {error} (the limit is --body-limit "
-                                f"{settings.body_limit}: raise it together with the server's --max-body-bytes)"
-                                ) from None
+                raise _BadInput(
+                    f"workload {workload.name!r}: {error} (the limit is --body-limit "
+                    f"{settings.body_limit}: raise it together with the server's --max-body-bytes)"
+                ) from None
 
 
 def _dry_run(args: argparse.Namespace, workloads, self_test: bool) -> int:
@@ -167,11 +220,14 @@ def _dry_run(args: argparse.Namespace, workloads, self_test: bool) -> int:
     print(f"workload(s): {', '.join(f'{w.name} ({w.digest[:12]})' for w in workloads)}")
     for workload in workloads:
         rows = len(workload.spec.questions) * len(workload.spec.clips) * settings.repeats
-        print(f"per checkpoint on {workload.name}: capability check, then aiperf {settings.warmup} warmup + {rows} "
-              f"profiling requests (every question on every clip, {settings.repeats} times), then grading")
+        print(
+            f"per checkpoint on {workload.name}: capability check, then aiperf {settings.warmup} warmup + {rows} "
+            f"profiling requests (every question on every clip, {settings.repeats} times), then grading"
+        )
     if self_test:
-        print("target: the reference endpoint (a test double) on loopback; endpoint ladder planned -> "
-              "endpoint-qualified")
+        print(
+            "target: the reference endpoint (a test double) on loopback; endpoint ladder planned -> endpoint-qualified"
+        )
     elif args.endpoint:
         print(f"target: {args.endpoint} model {args.model}; endpoint ladder planned -> endpoint-qualified")
     else:
@@ -213,17 +269,21 @@ def run_qualify(args: argparse.Namespace) -> int:
         _stated(args), _settings(args)
         api_key = _api_key(args)
         if args.server_records is not None and not args.endpoint:
-            raise _BadInput("--server-records goes with --endpoint (trtmc-server's records are read by --trtmc "
-                            "runs themselves)")
+            raise _BadInput(
+                "--server-records goes with --endpoint (trtmc-server's records are read by --trtmc runs themselves)"
+            )
         if args.server_records is not None and not args.server_records.is_file():
-            raise _BadInput(f"--server-records {args.server_records}: no such file; give the file the server writes "
-                            "its per-request records to (trtmc-server --records FILE)")
+            raise _BadInput(
+                f"--server-records {args.server_records}: no such file; give the file the server writes "
+                "its per-request records to (trtmc-server --records FILE)"
+            )
         if args.startup_timeout <= 0 or args.request_timeout <= 0 or args.body_limit <= 0:
             raise _BadInput("--startup-timeout, --request-timeout and --body-limit must be positive")
         from .reference import DEFAULT_MODEL_NAME
 
-        _check_bodies(workloads, args, args.model if args.endpoint else
-                      DEFAULT_MODEL_NAME if self_test else _LONGEST_MODEL_NAME)
+        _check_bodies(
+            workloads, args, args.model if args.endpoint else DEFAULT_MODEL_NAME if self_test else _LONGEST_MODEL_NAME
+        )
     except _BadInput as error:
         raise BadInput(str(error)) from None
     if args.dry_run:
@@ -250,8 +310,16 @@ def run_qualify(args: argparse.Namespace) -> int:
                 from .qualify import qualify_endpoint
 
                 profile = args.model.replace("/", "--")
-                rows = [qualify_endpoint(job, url=args.endpoint, model=args.model, profile=profile,
-                                         stated=_stated(args), server_records=args.server_records)]
+                rows = [
+                    qualify_endpoint(
+                        job,
+                        url=args.endpoint,
+                        model=args.model,
+                        profile=profile,
+                        stated=_stated(args),
+                        server_records=args.server_records,
+                    )
+                ]
             else:
                 rows = _trtmc(args, workloads[0], aiperf, tokenizer, label, command, progress, api_key)
             report = build_report([args.out])
@@ -284,8 +352,9 @@ def _trtmc(args, workload, aiperf, tokenizer, label, command, progress, api_key)
     known = {e.profile for e in inventory.entries}
     unknown = sorted(set(args.profile or []) - known)
     if unknown:
-        raise BadInput(f"--profile {', '.join(unknown)} not in the inventory of {args.trtmc}; "
-                       "see inventory.md for the profiles")
+        raise BadInput(
+            f"--profile {', '.join(unknown)} not in the inventory of {args.trtmc}; see inventory.md for the profiles"
+        )
     job = _job(args, workload, aiperf, tokenizer, label, command, progress, api_key)
     return qualify_inventory(job, inventory, args.trtmc.resolve(), find_toolchain(), args.profile)
 
@@ -303,9 +372,14 @@ def _self_test(args, workloads, aiperf, tokenizer, label, command, progress, api
     stated = {"sampling_policy": policy, "sampling_where": "server", "media_cache": "none"}
     jobs = [_job(args, workload, aiperf, tokenizer, label, command, progress, api_key) for workload in workloads]
     profiles = [f"{SELF_TEST_PREFIX}.{workload.name}" for workload in workloads]
-    previous = [reusable(job.row_dir(profile), endpoint_key(job, identity=identity, model=DEFAULT_MODEL_NAME,
-                                                              stated=stated), args.force)
-                for job, profile in zip(jobs, profiles)]
+    previous = [
+        reusable(
+            job.row_dir(profile),
+            endpoint_key(job, identity=identity, model=DEFAULT_MODEL_NAME, stated=stated),
+            args.force,
+        )
+        for job, profile in zip(jobs, profiles)
+    ]
     if all(previous):  # nothing changed: no server, no AIPerf (and none of their imports)
         return [row for row in previous if row is not None]
     from .reference import ReferenceConfig, argv_for_subprocess
@@ -317,10 +391,21 @@ def _self_test(args, workloads, aiperf, tokenizer, label, command, progress, api
     config = ReferenceConfig(port=port, records_path=records, max_body_bytes=args.body_limit, sampling_policy=policy)
     url = f"http://127.0.0.1:{port}"
     progress(f"starting the reference endpoint on {url}")
-    with ServerProcess(argv_for_subprocess(config), url=url, log_path=args.out / "reference" / "server.log",
-                       startup_timeout_s=60) as server:
-        return [qualify_endpoint(job, url=url, model=DEFAULT_MODEL_NAME, profile=profile, stated=stated,
-                                 identity=identity, reference_self_test=True, server_records=records,
-                                 alive=lambda: server.alive,
-                                 transport_only=None if job.workload.name == "synthetic" else CANNOT_TELL)
-                for job, profile in zip(jobs, profiles)]
+    with ServerProcess(
+        argv_for_subprocess(config), url=url, log_path=args.out / "reference" / "server.log", startup_timeout_s=60
+    ) as server:
+        return [
+            qualify_endpoint(
+                job,
+                url=url,
+                model=DEFAULT_MODEL_NAME,
+                profile=profile,
+                stated=stated,
+                identity=identity,
+                reference_self_test=True,
+                server_records=records,
+                alive=lambda: server.alive,
+                transport_only=None if job.workload.name == "synthetic" else CANNOT_TELL,
+            )
+            for job, profile in zip(jobs, profiles)
+        ]

@@ -179,8 +179,16 @@ RESULT_SCHEMA = "trtmc-videoqa.result/v1"
 REPORT_SCHEMA = "trtmc-videoqa.report/v1"
 
 # The ladder (ARCHITECTURE.md). With --endpoint (a server we did not build) the ladder is planned -> endpoint-qualified.
-QualificationStatus = Literal["unsupported", "planned", "implemented", "family-validated", "aiperf-qualified",
-                              "endpoint-qualified", "blocked", "failed"]
+QualificationStatus = Literal[
+    "unsupported",
+    "planned",
+    "implemented",
+    "family-validated",
+    "aiperf-qualified",
+    "endpoint-qualified",
+    "blocked",
+    "failed",
+]
 StageName = Literal["plan", "build", "correctness", "serve", "capability", "aiperf", "grading"]
 StageStatus = Literal["passed", "failed", "blocked", "skipped", "rejected", "not-run"]
 Mode = Literal["trtmc", "endpoint"]

@@ -50,8 +50,9 @@ def find_toolchain(python: str | None = None) -> Toolchain:
             gpu = listed if done.returncode == 0 and listed else None
         except (OSError, subprocess.TimeoutExpired):
             gpu = None
-    return Toolchain(trtmc=shutil.which("trtmc"), trtmc_server=shutil.which("trtmc-server"),
-                     python=python or sys.executable, gpu=gpu)
+    return Toolchain(
+        trtmc=shutil.which("trtmc"), trtmc_server=shutil.which("trtmc-server"), python=python or sys.executable, gpu=gpu
+    )
 
 
 def bundle_path(cache_dir: Path, entry: CheckpointEntry, commit: str) -> Path:
@@ -94,20 +95,39 @@ def correctness_test(checkout: Path, entry: CheckpointEntry, layout: str) -> Pat
         return None
     root = checkout.resolve()
     if not found[0].resolve().is_relative_to(root):
-        raise ValueError(f"the correctness test {found[0]} of profile {entry.profile!r} leads outside the checkout "
-                         f"(to {found[0].resolve()})")
+        raise ValueError(
+            f"the correctness test {found[0]} of profile {entry.profile!r} leads outside the checkout "
+            f"(to {found[0].resolve()})"
+        )
     return found[0]
 
 
-def correctness_argv(toolchain: Toolchain, checkout: Path, test: Path, entry: CheckpointEntry,
-                     artifacts: Path, engine_dir: Path) -> list[str]:
+def correctness_argv(
+    toolchain: Toolchain, checkout: Path, test: Path, entry: CheckpointEntry, artifacts: Path, engine_dir: Path
+) -> list[str]:
     """The family's command as TRTMC's family E2E runners take it: pytest on its E2E test, selecting this profile,
     the engine directory that holds our bundle under the manifest's name, and no --rebuild-engines, so the runner
     validates that bundle rather than building its own (checked afterwards by digest)."""
-    return [toolchain.python, "-m", "pytest", str(test.relative_to(checkout)), "--e2e-model", entry.profile,
-            "--e2e-artifacts-dir", str(artifacts), "--engine-dir", str(engine_dir),
-            "--trtmc-binary", toolchain.trtmc or "trtmc", "--hf-python", toolchain.python, "-p", "no:cacheprovider",
-            "-rs", f"--junitxml={artifacts / JUNIT_NAME}"]
+    return [
+        toolchain.python,
+        "-m",
+        "pytest",
+        str(test.relative_to(checkout)),
+        "--e2e-model",
+        entry.profile,
+        "--e2e-artifacts-dir",
+        str(artifacts),
+        "--engine-dir",
+        str(engine_dir),
+        "--trtmc-binary",
+        toolchain.trtmc or "trtmc",
+        "--hf-python",
+        toolchain.python,
+        "-p",
+        "no:cacheprovider",
+        "-rs",
+        f"--junitxml={artifacts / JUNIT_NAME}",
+    ]
 
 
 JUNIT_NAME = "junit.xml"
@@ -151,8 +171,9 @@ def family_test_outcome(artifacts: Path) -> TestOutcome | None:
 
 def correctness_env(checkout: Path, base: dict[str, str]) -> dict[str, str]:
     env = dict(base)
-    env.update({"TRTMC_E2E": "1",
-                "PYTHONPATH": ":".join(str(checkout / p) for p in ("core/builder", "apps/benchmark", "."))})
+    env.update(
+        {"TRTMC_E2E": "1", "PYTHONPATH": ":".join(str(checkout / p) for p in ("core/builder", "apps/benchmark", "."))}
+    )
     return env
 
 
@@ -165,13 +186,36 @@ def family_result(artifacts: Path, profile: str) -> str | None:
     return str(status) if status is not None else None
 
 
-def server_argv(toolchain: Toolchain, bundle: Path, *, model_name: str, port: int, body_limit: int,
-                records: Path, startup_timeout_s: float, request_timeout_s: float) -> list[str]:
+def server_argv(
+    toolchain: Toolchain,
+    bundle: Path,
+    *,
+    model_name: str,
+    port: int,
+    body_limit: int,
+    records: Path,
+    startup_timeout_s: float,
+    request_timeout_s: float,
+) -> list[str]:
     """trtmc-server on loopback with a body limit large enough for the clip, writing per-request records."""
-    return [toolchain.trtmc_server or "trtmc-server", str(bundle), "--model-name", model_name,
-            "--host", "127.0.0.1", "--port", str(port), "--max-body-bytes", str(body_limit),
-            "--startup-timeout", f"{startup_timeout_s:g}", "--request-timeout", f"{request_timeout_s:g}",
-            "--records", str(records)]
+    return [
+        toolchain.trtmc_server or "trtmc-server",
+        str(bundle),
+        "--model-name",
+        model_name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--max-body-bytes",
+        str(body_limit),
+        "--startup-timeout",
+        f"{startup_timeout_s:g}",
+        "--request-timeout",
+        f"{request_timeout_s:g}",
+        "--records",
+        str(records),
+    ]
 
 
 def file_digest(path: Path) -> str:

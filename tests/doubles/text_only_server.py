@@ -34,11 +34,30 @@ class Handler(BaseHTTPRequestHandler):
             content = message.get("content")
             for part in content if isinstance(content, list) else []:
                 if part.get("type") != "text":
-                    self._send(400, {"detail": [{"type": "literal_error", "loc": ["body", "messages", 0, "content"],
-                                                 "msg": "Input should be 'text'", "input": part.get("type")}]})
+                    self._send(
+                        400,
+                        {
+                            "detail": [
+                                {
+                                    "type": "literal_error",
+                                    "loc": ["body", "messages", 0, "content"],
+                                    "msg": "Input should be 'text'",
+                                    "input": part.get("type"),
+                                }
+                            ]
+                        },
+                    )
                     return
-        self._send(200, {"id": "x", "object": "chat.completion", "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": "text only"}, "finish_reason": "stop"}]})
+        self._send(
+            200,
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "text only"}, "finish_reason": "stop"}
+                ],
+            },
+        )
 
 
 if __name__ == "__main__":

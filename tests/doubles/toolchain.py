@@ -7,8 +7,11 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-DOUBLES = {"trtmc": "trtmc_build_double.py", "trtmc-server": "trtmc_server_double.py",
-           "nvidia-smi": "nvidia_smi_double.py"}
+DOUBLES = {
+    "trtmc": "trtmc_build_double.py",
+    "trtmc-server": "trtmc_server_double.py",
+    "nvidia-smi": "nvidia_smi_double.py",
+}
 
 
 def install_doubles(bin_dir: Path) -> dict[str, str]:
@@ -16,9 +19,11 @@ def install_doubles(bin_dir: Path) -> dict[str, str]:
     bin_dir.mkdir(parents=True, exist_ok=True)
     for name, module in DOUBLES.items():
         wrapper = bin_dir / name
-        wrapper.write_text(f"#!{sys.executable}\n# TEST DOUBLE for {name}\n"
-                           f"import runpy, sys\nsys.argv[0] = {name!r}\n"
-                           f"runpy.run_path({str(HERE / module)!r}, run_name='__main__')\n")
+        wrapper.write_text(
+            f"#!{sys.executable}\n# TEST DOUBLE for {name}\n"
+            f"import runpy, sys\nsys.argv[0] = {name!r}\n"
+            f"runpy.run_path({str(HERE / module)!r}, run_name='__main__')\n"
+        )
         wrapper.chmod(0o755)
     env = dict(os.environ)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"

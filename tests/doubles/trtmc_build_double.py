@@ -17,9 +17,15 @@ def main() -> int:
     build.add_argument("--max-cache-length", type=int)
     build.add_argument("--precision", default="fp32")
     args = parser.parse_args()
-    header = {"format": 1, "family": "test-double", "checkpoint": args.checkpoint, "backend": "none",
-              "test_double": True, "max_cache_length": args.max_cache_length,
-              "precision": args.precision}  # the row reads it back from here
+    header = {
+        "format": 1,
+        "family": "test-double",
+        "checkpoint": args.checkpoint,
+        "backend": "none",
+        "test_double": True,
+        "max_cache_length": args.max_cache_length,
+        "precision": args.precision,
+    }  # the row reads it back from here
     args.output.write_bytes(json.dumps(header, sort_keys=True).encode() + b"\n" + b"\0" * 64)
     if os.environ.get("TRTMC_BUILD_DOUBLE_DIES_AFTER_WRITING") == "1":  # a build killed after writing part of it
         print("test double: dying after writing part of the bundle", file=sys.stderr)

@@ -26,8 +26,17 @@ def main() -> int:
     if not header.get("test_double"):
         print("trtmc-server test double: refusing a bundle that is not a test-double bundle", file=sys.stderr)
         return 2
-    argv = [sys.executable, "-m", "trtmc_videoqa.reference", "--host", args.host, "--port", str(args.port),
-            "--max-body-bytes", str(args.max_body_bytes)]
+    argv = [
+        sys.executable,
+        "-m",
+        "trtmc_videoqa.reference",
+        "--host",
+        args.host,
+        "--port",
+        str(args.port),
+        "--max-body-bytes",
+        str(args.max_body_bytes),
+    ]
     if args.records:
         argv += ["--records", str(args.records)]
     if os.environ.get("TRTMC_SERVE_TOKEN"):  # like trtmc-server: the token comes from the environment, never argv

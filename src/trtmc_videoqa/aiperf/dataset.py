@@ -50,31 +50,49 @@ class RequestPlan(BaseModel):
         return [r for r in self.requests if r.phase == "profiling"]
 
 
-def plan_requests(prompts: list[Prompt], *, repeats: int, warmup: int, max_tokens: int,
-                  temperature: float = 0.0) -> RequestPlan:
+def plan_requests(
+    prompts: list[Prompt], *, repeats: int, warmup: int, max_tokens: int, temperature: float = 0.0
+) -> RequestPlan:
     """Warmup rows (real requests, kept apart) cycle over the prompts; then every prompt `repeats` times."""
     if not prompts:
         raise ValueError("a request plan needs at least one prompt")
     if repeats < 1 or warmup < 0:
         raise ValueError("repeats must be >= 1 and warmup >= 0")
     rows = [
-        PlannedRequest(session_id=f"warmup-{index:03d}.{p.question_id}.{p.clip_id}", phase="warmup",
-                       question_id=p.question_id, clip_id=p.clip_id, repeat=index, clip_path=p.clip_path, text=p.text)
+        PlannedRequest(
+            session_id=f"warmup-{index:03d}.{p.question_id}.{p.clip_id}",
+            phase="warmup",
+            question_id=p.question_id,
+            clip_id=p.clip_id,
+            repeat=index,
+            clip_path=p.clip_path,
+            text=p.text,
+        )
         for index, p in ((i, prompts[i % len(prompts)]) for i in range(warmup))
     ]
     # Repeats interleave (all prompts once, then again) so a drifting server affects every prompt alike.
     rows += [
-        PlannedRequest(session_id=f"{p.question_id}.{p.clip_id}.r{repeat:02d}", phase="profiling",
-                       question_id=p.question_id, clip_id=p.clip_id, repeat=repeat, clip_path=p.clip_path, text=p.text)
-        for repeat in range(repeats) for p in prompts
+        PlannedRequest(
+            session_id=f"{p.question_id}.{p.clip_id}.r{repeat:02d}",
+            phase="profiling",
+            question_id=p.question_id,
+            clip_id=p.clip_id,
+            repeat=repeat,
+            clip_path=p.clip_path,
+            text=p.text,
+        )
+        for repeat in range(repeats)
+        for p in prompts
     ]
     return RequestPlan(requests=rows, max_tokens=max_tokens, temperature=temperature)
 
 
 def input_file_lines(plan: RequestPlan) -> list[str]:
     extra = {"max_tokens": plan.max_tokens, "temperature": plan.temperature}
-    return [json.dumps({"session_id": r.session_id, "text": r.text, "video": r.clip_path, "extra": extra},
-                       sort_keys=True) for r in plan.requests]
+    return [
+        json.dumps({"session_id": r.session_id, "text": r.text, "video": r.clip_path, "extra": extra}, sort_keys=True)
+        for r in plan.requests
+    ]
 
 
 def write_input_file(plan: RequestPlan, path: Path) -> Path:

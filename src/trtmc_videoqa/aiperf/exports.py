@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from pydantic import BaseModel
 
-from ..artifacts import write_bytes_atomic
+from ..atomic_write import write_bytes_atomic
 
 RAW_EXPORT = "profile_export_raw.jsonl"
 RECORDS_EXPORT = "profile_export.jsonl"
@@ -59,8 +60,9 @@ def _lines(path: Path) -> Iterator[dict[str, Any]]:
                     continue  # a line cut off by a crash: the rest still counts
 
 
-_OPENAI_FIELDS = frozenset({"id", "object", "created", "model", "choices", "usage", "system_fingerprint",
-                            "service_tier", "prompt_logprobs"})
+_OPENAI_FIELDS = frozenset(
+    {"id", "object", "created", "model", "choices", "usage", "system_fingerprint", "service_tier", "prompt_logprobs"}
+)
 
 
 def _response(raw: dict[str, Any]) -> tuple[str | None, str | None, int | None, dict[str, Any], int | None]:
@@ -137,10 +139,17 @@ def _client_record(raw: dict[str, Any], latencies: dict[str, float]) -> ClientRe
     if error and isinstance(raw.get("error"), dict) and isinstance(raw["error"].get("code"), int):
         status = raw["error"]["code"]
     return ClientRecord(
-        session_id=session, x_request_id=meta.get("x_request_id"), phase=meta.get("benchmark_phase", "?"),
-        start_ns=meta.get("request_start_ns"), end_ns=meta.get("request_end_ns"),
+        session_id=session,
+        x_request_id=meta.get("x_request_id"),
+        phase=meta.get("benchmark_phase", "?"),
+        start_ns=meta.get("request_start_ns"),
+        end_ns=meta.get("request_end_ns"),
         latency_ms=float(latency) if isinstance(latency, (int, float)) and not error else None,
-        http_status=status, error=error, answer=answer, finish_reason=finish, completion_tokens=tokens,
+        http_status=status,
+        error=error,
+        answer=answer,
+        finish_reason=finish,
+        completion_tokens=tokens,
         response_fields=extra,
     )
 
@@ -171,8 +180,10 @@ def read_client_records(artifact_dir: Path) -> list[ClientRecord]:
 
 def _redact_data_urls(text: str) -> str:
     """Replace an embedded clip by its digest: the clip is in the workload, and the raw export stays small."""
+
     def digest(match: re.Match[str]) -> str:
         return f"data:{match.group(1)};sha256={hashlib.sha256(match.group(2).encode()).hexdigest()}"
+
     return _DATA_URL.sub(digest, text)
 
 

@@ -50,8 +50,9 @@ def _same_environment(interpreter: Path) -> bool:
     """True when the script's interpreter is this one (same bin directory, same binary): then aiperf's metadata is
     read in this process, which costs milliseconds instead of an interpreter start."""
     try:
-        return (interpreter.absolute().parent == Path(sys.executable).absolute().parent
-                and os.path.samefile(interpreter, sys.executable))
+        return interpreter.absolute().parent == Path(sys.executable).absolute().parent and os.path.samefile(
+            interpreter, sys.executable
+        )
     except OSError:
         return False
 
@@ -66,8 +67,9 @@ def _read_metadata(interpreter: Path, executable: Path, fix: str) -> dict[str, s
             raise AiperfProblem(f"{executable} has no installed aiperf package metadata; {fix}") from None
         return {"version": found.version, "direct_url": found.read_text("direct_url.json")}
     try:
-        done = subprocess.run([str(interpreter), "-c", _METADATA_PROBE], capture_output=True, text=True,
-                              timeout=30, check=False)
+        done = subprocess.run(
+            [str(interpreter), "-c", _METADATA_PROBE], capture_output=True, text=True, timeout=30, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         raise AiperfProblem(f"could not run {interpreter} to read aiperf's metadata ({error}); {fix}") from None
     if done.returncode != 0:
@@ -90,13 +92,16 @@ def locate_aiperf(configured: str | None = None, *, expected_version: str) -> Ai
     record = _read_metadata(interpreter, executable, fix)
     version = record["version"]
     if version != expected_version:
-        raise AiperfProblem(f"{executable} is aiperf {version}, but this tool needs the published "
-                            f"{expected_version}; {fix}")
+        raise AiperfProblem(
+            f"{executable} is aiperf {version}, but this tool needs the published {expected_version}; {fix}"
+        )
     source = "PyPI release"
     if record.get("direct_url"):
         direct = json.loads(record["direct_url"])
         if "dir_info" in direct or "vcs_info" in direct:
-            raise AiperfProblem(f"{executable} is aiperf installed from a source checkout ({direct.get('url')}); "
-                                f"a source checkout is never used: {fix}")
+            raise AiperfProblem(
+                f"{executable} is aiperf installed from a source checkout ({direct.get('url')}); "
+                f"a source checkout is never used: {fix}"
+            )
         source = direct.get("url", source)
     return AiperfInstall(executable=str(executable), interpreter=str(interpreter), version=version, source=source)

@@ -50,13 +50,21 @@ def _restore_sigint(previous: object) -> None:
         signal.signal(signal.SIGINT, previous)  # type: ignore[arg-type]
 
 
-def run_with_wall_limit(argv: list[str], *, wall_limit_s: float, log_path: Path, cwd: Path | None = None,
-                        env: dict[str, str] | None = None) -> RunOutcome:
+def run_with_wall_limit(
+    argv: list[str], *, wall_limit_s: float, log_path: Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> RunOutcome:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     with log_path.open("wb") as log:
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   cwd=cwd, env=env, start_new_session=True)
+        process = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
         try:
             exit_code = process.wait(timeout=wall_limit_s)
             timed_out = False

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..artifacts import write_text_atomic
+from ..atomic_write import write_text_atomic
 
 LOCAL_TOKENIZER_NAME = "trtmc-videoqa-local-bpe"
 _CORPUS = (
@@ -32,11 +32,21 @@ def ensure_local_tokenizer(directory: Path) -> Path:
     tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=320, special_tokens=["[UNK]", "<s>", "</s>"], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=320,
+        special_tokens=["[UNK]", "<s>", "</s>"],
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tokenizer.train_from_iterator([_CORPUS] * 4, trainer=trainer)
-    config = {"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]", "bos_token": "<s>",
-              "eos_token": "</s>", "model_max_length": 1_000_000, "name_or_path": LOCAL_TOKENIZER_NAME}
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "unk_token": "[UNK]",
+        "bos_token": "<s>",
+        "eos_token": "</s>",
+        "model_max_length": 1_000_000,
+        "name_or_path": LOCAL_TOKENIZER_NAME,
+    }
     # Written atomically by us (a full disk is an OSError naming the file), the config last: has_tokenizer()
     # sees a complete tokenizer or none.
     write_text_atomic(directory / "tokenizer.json", tokenizer.to_str(pretty=True))
@@ -49,4 +59,6 @@ def choose_tokenizer(candidates: list[Path], fallback_dir: Path) -> tuple[Path, 
     for candidate in candidates:
         if has_tokenizer(candidate):
             return candidate, f"the checkpoint's own tokenizer ({candidate})"
-    return ensure_local_tokenizer(fallback_dir), f"{LOCAL_TOKENIZER_NAME}: a small local tokenizer (token counts are approximate)"
+    return ensure_local_tokenizer(
+        fallback_dir
+    ), f"{LOCAL_TOKENIZER_NAME}: a small local tokenizer (token counts are approximate)"

@@ -8,10 +8,19 @@ from pathlib import Path, PurePosixPath
 
 from .. import __version__
 from ..pins import load_pins
-from ..results import (LAYOUT_DESCRIPTIONS, VERDICTS, CheckpointEntry, Evidence, Inventory, Layout, Skipped,
-                       Summary, TaskContract)
+from ..results import (
+    LAYOUT_DESCRIPTIONS,
+    VERDICTS,
+    CheckpointEntry,
+    Evidence,
+    Inventory,
+    Layout,
+    Skipped,
+    Summary,
+    TaskContract,
+)
 from .catalog import TaskRegistry, catalog_status, read_task_registry
-from .family_source import FamilyScan, family_directories, scan_family
+from .family_source import FamilyScan, scan_family
 from .inputs import media_controls, media_inputs, testcase_facts
 from .manifest import Manifest, ManifestError, profile_from_path, read_manifest
 from .server_source import read_serving_facts
@@ -20,9 +29,22 @@ from .tree import NEW_MANIFEST_GLOB, OLD_MANIFEST_GLOB, CheckoutTree, checkout_c
 from .variants import variant_kinds
 
 # catalog.py's build settings, plus the older layout's names for the same things.
-BUILD_SETTINGS = ("max_sequence_length", "max_cache_length", "image_height", "image_width", "video_num_frames",
-                  "max_batch_size", "tensor_parallel_size", "context_parallel_size", "quantization", "fp32_layers",
-                  "backend", "dynamic_kv_cache", "build_args", "trust_remote_code")
+BUILD_SETTINGS = (
+    "max_sequence_length",
+    "max_cache_length",
+    "image_height",
+    "image_width",
+    "video_num_frames",
+    "max_batch_size",
+    "tensor_parallel_size",
+    "context_parallel_size",
+    "quantization",
+    "fp32_layers",
+    "backend",
+    "dynamic_kv_cache",
+    "build_args",
+    "trust_remote_code",
+)
 from .verdict import RowFacts, judge
 
 
@@ -45,16 +67,19 @@ class _AuditContext:
         if family not in self.scans:
             scan = scan_family(self.tree, self.layout, family)
             if not scan.found:
-                self.lack(f"model code of family {family!r} (looked in {', '.join(scan.directories)}): "
-                          "its media path could not be checked")
+                self.lack(
+                    f"model code of family {family!r} (looked in {', '.join(scan.directories)}): "
+                    "its media path could not be checked"
+                )
             self.scans[family] = scan
         return self.scans[family]
 
 
 def run_inventory(checkout: Path, *, pinned_commit: str | None = None) -> Inventory:
     tree, layout = open_checkout(checkout)
-    registry, registry_lines, registry_problem = (read_task_registry(tree.root) if layout == "families"
-                                                  else (None, (), None))
+    registry, registry_lines, registry_problem = (
+        read_task_registry(tree.root) if layout == "families" else (None, (), None)
+    )
     context = _AuditContext(tree, layout, registry, registry_lines, registry_problem)
     if registry_problem:
         context.lack(registry_problem)
@@ -97,10 +122,16 @@ def _entry(context: _AuditContext, path: Path) -> CheckpointEntry:
         manifest = read_manifest(path, rel, context.layout, family_dir)
     except ManifestError as error:
         return CheckpointEntry(
-            profile=profile_from_path(path), family=family_dir, manifest=rel,
-            catalog_status="invalid" if context.layout == "families" else "n/a", catalog_reason=str(error),
-            in_group=False, group_reason="the manifest could not be read", verdict="invalid",
-            gap=f"unreadable manifest: {error}", error=str(error),
+            profile=profile_from_path(path),
+            family=family_dir,
+            manifest=rel,
+            catalog_status="invalid" if context.layout == "families" else "n/a",
+            catalog_reason=str(error),
+            in_group=False,
+            group_reason="the manifest could not be read",
+            verdict="invalid",
+            gap=f"unreadable manifest: {error}",
+            error=str(error),
             evidence=[Evidence(file=rel, line=None, excerpt="", shows=str(error))],
         )
     return _judged_entry(context, manifest)
@@ -115,7 +146,9 @@ def _judged_entry(context: _AuditContext, manifest: Manifest) -> CheckpointEntry
     runtime = manifest.optional_string("runtime_strategy")
     frame_runtime = None
     if runtime and any(marker in runtime for marker in FRAME_RUNTIME_MARKERS):
-        frame_runtime = manifest.text.evidence("runtime_strategy", f"runtime strategy {runtime!r} runs on ordered frames")
+        frame_runtime = manifest.text.evidence(
+            "runtime_strategy", f"runtime strategy {runtime!r} runs on ordered frames"
+        )
     family = manifest.optional_string("family") or manifest.family_dir
     visual = (set(contract.inputs) | inputs.kinds) & VISUAL_INPUTS
     needs_scan = contract.output in ("text", "decision") and bool(visual or frame_runtime)
@@ -151,8 +184,11 @@ def _judged_entry(context: _AuditContext, manifest: Manifest) -> CheckpointEntry
         task_field=task_field,
         runtime_strategy=runtime,
         operation=operation,
-        contract=TaskContract(inputs=list(contract.inputs), output=contract.output,
-                              source=contract_source + (f"; {contract.note}" if contract.note else "")),
+        contract=TaskContract(
+            inputs=list(contract.inputs),
+            output=contract.output,
+            source=contract_source + (f"; {contract.note}" if contract.note else ""),
+        ),
         variant_kinds=variant_kinds(manifest),
         catalog_status=status,
         catalog_reason=reason,
@@ -177,7 +213,9 @@ def _model_toml_text(context: _AuditContext, family_dir: str) -> tuple[str, ...]
             context.model_tomls[family_dir] = tuple(path.read_text(encoding="utf-8").splitlines())
         except (OSError, UnicodeDecodeError):
             context.model_tomls[family_dir] = None
-            context.lack(f"tests/e2e/models/{family_dir}/MODEL.toml: its E2E input fields and manifest list are unknown")
+            context.lack(
+                f"tests/e2e/models/{family_dir}/MODEL.toml: its E2E input fields and manifest list are unknown"
+            )
     return context.model_tomls[family_dir]
 
 
@@ -195,8 +233,14 @@ def _model_toml_inputs(context: _AuditContext, manifest: Manifest) -> list[Evide
         if stripped.startswith("["):
             inside = stripped == header
         elif inside and "input =" in stripped:
-            found.append(Evidence(file=rel, line=number, excerpt=stripped[:160],
-                                  shows="the family's E2E defaults name this input field"))
+            found.append(
+                Evidence(
+                    file=rel,
+                    line=number,
+                    excerpt=stripped[:160],
+                    shows="the family's E2E defaults name this input field",
+                )
+            )
     return found
 
 

@@ -28,8 +28,12 @@ class TaskRegistry:
         line = self.lines.get(task)
         if line is None:
             return None
-        return Evidence(file=self.source, line=line, excerpt=excerpt_lines[line - 1].strip()[:160],
-                        shows=f"the benchmark registry maps {task!r} to operation {self.operations[task]!r}")
+        return Evidence(
+            file=self.source,
+            line=line,
+            excerpt=excerpt_lines[line - 1].strip()[:160],
+            shows=f"the benchmark registry maps {task!r} to operation {self.operations[task]!r}",
+        )
 
 
 def read_task_registry(root: Path) -> tuple[TaskRegistry | None, tuple[str, ...], str | None]:
@@ -43,8 +47,11 @@ def read_task_registry(root: Path) -> tuple[TaskRegistry | None, tuple[str, ...]
     except (OSError, UnicodeDecodeError, SyntaxError) as error:
         return None, (), f"{TASK_ADAPTERS} could not be parsed ({error}): catalog status is unknown"
     for node in ast.walk(tree):
-        target = node.target if isinstance(node, ast.AnnAssign) else (
-            node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+        target = (
+            node.target
+            if isinstance(node, ast.AnnAssign)
+            else (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+        )
         if isinstance(target, ast.Name) and target.id == _REGISTRY_NAME and isinstance(node.value, ast.Dict):
             operations: dict[str, str] = {}
             lines: dict[str, int] = {}

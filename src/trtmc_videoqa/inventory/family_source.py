@@ -31,31 +31,55 @@ class MarkerGroup:
         return _compiled("|".join(self.patterns))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
 # Video reaches the model as video, not as an image: a video token or frame objects.
-VIDEO_INPUT = MarkerGroup("video input (video token or frame objects)", (
-    r"video_token", r"<\|video_pad\|>", r"video_frame_paths", r"VisionFrame", r"\bbool video\b", r"video_frames",
-), needles=("video", "VisionFrame"))
+VIDEO_INPUT = MarkerGroup(
+    "video input (video token or frame objects)",
+    (
+        r"video_token",
+        r"<\|video_pad\|>",
+        r"video_frame_paths",
+        r"VisionFrame",
+        r"\bbool video\b",
+        r"video_frames",
+    ),
+    needles=("video", "VisionFrame"),
+)
 # Frames carry time: a timestamp tied to a frame or video, a temporal grid, or temporal position ids. A bare
 # `timestamp` (logging, a request record) is no evidence, nor is `temporal_patch_size` alone: image-only Qwen-VL
 # families have it as patch layout (one frame duplicated, trtmc.md section 2).
-TIME_AXIS = MarkerGroup("a time axis (frame timestamps, a temporal grid or temporal positions)", (
-    r"timestamps_seconds",
-    r"\b(?:frame|video|clip)s?_timestamps?\b",  # frame_timestamps, video_timestamp
-    r"\b(?:frame|video|clip)s?(?:\[[^\]\n]*\])?(?:\.|->)timestamp\w*",  # frame.timestamp, frames[i]->timestamp
-    r"\b(?:struct|class)\s+\w*Frame\w*[^{};\n]*\{[^}]*?\btimestamp\w*",  # a timestamp field of a C++ frame struct
-    # ... of a Python frame class (each body line matched one way only: no catastrophic backtracking)
-    r"\bclass\s+\w*Frame\w*[^:\n]*:(?:\n(?:[ \t][^\n]*)?)*?\n[ \t]+timestamp\w*\s*:",
-    r"\bvideo_grid_thw\b", r"\bgrid_thw\b", r"second_per_grid", r"seconds_per_grid", r"temporal_position",
-), needles=("timestamp", "grid_thw", "_per_grid", "temporal_position"))
+TIME_AXIS = MarkerGroup(
+    "a time axis (frame timestamps, a temporal grid or temporal positions)",
+    (
+        r"timestamps_seconds",
+        r"\b(?:frame|video|clip)s?_timestamps?\b",  # frame_timestamps, video_timestamp
+        r"\b(?:frame|video|clip)s?(?:\[[^\]\n]*\])?(?:\.|->)timestamp\w*",  # frame.timestamp, frames[i]->timestamp
+        r"\b(?:struct|class)\s+\w*Frame\w*[^{};\n]*\{[^}]*?\btimestamp\w*",  # a timestamp field of a C++ frame struct
+        # ... of a Python frame class (each body line matched one way only: no catastrophic backtracking)
+        r"\bclass\s+\w*Frame\w*[^:\n]*:(?:\n(?:[ \t][^\n]*)?)*?\n[ \t]+timestamp\w*\s*:",
+        r"\bvideo_grid_thw\b",
+        r"\bgrid_thw\b",
+        r"second_per_grid",
+        r"seconds_per_grid",
+        r"temporal_position",
+    ),
+    needles=("timestamp", "grid_thw", "_per_grid", "temporal_position"),
+)
 # The media path handles one image.
-SINGLE_IMAGE = MarkerGroup("a single-image media path", (
-    r"image_grid_hws", r"[Ss]ingle image", r"fixed_image_size", r"image_token_id",
-), needles=("image_grid_hws", "ingle image", "fixed_image_size", "image_token_id"))
+SINGLE_IMAGE = MarkerGroup(
+    "a single-image media path",
+    (
+        r"image_grid_hws",
+        r"[Ss]ingle image",
+        r"fixed_image_size",
+        r"image_token_id",
+    ),
+    needles=("image_grid_hws", "ingle image", "fixed_image_size", "image_token_id"),
+)
 GROUPS = (VIDEO_INPUT, TIME_AXIS, SINGLE_IMAGE)
 _MAX_HITS_KEPT = 3
 
@@ -83,8 +107,11 @@ class FamilyScan:
         return self.hits.get(group.name, [])
 
     def gap(self, group: MarkerGroup) -> GapEvidence:
-        return GapEvidence(searched_for=f"{group.name} in the {self.family} family's model code",
-                           patterns=list(group.patterns), files_without_hits=list(self.files))
+        return GapEvidence(
+            searched_for=f"{group.name} in the {self.family} family's model code",
+            patterns=list(group.patterns),
+            files_without_hits=list(self.files),
+        )
 
 
 def family_directories(layout: Layout, family: str) -> list[str]:
@@ -127,7 +154,7 @@ def _scan_file(tree: CheckoutTree, path: Path, scan: FamilyScan) -> None:
                 continue
             last_line = number
             start, stop = text.rfind("\n", 0, end) + 1, text.find("\n", end)
-            line = text[start:stop if stop >= 0 else len(text)]
+            line = text[start : stop if stop >= 0 else len(text)]
             matched = " ".join(match.group(0).split())
             if len(matched) > 60:
                 matched = f"{matched[:24]} ... {matched[-28:]}"

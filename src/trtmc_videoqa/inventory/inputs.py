@@ -2,20 +2,51 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from ..results import Evidence, MediaControl, TestcaseFacts
 from .manifest import Manifest
 
 IMAGE_KEYS = frozenset({"test_image", "image", "image_path", "input_image", "reference_image", "test_image_path"})
 IMAGES_KEYS = frozenset({"image_paths", "images", "test_images", "left_image", "right_image"})
-FRAME_KEYS = frozenset({"video_frame_paths", "frame_paths", "frames", "video", "video_path", "video_paths",
-                        "videos", "test_video", "input_video", "timestamps_seconds"})
+FRAME_KEYS = frozenset(
+    {
+        "video_frame_paths",
+        "frame_paths",
+        "frames",
+        "video",
+        "video_path",
+        "video_paths",
+        "videos",
+        "test_video",
+        "input_video",
+        "timestamps_seconds",
+    }
+)
 AUDIO_KEYS = frozenset({"test_input_audio", "audio", "audio_path", "input_audio"})
-CONTROL_KEYS = frozenset({"image_height", "image_width", "image_size", "fixed_image_size", "video_num_frames",
-                          "num_frames", "video_height", "video_width", "fps", "min_pixels", "max_pixels",
-                          "max_frames", "min_frames", "media_kwargs", "height", "width", "max_state_tokens"})
+CONTROL_KEYS = frozenset(
+    {
+        "image_height",
+        "image_width",
+        "image_size",
+        "fixed_image_size",
+        "video_num_frames",
+        "num_frames",
+        "video_height",
+        "video_width",
+        "fps",
+        "min_pixels",
+        "max_pixels",
+        "max_frames",
+        "min_frames",
+        "media_kwargs",
+        "height",
+        "width",
+        "max_state_tokens",
+    }
+)
 FRAME_COUNT_KEYS = ("video_num_frames", "num_frames")
 
 
@@ -83,8 +114,14 @@ def media_controls(manifest: Manifest) -> list[MediaControl]:
     for scope, obj, start in _scopes(manifest):
         for key, value in _walk(obj):
             if key in CONTROL_KEYS:
-                controls.append(MediaControl(name=key, value=value, scope=scope,
-                                             evidence=manifest.text.evidence(key, f"media control {key}", start)))
+                controls.append(
+                    MediaControl(
+                        name=key,
+                        value=value,
+                        scope=scope,
+                        evidence=manifest.text.evidence(key, f"media control {key}", start),
+                    )
+                )
     return controls
 
 
@@ -94,14 +131,16 @@ def testcase_facts(manifest: Manifest) -> list[TestcaseFacts]:
         kinds = sorted({k for key, _ in _walk(case) if (k := _kind(key))})
         tier = case.get("ci_tier")
         premerge = case.get("premerge")
-        facts.append(TestcaseFacts(
-            name=str(case.get("name", "?")),
-            selected_task=case.get("selected_task") if isinstance(case.get("selected_task"), str) else None,
-            ci_tier=tier if isinstance(tier, str) else None,
-            premerge=premerge if isinstance(premerge, bool) else None,
-            l0=is_l0_testcase(case),
-            media_inputs=kinds,
-        ))
+        facts.append(
+            TestcaseFacts(
+                name=str(case.get("name", "?")),
+                selected_task=case.get("selected_task") if isinstance(case.get("selected_task"), str) else None,
+                ci_tier=tier if isinstance(tier, str) else None,
+                premerge=premerge if isinstance(premerge, bool) else None,
+                l0=is_l0_testcase(case),
+                media_inputs=kinds,
+            )
+        )
     return facts
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..results import Evidence, Layout
 
@@ -36,7 +37,7 @@ class ManifestText:
         for index in range(start, len(self.lines)):
             line = self.lines[index]
             position = line.find(needle)
-            if position >= 0 and line[position + len(needle):].lstrip().startswith(":"):
+            if position >= 0 and line[position + len(needle) :].lstrip().startswith(":"):
                 if value is None or value in line:
                     return index
         return None

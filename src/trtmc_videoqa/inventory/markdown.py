@@ -17,22 +17,40 @@ def _evidence(entry: CheckpointEntry) -> str:
 
 
 def _table(entries: list[CheckpointEntry]) -> list[str]:
-    lines = ["| profile | checkpoint | revision | precision | Task | variants | catalog | verdict | gap | evidence |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| profile | checkpoint | revision | precision | Task | variants | catalog | verdict | gap | evidence |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for e in entries:
         verdict = f"**{e.verdict}**" + (" (ambiguous)" if e.ambiguous else "")
-        lines.append("| " + " | ".join([
-            _cell(e.profile), _cell(e.checkpoint), _cell(e.revision[:12] if e.revision else None),
-            _cell(e.precision), _cell(e.task), _cell(", ".join(e.variant_kinds)), _cell(e.catalog_status),
-            verdict, _cell(e.gap), _evidence(e),
-        ]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    _cell(e.profile),
+                    _cell(e.checkpoint),
+                    _cell(e.revision[:12] if e.revision else None),
+                    _cell(e.precision),
+                    _cell(e.task),
+                    _cell(", ".join(e.variant_kinds)),
+                    _cell(e.catalog_status),
+                    verdict,
+                    _cell(e.gap),
+                    _evidence(e),
+                ]
+            )
+            + " |"
+        )
     return lines
 
 
 def render_inventory_markdown(inventory: Inventory) -> str:
     s = inventory.summary
-    pin = {True: "matches the pin", False: f"differs from the pin {inventory.pinned_commit[:12]}",
-           None: f"unknown (pin {inventory.pinned_commit[:12]})"}[inventory.matches_pin]
+    pin = {
+        True: "matches the pin",
+        False: f"differs from the pin {inventory.pinned_commit[:12]}",
+        None: f"unknown (pin {inventory.pinned_commit[:12]})",
+    }[inventory.matches_pin]
     out = [
         "# TRTMC inventory",
         "",
@@ -44,12 +62,18 @@ def render_inventory_markdown(inventory: Inventory) -> str:
     ]
     if inventory.skipped:
         manifests = len(skipped_manifests(inventory))
-        out.append(f"- Skipped: {manifests} manifest(s) without a row, {len(inventory.skipped) - manifests} other "
-                   "path(s); see Skipped below")
+        out.append(
+            f"- Skipped: {manifests} manifest(s) without a row, {len(inventory.skipped) - manifests} other "
+            "path(s); see Skipped below"
+        )
     if inventory.serving.source:
-        accepts = {True: "accepts video", False: "does not accept video", None: "unknown"}[inventory.serving.accepts_video]
-        out.append(f"- trtmc-server chat content parts: {', '.join(inventory.serving.chat_content_types) or '?'} "
-                   f"({accepts}; `{inventory.serving.source}`)")
+        accepts = {True: "accepts video", False: "does not accept video", None: "unknown"}[
+            inventory.serving.accepts_video
+        ]
+        out.append(
+            f"- trtmc-server chat content parts: {', '.join(inventory.serving.chat_content_types) or '?'} "
+            f"({accepts}; `{inventory.serving.source}`)"
+        )
     out += ["", "| verdict | rows | in group |", "|---|---|---|"]
     out += [f"| {v} | {n} | {s.in_group_by_verdict.get(v, 0)} |" for v, n in s.by_verdict.items() if n]
     group = [e for e in inventory.entries if e.in_group]
@@ -70,7 +94,12 @@ def render_inventory_markdown(inventory: Inventory) -> str:
         out += ["", "## Skipped", ""] + [f"- `{item.path}`: {item.reason}" for item in inventory.skipped]
     if inventory.reconciliation:
         r = inventory.reconciliation
-        out += ["", f"## Against `{r.against}`", "",
-                f"- Added: {', '.join(r.added) or 'none'}", f"- Removed: {', '.join(r.removed) or 'none'}"]
+        out += [
+            "",
+            f"## Against `{r.against}`",
+            "",
+            f"- Added: {', '.join(r.added) or 'none'}",
+            f"- Removed: {', '.join(r.removed) or 'none'}",
+        ]
         out += [f"- Changed `{c.profile}` {c.field}: {c.old} -> {c.new}" for c in r.changed] or ["- Changed: none"]
     return "\n".join(out) + "\n"

@@ -24,5 +24,9 @@ def reconcile(old: Inventory, new: Inventory, against: str) -> Reconciliation:
         for name in COMPARED_FIELDS
         if getattr(before[profile], name) != getattr(after[profile], name)
     ]
-    return Reconciliation(against=against, added=sorted(after.keys() - before.keys()),
-                          removed=sorted(before.keys() - after.keys()), changed=changed)
+    return Reconciliation(
+        against=against,
+        added=sorted(after.keys() - before.keys()),
+        removed=sorted(before.keys() - after.keys()),
+        changed=changed,
+    )

@@ -29,7 +29,13 @@ def read_serving_facts(root: Path) -> tuple[ServingFacts, str | None]:
         if match and in_content_part:
             found = _STRING.findall(match.group(1))
             types.extend(t for t in found if t not in types)
-            evidence.append(Evidence(file=SERVER_SCHEMAS, line=number, excerpt=line.strip()[:160],
-                                     shows=f"a chat content part of type {', '.join(found)}"))
+            evidence.append(
+                Evidence(
+                    file=SERVER_SCHEMAS,
+                    line=number,
+                    excerpt=line.strip()[:160],
+                    shows=f"a chat content part of type {', '.join(found)}",
+                )
+            )
     accepts = bool(VIDEO_PART_TYPES & set(types)) if types else None
     return ServingFacts(source=SERVER_SCHEMAS, chat_content_types=types, accepts_video=accepts, evidence=evidence), None

@@ -150,15 +150,42 @@ TASK_STRATEGIES: dict[str, Contract] = {
 # Runtime strategies that turn an image Task into an ordered-frames one (older layout).
 FRAME_RUNTIME_MARKERS = ("video_tracking", "video")
 
-_INPUT_WORDS = {"image": "image", "images": "images", "frames": "frames", "frame": "frames", "video": "frames",
-                "clip": "frames", "text": "text", "prompt": "text", "document": "text", "speech": "audio",
-                "audio": "audio"}
+_INPUT_WORDS = {
+    "image": "image",
+    "images": "images",
+    "frames": "frames",
+    "frame": "frames",
+    "video": "frames",
+    "clip": "frames",
+    "text": "text",
+    "prompt": "text",
+    "document": "text",
+    "speech": "audio",
+    "audio": "audio",
+}
 # Order matters: "video_segmentation" segments a video, it does not make one.
-_OUTPUT_WORDS = (("tracks", "tracks"), ("masks", "masks"), ("mask", "masks"), ("segmentation", "masks"),
-                 ("tracking", "tracks"), ("video", "video"), ("decision", "decision"), ("text", "text"), ("answer", "text"),
-                 ("image", "image"), ("speech", "audio"), ("audio", "audio"), ("embedding", "features"),
-                 ("features", "features"), ("scores", "scores"), ("relevance", "scores"), ("boxes", "boxes"),
-                 ("action", "action"), ("forecast", "forecast"), ("generation", "text"))
+_OUTPUT_WORDS = (
+    ("tracks", "tracks"),
+    ("masks", "masks"),
+    ("mask", "masks"),
+    ("segmentation", "masks"),
+    ("tracking", "tracks"),
+    ("video", "video"),
+    ("decision", "decision"),
+    ("text", "text"),
+    ("answer", "text"),
+    ("image", "image"),
+    ("speech", "audio"),
+    ("audio", "audio"),
+    ("embedding", "features"),
+    ("features", "features"),
+    ("scores", "scores"),
+    ("relevance", "scores"),
+    ("boxes", "boxes"),
+    ("action", "action"),
+    ("forecast", "forecast"),
+    ("generation", "text"),
+)
 
 
 def contract_for(task: str, older_layout: bool) -> tuple[Contract, str]:
@@ -176,7 +203,7 @@ def infer_contract(task: str) -> Contract:
     words = task.lower().split("_")
     if "to" in words:
         cut = words.index("to")
-        before, after = words[:cut], words[cut + 1:]
+        before, after = words[:cut], words[cut + 1 :]
     else:
         before, after = words, words
     inputs = tuple(dict.fromkeys(_INPUT_WORDS[w] for w in before if w in _INPUT_WORDS))

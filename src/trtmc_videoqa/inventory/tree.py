@@ -90,8 +90,13 @@ def not_regular_reason(path: Path) -> str:
         return f"broken symlink: its target {os.readlink(path)} does not exist" if link else "vanished while listed"
     except OSError as error:
         return f"could not be examined ({error.strerror or error}); not read"
-    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
-             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    )
     what = next((name for test, name in kinds if test(mode)), "not a regular file")
     return f"not a regular file ({link}{what}); not read"
 
@@ -123,7 +128,10 @@ def checkout_commit(root: Path) -> str:
     try:
         done = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--verify", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..results import Evidence, GapEvidence
-from .family_source import TIME_AXIS, VIDEO_INPUT, SINGLE_IMAGE, FamilyScan
+from .family_source import SINGLE_IMAGE, TIME_AXIS, VIDEO_INPUT, FamilyScan
 from .inputs import FRAME_COUNT_KEYS, FRAME_KEYS, IMAGE_KEYS, IMAGES_KEYS, InputFacts
 from .tasks import NON_GENERATIVE_OUTPUTS, VISUAL_INPUTS, Contract
 
@@ -72,8 +72,10 @@ def judge(facts: RowFacts) -> Judgement:
     judgement.in_group = bool(visual) or video_out
     judgement.group_reason = reason
     if facts.contract_inferred:
-        judgement.ambiguities.append(f"the Task {facts.task!r} is not in the known Task contracts; "
-                                     "its inputs and output were inferred from its name")
+        judgement.ambiguities.append(
+            f"the Task {facts.task!r} is not in the known Task contracts; "
+            "its inputs and output were inferred from its name"
+        )
     return judgement
 
 
@@ -81,11 +83,21 @@ def _decide(facts: RowFacts, output: str, visual: set[str], frames: list[Evidenc
     task_line = [facts.task_evidence]
     scan = facts.scan
     if output == "video":
-        return Judgement("video-generation", "generates video; it answers no question about a clip", False, "",
-                         task_line + [ev for _, ev in facts.inputs.frame_counts][:1])
+        return Judgement(
+            "video-generation",
+            "generates video; it answers no question about a clip",
+            False,
+            "",
+            task_line + [ev for _, ev in facts.inputs.frame_counts][:1],
+        )
     if output in ("masks", "tracks", "poses"):
-        return Judgement("segmentation-tracking", f"segments or tracks ({output}); it gives no text answer", False,
-                         "", task_line + frames[:2])
+        return Judgement(
+            "segmentation-tracking",
+            f"segments or tracks ({output}); it gives no text answer",
+            False,
+            "",
+            task_line + frames[:2],
+        )
     if output in ("text", "decision") and frames:
         return _frames_judgement(facts, output, frames)
     if output in ("text", "decision") and visual:
@@ -93,8 +105,14 @@ def _decide(facts: RowFacts, output: str, visual: set[str], frames: list[Evidenc
     if output == "image":
         gap = "edits images; no video in or out" if visual else "generates images from text; no video in or out"
         absent = ("frames",) if visual else ("image", "images", "frames")
-        judgement = Judgement("image-only", gap, False, "", task_line,
-                              [*_no_visual_gaps(facts, absent, video_out=True), _frame_count_gap(facts)])
+        judgement = Judgement(
+            "image-only",
+            gap,
+            False,
+            "",
+            task_line,
+            [*_no_visual_gaps(facts, absent, video_out=True), _frame_count_gap(facts)],
+        )
         if "frames" in facts.inputs.kinds:
             judgement.ambiguities.append("a testcase sends ordered frames, but the Task's contract gives an image")
         return judgement
@@ -104,10 +122,22 @@ def _decide(facts: RowFacts, output: str, visual: set[str], frames: list[Evidenc
             judgement.evidence.extend(facts.inputs.evidence[k] for k in sorted(visual) if k in facts.inputs.evidence)
         return judgement
     if output == "decision":
-        return Judgement("not-generative", "returns option probabilities over text only", False, "", task_line,
-                         _no_visual_gaps(facts, ("image", "images", "frames"), video_out=False))
-    judgement = Judgement("text-or-speech", "takes and gives text or speech only; no visual input", False, "",
-                          task_line, _no_visual_gaps(facts, ("image", "images", "frames"), video_out=True))
+        return Judgement(
+            "not-generative",
+            "returns option probabilities over text only",
+            False,
+            "",
+            task_line,
+            _no_visual_gaps(facts, ("image", "images", "frames"), video_out=False),
+        )
+    judgement = Judgement(
+        "text-or-speech",
+        "takes and gives text or speech only; no visual input",
+        False,
+        "",
+        task_line,
+        _no_visual_gaps(facts, ("image", "images", "frames"), video_out=True),
+    )
     if output == "unknown":
         judgement.ambiguities.append("the Task's output could not be determined")
     return judgement
@@ -120,16 +150,26 @@ def _frames_judgement(facts: RowFacts, output: str, frames: list[Evidence]) -> J
         evidence += scan.evidence(VIDEO_INPUT)[:2] + scan.evidence(TIME_AXIS)[:2]
         if output == "text":
             return Judgement("temporal-video-qa", None, False, "", evidence)
-        return Judgement("partial", "takes ordered, timestamped frames but answers as schema-option probabilities "
-                         "(a structured decision), not as text through chat", False, "", evidence)
+        return Judgement(
+            "partial",
+            "takes ordered, timestamped frames but answers as schema-option probabilities "
+            "(a structured decision), not as text through chat",
+            False,
+            "",
+            evidence,
+        )
     missing = [] if scan is None else [scan.gap(group) for group in (VIDEO_INPUT, TIME_AXIS) if not scan.has(group)]
     if scan is not None:
         evidence += scan.evidence(VIDEO_INPUT)[:2]  # video frames in the code, but no time axis with them
-    why = ("the family's model code was not found, so no time axis could be checked" if scan is None or not scan.found
-           else "the family's model code shows no time axis for the frames")
+    why = (
+        "the family's model code was not found, so no time axis could be checked"
+        if scan is None or not scan.found
+        else "the family's model code shows no time axis for the frames"
+    )
     verdict = "partial" if output == "decision" else "image-only"
-    judgement = Judgement(verdict, f"frames reach the Task, but {why}: they may be independent image calls", False,
-                          "", evidence, missing)
+    judgement = Judgement(
+        verdict, f"frames reach the Task, but {why}: they may be independent image calls", False, "", evidence, missing
+    )
     judgement.ambiguities.append(f"frames reach the Task but {why}")
     return judgement
 
@@ -138,8 +178,11 @@ def _image_judgement(facts: RowFacts, output: str) -> Judgement:
     scan = facts.scan
     inputs = facts.inputs
     note = f" ({facts.contract.note})" if facts.contract.note else ""
-    evidence = [facts.task_evidence, *(inputs.evidence[k] for k in ("image", "images") if k in inputs.evidence),
-                *facts.extra_input_evidence]
+    evidence = [
+        facts.task_evidence,
+        *(inputs.evidence[k] for k in ("image", "images") if k in inputs.evidence),
+        *facts.extra_input_evidence,
+    ]
     gaps = [_key_gap(facts, ("frames",))]
     ambiguities: list[str] = []
     if not (inputs.kinds & VISUAL_INPUTS):
@@ -150,11 +193,14 @@ def _image_judgement(facts: RowFacts, output: str) -> Judgement:
         if scan.has(VIDEO_INPUT):
             first = scan.evidence(VIDEO_INPUT)[0]
             evidence.append(first)
-            ambiguities.append(f"the family's model code mentions video ({first.file}:{first.line}) but no testcase "
-                               "sends frames and the Task takes one image")
+            ambiguities.append(
+                f"the family's model code mentions video ({first.file}:{first.line}) but no testcase "
+                "sends frames and the Task takes one image"
+            )
     what = "decides over images" if output == "decision" else "answers about one image per request"
-    return Judgement("image-only", f"{what}{note}; no ordered frames reach the Task", False, "", evidence, gaps,
-                     ambiguities)
+    return Judgement(
+        "image-only", f"{what}{note}; no ordered frames reach the Task", False, "", evidence, gaps, ambiguities
+    )
 
 
 # Gap evidence for absence claims: the manifest's input keys searched, the Task contract consulted.
@@ -179,13 +225,16 @@ def _contract_gap(facts: RowFacts, kinds: tuple[str, ...], video_out: bool) -> G
     """The Task contract consulted (the tool's table of TRTMC Task contracts, keyed by the manifest's Task)."""
     contract = facts.contract
     patterns = [f"input {kind}" for kind in kinds] + (["output video"] if video_out else [])
-    found = [kind for kind in kinds if kind in contract.inputs] + (["video"] if video_out and contract.output == "video"
-                                                                    else [])
-    searched = (f"{_or(list(kinds))} input{', or video output,' if video_out else ''} in the Task contract consulted "
-                f"for {facts.task!r} ({facts.contract_source}; "
-                f"takes {', '.join(contract.inputs) or 'no declared input'}, gives {contract.output}"
-                f"{f': {contract.note}' if contract.note else ''}); "
-                "a table, not a file of the checkout")
+    found = [kind for kind in kinds if kind in contract.inputs] + (
+        ["video"] if video_out and contract.output == "video" else []
+    )
+    searched = (
+        f"{_or(list(kinds))} input{', or video output,' if video_out else ''} in the Task contract consulted "
+        f"for {facts.task!r} ({facts.contract_source}; "
+        f"takes {', '.join(contract.inputs) or 'no declared input'}, gives {contract.output}"
+        f"{f': {contract.note}' if contract.note else ''}); "
+        "a table, not a file of the checkout"
+    )
     if found:
         searched += f"; found {', '.join(found)}"
     return GapEvidence(searched_for=searched, patterns=patterns, files_without_hits=[])
@@ -198,8 +247,11 @@ def _frame_count_gap(facts: RowFacts) -> GapEvidence:
     if counts:
         searched += f"; counts present: {', '.join(map(str, counts))}"
     over = any(count > 1 for count in counts)
-    return GapEvidence(searched_for=searched, patterns=[f"{key} > 1" for key in FRAME_COUNT_KEYS],
-                       files_without_hits=[] if over else [facts.manifest_file])
+    return GapEvidence(
+        searched_for=searched,
+        patterns=[f"{key} > 1" for key in FRAME_COUNT_KEYS],
+        files_without_hits=[] if over else [facts.manifest_file],
+    )
 
 
 def _or(words: list[str]) -> str:

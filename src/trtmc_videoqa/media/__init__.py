@@ -6,8 +6,9 @@ PyAV, NumPy and Pillow load on first use of what needs them (PEP 562), so import
 sampling policies stays quick: the CLI's parser and a re-run that reuses every result never pay for a decoder.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..lazy import lazy_getattr
 from .errors import ClipError
 from .manifest import COUNT_BY_DECODING, COUNT_BY_PACKETS, ClipManifest, CodecInfo, ProbeTool
 from .sampling import ResolvedSampling, SamplingPolicy
@@ -32,25 +33,28 @@ if TYPE_CHECKING:
     from .strip import write_strip
 
 _LAZY = {
-    "decode_frames": "frames", "decoded_rgb_sha256": "frames",
-    "TRTMC_SERVER_BODY_LIMIT": "payload", "base64_size": "payload", "chat_request_body": "payload",
-    "check_body_limit": "payload", "clip_mime": "payload", "data_url": "payload", "encode_body": "payload",
-    "encoded_body_size": "payload", "parse_data_url": "payload", "predicted_body_size": "payload",
+    "decode_frames": "frames",
+    "decoded_rgb_sha256": "frames",
+    "TRTMC_SERVER_BODY_LIMIT": "payload",
+    "base64_size": "payload",
+    "chat_request_body": "payload",
+    "check_body_limit": "payload",
+    "clip_mime": "payload",
+    "data_url": "payload",
+    "encode_body": "payload",
+    "encoded_body_size": "payload",
+    "parse_data_url": "payload",
+    "predicted_body_size": "payload",
     "video_data_url": "payload",
-    "probe_clip": "probe", "probe_tool": "probe",
-    "DEFAULT_MAX_BYTES": "source", "read_clip_bytes": "source",
+    "probe_clip": "probe",
+    "probe_tool": "probe",
+    "DEFAULT_MAX_BYTES": "source",
+    "read_clip_bytes": "source",
     "write_strip": "strip",
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from importlib import import_module
-
-        value = getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value  # once loaded, a plain attribute
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

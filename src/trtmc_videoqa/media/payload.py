@@ -46,7 +46,7 @@ def parse_data_url(url: str) -> tuple[str, bytes]:
     if not isinstance(url, str) or not url.startswith("data:"):
         shown = url[:40] if isinstance(url, str) else type(url).__name__
         raise ValueError(f"not a data URL (it must start with 'data:'): {shown!r}")
-    header, marker, payload = url[len("data:"):].partition(",")
+    header, marker, payload = url[len("data:") :].partition(",")
     if not marker:
         raise ValueError("malformed data URL: no ',' separates the header from the payload")
     if not header.endswith(";base64"):
@@ -144,4 +144,3 @@ def check_body_limit(
             "use a smaller or shorter clip (for example re-encoded at 320x180 without audio), "
             "or start the server with a larger --max-body-bytes",
         )
-

@@ -70,7 +70,12 @@ def probe_clip(
         except av.error.FFmpegError as error:
             raise decode_failure(clip, error) from None
         return _manifest(
-            clip, data, container, stream, packets, counted,
+            clip,
+            data,
+            container,
+            stream,
+            packets,
+            counted,
             method=COUNT_BY_DECODING if (decode_all or hash_pixels) else COUNT_BY_PACKETS,
             rgb_sha256=rgb_sha256,
         )
@@ -124,8 +129,11 @@ def _check_first_and_last(stream: av.VideoStream, packets: list[av.Packet], clip
     last_pts = max(timestamps, default=None)
     decoded_pts = [frame.pts for frame in last_frames if frame.pts is not None]
     if tail and last_pts is not None and decoded_pts and max(decoded_pts) != last_pts:
-        raise ClipError(clip, f"is corrupt: its last frame (pts {last_pts}) does not decode; the decoder stops "
-                        f"at pts {max(decoded_pts)}", REEXPORT)
+        raise ClipError(
+            clip,
+            f"is corrupt: its last frame (pts {last_pts}) does not decode; the decoder stops at pts {max(decoded_pts)}",
+            REEXPORT,
+        )
     return _Counted(len(packets), min(timestamps, default=None), last_pts, tail_from=start if tail else None)
 
 
@@ -255,8 +263,9 @@ def _frame_duration(packets: list[av.Packet], time_base: Fraction, fps: Fraction
     return float(1 / fps)
 
 
-def _duration(container: av.container.InputContainer, stream: av.VideoStream,
-              frames_span_s: float) -> tuple[float, DurationSource]:
+def _duration(
+    container: av.container.InputContainer, stream: av.VideoStream, frames_span_s: float
+) -> tuple[float, DurationSource]:
     if container.duration:
         return _seconds(container.duration / av.time_base), "container"
     if stream.duration and stream.time_base:

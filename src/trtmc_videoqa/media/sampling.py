@@ -69,8 +69,13 @@ class SamplingPolicy(BaseModel):
             raise ValueError("uniform sampling takes a frame count (uniform:N) and no fps, min or max")
         if self.mode == "fps" and (self.fps is None or self.frames is not None):
             raise ValueError("fps sampling takes a target rate (fps:F) and no frame count")
-        if self.mode == "all" and (self.frames is not None or self.fps is not None or fps_only
-                                   or self.frame_factor != 1 or self.rounding != "round"):
+        if self.mode == "all" and (
+            self.frames is not None
+            or self.fps is not None
+            or fps_only
+            or self.frame_factor != 1
+            or self.rounding != "round"
+        ):
             raise ValueError("'all' takes no count, rate, rounding, min, max or even; only where=")
         if self.max_frames is not None and self.max_frames < self.min_frames:
             raise ValueError(f"max={self.max_frames} is below min={self.min_frames}")
@@ -106,8 +111,10 @@ class SamplingPolicy(BaseModel):
     def resolve(self, frame_count: int, fps: Fraction | int | str, start_time_s: float = 0.0) -> ResolvedSampling:
         """The exact frame indices (0-based, presentation order) and timestamps this policy picks from a clip."""
         if frame_count < 1:
-            raise ValueError(f"cannot sample {self.spec} from a clip with {frame_count} frames; "
-                             "probe the clip and check it has frames")
+            raise ValueError(
+                f"cannot sample {self.spec} from a clip with {frame_count} frames; "
+                "probe the clip and check it has frames"
+            )
         source_fps = _as_fraction(fps)
         if source_fps <= 0:
             raise ValueError(f"the clip's frame rate must be positive, got {fps!r}")
@@ -115,11 +122,11 @@ class SamplingPolicy(BaseModel):
             indices = list(range(frame_count))
             rule = f"all {frame_count} frames"
         else:
-            count, count_rule = (self._uniform_count(frame_count) if self.mode == "uniform"
-                                 else self._fps_count(frame_count, source_fps))
+            count, count_rule = (
+                self._uniform_count(frame_count) if self.mode == "uniform" else self._fps_count(frame_count, source_fps)
+            )
             indices = _spread(frame_count, count, self.rounding)
-            rule = (f"{count_rule}; indices = linspace(0, {frame_count - 1}, {count}) "
-                    f"{_ROUNDING_TEXT[self.rounding]}")
+            rule = f"{count_rule}; indices = linspace(0, {frame_count - 1}, {count}) {_ROUNDING_TEXT[self.rounding]}"
         return ResolvedSampling(
             policy=self,
             spec=self.spec,
@@ -156,10 +163,12 @@ class SamplingPolicy(BaseModel):
         count = _floor_to(min(max(raw, Fraction(low)), Fraction(high)), factor)
         if count < 1:
             raise ValueError(f"{self.spec} picks no frames from a clip with {frame_count} frame(s)")
-        text = (f"fps {_number_text(self.fps or 0)} on {frame_count} frames at {_fraction_text(source_fps)} fps: "
-                f"{frame_count} / {_fraction_text(source_fps)} x {_number_text(self.fps or 0)} = "
-                f"{float(raw):.4g}; clamped to [{low}, {high}]; "
-                f"{'floored to a multiple of 2' if factor == 2 else 'floored'} -> {count} frames")
+        text = (
+            f"fps {_number_text(self.fps or 0)} on {frame_count} frames at {_fraction_text(source_fps)} fps: "
+            f"{frame_count} / {_fraction_text(source_fps)} x {_number_text(self.fps or 0)} = "
+            f"{float(raw):.4g}; clamped to [{low}, {high}]; "
+            f"{'floored to a multiple of 2' if factor == 2 else 'floored'} -> {count} frames"
+        )
         return count, text
 
 

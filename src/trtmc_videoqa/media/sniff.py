@@ -173,8 +173,7 @@ def _matroska_truncation(data: bytes) -> str | None:
     if segment_id != _MATROSKA_SEGMENT:
         return None  # not the layout this check knows; leave the verdict to FFmpeg
     if size is not None and start + size > len(data):
-        return (f"is truncated: its Matroska segment declares {size} bytes of data but only "
-                f"{len(data) - start} remain")
+        return f"is truncated: its Matroska segment declares {size} bytes of data but only {len(data) - start} remain"
     return None
 
 
@@ -202,7 +201,9 @@ def _mpeg_ps_truncation(data: bytes) -> str | None:
         else:
             return None
         if pos + size > size_of_file:
-            return (f"is truncated: its MPEG packet at byte {pos} declares {size} bytes but only "
-                    f"{size_of_file - pos} remain")
+            return (
+                f"is truncated: its MPEG packet at byte {pos} declares {size} bytes but only "
+                f"{size_of_file - pos} remain"
+            )
         pos += size
     return None

@@ -91,15 +91,20 @@ def _video_stream(container: av.container.InputContainer, clip: str) -> av.Video
     if container.streams.video:
         stream = container.streams.video[0]
         if stream.codec_context is None:
-            raise ClipError(clip, "has a video stream with no decoder in this FFmpeg build (unknown or damaged codec)",
-                            "re-encode it as H.264 in mp4")
+            raise ClipError(
+                clip,
+                "has a video stream with no decoder in this FFmpeg build (unknown or damaged codec)",
+                "re-encode it as H.264 in mp4",
+            )
         return stream
     audio = [audio_codec(stream) for stream in container.streams.audio]
     if audio:
-        raise ClipError(clip, f"has no video stream (it holds audio only: {', '.join(audio)})",
-                        "pass a clip that has a video track")
-    raise ClipError(clip, f"has no video stream (demuxer {demuxer}, {len(container.streams)} other streams)",
-                    _NOT_A_VIDEO_FIX)
+        raise ClipError(
+            clip, f"has no video stream (it holds audio only: {', '.join(audio)})", "pass a clip that has a video track"
+        )
+    raise ClipError(
+        clip, f"has no video stream (demuxer {demuxer}, {len(container.streams)} other streams)", _NOT_A_VIDEO_FIX
+    )
 
 
 def audio_codec(stream: av.AudioStream) -> str:

@@ -18,18 +18,19 @@ Choices, in brief:
   X-Request-ID gets one line per request, told apart by ``sequence``.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from trtmc_videoqa.reference.cli_args import add_reference_arguments, argv_from_config, config_from_arguments
-from trtmc_videoqa.reference.config import (
+from ..lazy import lazy_getattr
+from .cli_args import add_reference_arguments, argv_from_config, config_from_arguments
+from .config import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_SAMPLING_POLICY,
     FaultKnobs,
     NonLoopbackHostError,
     ReferenceConfig,
 )
-from trtmc_videoqa.reference.faults import CRASH_EXIT_CODE, error_positions
-from trtmc_videoqa.reference.labels import (
+from .faults import CRASH_EXIT_CODE, error_positions
+from .labels import (
     CANNOT_TELL,
     DEFAULT_MODEL_NAME,
     OBSERVATION_FIELD,
@@ -42,22 +43,17 @@ from trtmc_videoqa.reference.labels import (
     TEST_DOUBLE_LABEL,
     TIMING_FIELD,
 )
-from trtmc_videoqa.reference.records import RequestRecord
+from .records import RequestRecord
 
 if TYPE_CHECKING:
-    from trtmc_videoqa.reference.app import create_app
-    from trtmc_videoqa.reference.server import ReferenceServer, argv_for_subprocess, serve
+    from .app import create_app
+    from .server import ReferenceServer, argv_for_subprocess, serve
 
 # The app and server bring FastAPI and uvicorn: loaded on first use, so the CLI's parser stays quick.
 _LAZY = {"create_app": "app", "ReferenceServer": "server", "argv_for_subprocess": "server", "serve": "server"}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from importlib import import_module
-
-        return getattr(import_module(f"trtmc_videoqa.reference.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 __all__ = [
     "CANNOT_TELL",

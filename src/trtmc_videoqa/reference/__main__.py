@@ -10,9 +10,9 @@ import sys
 
 from pydantic import ValidationError
 
-from trtmc_videoqa.reference.cli_args import build_parser, config_from_arguments
-from trtmc_videoqa.reference.labels import TEST_DOUBLE_LABEL
-from trtmc_videoqa.reference.server import serve
+from .cli_args import build_parser, config_from_arguments
+from .labels import TEST_DOUBLE_LABEL
+from .server import serve
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,8 +23,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ValidationError, ValueError) as error:
         parser.error(str(error))
     try:
-        return serve(config, on_listening=lambda url: print(f"{TEST_DOUBLE_LABEL} listening on {url}",
-                                                            file=sys.stderr, flush=True))
+        return serve(
+            config,
+            on_listening=lambda url: print(f"{TEST_DOUBLE_LABEL} listening on {url}", file=sys.stderr, flush=True),
+        )
     except ValueError as error:  # e.g. --api-key-env naming an unset variable
         parser.error(str(error))
     except KeyboardInterrupt:  # uvicorn re-raises SIGINT after its graceful shutdown; no traceback for Ctrl-C

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from trtmc_videoqa.media import ResolvedSampling, SamplingPolicy
-from trtmc_videoqa.reference.clip import RequestClip, sample_clip
-from trtmc_videoqa.reference.questions import Answer, answer_question
-from trtmc_videoqa.reference.tracking import track_scene
+from ..media import ResolvedSampling, SamplingPolicy
+from .clip import RequestClip, sample_clip
+from .questions import Answer, answer_question
+from .tracking import track_scene
 
 
 @dataclass(frozen=True)

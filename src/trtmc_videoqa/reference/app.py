@@ -23,17 +23,17 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.requests import Request
 
-from trtmc_videoqa.reference.answering import TaskResult, run_task
-from trtmc_videoqa.reference.body import read_body_limited
-from trtmc_videoqa.reference.chat_request import ChatRequest, parse_chat_request
-from trtmc_videoqa.reference.clip import RequestClip, clip_from_data_url
-from trtmc_videoqa.reference.config import ReferenceConfig
-from trtmc_videoqa.reference.errors import RequestRejected
-from trtmc_videoqa.reference.faults import FaultPlan
-from trtmc_videoqa.reference.identity import IdentityMiddleware
-from trtmc_videoqa.reference.labels import TEST_DOUBLE_LABEL
-from trtmc_videoqa.reference.records import RecordWriter, RequestRecord
-from trtmc_videoqa.reference.responses import (
+from .answering import TaskResult, run_task
+from .body import read_body_limited
+from .chat_request import ChatRequest, parse_chat_request
+from .clip import RequestClip, clip_from_data_url
+from .config import ReferenceConfig
+from .errors import RequestRejected
+from .faults import FaultPlan
+from .identity import IdentityMiddleware
+from .labels import TEST_DOUBLE_LABEL
+from .records import RecordWriter, RequestRecord
+from .responses import (
     Timing,
     chat_completion_body,
     cut_to_tokens,
@@ -103,8 +103,9 @@ class _Endpoint:
             return
         given = request.headers.get("authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {self.api_key}".encode()):
-            raise RequestRejected(401, "missing or wrong API key (send 'Authorization: Bearer <key>')",
-                                  "authentication_error")
+            raise RequestRejected(
+                401, "missing or wrong API key (send 'Authorization: Bearer <key>')", "authentication_error"
+            )
 
     async def _answer(self, request: Request, exchange: _Exchange) -> dict[str, Any]:
         self.check_key(request)
@@ -113,18 +114,25 @@ class _Endpoint:
         exchange.chat = parse_chat_request(await read_body_limited(request, self.config.max_body_bytes))
         if exchange.chat.model is not None and exchange.chat.model != self.config.model_name:
             raise RequestRejected(
-                404, f"model {exchange.chat.model!r} is not served here; this endpoint serves "
-                f"{self.config.model_name!r}", "model_not_found",
+                404,
+                f"model {exchange.chat.model!r} is not served here; this endpoint serves {self.config.model_name!r}",
+                "model_not_found",
             )
         exchange.clip = clip_from_data_url(exchange.chat.video_url)
         if self.plan.injects_error(exchange.sequence):
             raise RequestRejected(
-                self.config.faults.error_status, f"injected fault: chat request #{exchange.sequence} fails by the "
-                f"error-rate knob ({self.config.faults.error_rate})", self.plan.error_type,
+                self.config.faults.error_status,
+                f"injected fault: chat request #{exchange.sequence} fails by the "
+                f"error-rate knob ({self.config.faults.error_rate})",
+                self.plan.error_type,
             )
         task = partial(
-            run_task, exchange.clip, exchange.chat.question_text, self.policy,
-            added_task_ms=self.config.faults.added_task_ms, submitted=time.monotonic(),
+            run_task,
+            exchange.clip,
+            exchange.chat.question_text,
+            self.policy,
+            added_task_ms=self.config.faults.added_task_ms,
+            submitted=time.monotonic(),
         )
         exchange.result = result = await anyio.to_thread.run_sync(task, limiter=self.lane)
         exchange.content, exchange.finish_reason = cut_to_tokens(result.answer.text, exchange.chat.max_tokens)
@@ -134,8 +142,9 @@ class _Endpoint:
             content=exchange.content,
             finish_reason=exchange.finish_reason,
             prompt_text=exchange.chat.question_text,
-            timing=Timing(queue_ms=result.queue_ms, model_call_ms=result.model_call_ms,
-                          handler_ms=exchange.elapsed_ms()),
+            timing=Timing(
+                queue_ms=result.queue_ms, model_call_ms=result.model_call_ms, handler_ms=exchange.elapsed_ms()
+            ),
             observation={
                 "sampling_policy": result.sampling.spec,
                 "frame_count": result.sampling.frame_count,
@@ -218,8 +227,9 @@ def create_app(config: ReferenceConfig) -> FastAPI:
         try:
             endpoint.check_key(request)
         except RequestRejected as rejected:
-            return JSONResponse(error_body(rejected.status, rejected.message, rejected.error_type),
-                                status_code=rejected.status)
+            return JSONResponse(
+                error_body(rejected.status, rejected.message, rejected.error_type), status_code=rejected.status
+            )
         return JSONResponse(models_body(config.model_name, endpoint.created))
 
     @app.post("/v1/chat/completions")

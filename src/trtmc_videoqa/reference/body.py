@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from trtmc_videoqa.reference.errors import RequestRejected
+from .errors import RequestRejected
 
 
 def _too_large(size_text: str, limit: int) -> RequestRejected:
     return RequestRejected(
-        413, f"request body is {size_text} bytes, over the {limit:,}-byte limit (--max-body-bytes)",
+        413,
+        f"request body is {size_text} bytes, over the {limit:,}-byte limit (--max-body-bytes)",
         "request_too_large",
     )
 

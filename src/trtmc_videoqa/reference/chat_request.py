@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from trtmc_videoqa.reference.errors import RequestRejected
+from .errors import RequestRejected
 
 ACCEPTED_PARTS = "text parts and exactly one video_url part"
 
@@ -95,7 +95,8 @@ def _check_system(message: _Message) -> None:
             if not isinstance(part, dict) or part.get("type") != "text":
                 part_type = part.get("type") if isinstance(part, dict) else None
                 raise RequestRejected(
-                    400, f"unsupported content part type {part_type!r} in the system message at content[{position}]; "
+                    400,
+                    f"unsupported content part type {part_type!r} in the system message at content[{position}]; "
                     "a system message takes text only",
                 )
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from trtmc_videoqa.reference.config import (
+from .config import (
     DEFAULT_HOST,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_SAMPLING_POLICY,
     FaultKnobs,
     ReferenceConfig,
 )
-from trtmc_videoqa.reference.labels import DEFAULT_MODEL_NAME
+from .labels import DEFAULT_MODEL_NAME
 
 
 def add_reference_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -27,19 +27,37 @@ def add_reference_arguments(parser: argparse.ArgumentParser) -> argparse.Argumen
     listen.add_argument("--url-file", type=Path, help="write the base URL here once the port is bound")
     serving = parser.add_argument_group("serving")
     serving.add_argument("--model-name", default=DEFAULT_MODEL_NAME, help="model id to serve (must say 'reference')")
-    serving.add_argument("--sampling-policy", default=DEFAULT_SAMPLING_POLICY,
-                         help=f"frames the endpoint samples, a media.sampling spec (default {DEFAULT_SAMPLING_POLICY})")
-    serving.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES,
-                         help=f"larger request bodies get HTTP 413 (default {DEFAULT_MAX_BODY_BYTES})")
+    serving.add_argument(
+        "--sampling-policy",
+        default=DEFAULT_SAMPLING_POLICY,
+        help=f"frames the endpoint samples, a media.sampling spec (default {DEFAULT_SAMPLING_POLICY})",
+    )
+    serving.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help=f"larger request bodies get HTTP 413 (default {DEFAULT_MAX_BODY_BYTES})",
+    )
     serving.add_argument("--records", type=Path, help="append one JSONL record per chat request here")
-    serving.add_argument("--api-key-env", metavar="NAME",
-                         help="require 'Authorization: Bearer <key>' on /v1/*, the key read from this variable")
+    serving.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="require 'Authorization: Bearer <key>' on /v1/*, the key read from this variable",
+    )
     faults = parser.add_argument_group("fault knobs (tests)")
     faults.add_argument("--added-task-ms", type=float, default=0.0, help="sleep this long inside the timed task")
-    faults.add_argument("--error-rate", type=float, default=0.0,
-                        help="answer --error-status to chat request n when floor(n*rate) > floor((n-1)*rate)")
-    faults.add_argument("--error-status", type=int, default=500,
-                        help="HTTP status (4xx or 5xx) of the errors --error-rate injects (default 500)")
+    faults.add_argument(
+        "--error-rate",
+        type=float,
+        default=0.0,
+        help="answer --error-status to chat request n when floor(n*rate) > floor((n-1)*rate)",
+    )
+    faults.add_argument(
+        "--error-status",
+        type=int,
+        default=500,
+        help="HTTP status (4xx or 5xx) of the errors --error-rate injects (default 500)",
+    )
     faults.add_argument("--crash-after", type=int, help="answer N chat requests, then exit hard on the next")
     faults.add_argument("--ready-after-s", type=float, default=0.0, help="/health/ready says 503 until then")
     return parser
@@ -78,15 +96,24 @@ def config_from_arguments(arguments: argparse.Namespace) -> ReferenceConfig:
 
 def argv_from_config(config: ReferenceConfig) -> list[str]:
     argv = [
-        "--host", config.host,
-        "--port", str(config.port),
-        "--model-name", config.model_name,
-        "--sampling-policy", config.sampling_policy,
-        "--max-body-bytes", str(config.max_body_bytes),
-        "--added-task-ms", repr(config.faults.added_task_ms),
-        "--error-rate", repr(config.faults.error_rate),
-        "--error-status", str(config.faults.error_status),
-        "--ready-after-s", repr(config.faults.ready_after_s),
+        "--host",
+        config.host,
+        "--port",
+        str(config.port),
+        "--model-name",
+        config.model_name,
+        "--sampling-policy",
+        config.sampling_policy,
+        "--max-body-bytes",
+        str(config.max_body_bytes),
+        "--added-task-ms",
+        repr(config.faults.added_task_ms),
+        "--error-rate",
+        repr(config.faults.error_rate),
+        "--error-status",
+        str(config.faults.error_status),
+        "--ready-after-s",
+        repr(config.faults.ready_after_s),
     ]
     if config.allow_non_loopback:
         argv.append("--allow-non-loopback")

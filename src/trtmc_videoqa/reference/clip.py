@@ -13,9 +13,9 @@ from fractions import Fraction
 import av.error
 import numpy as np
 
-from trtmc_videoqa.media import ClipError, ResolvedSampling, SamplingPolicy, decode_frames, parse_data_url
-from trtmc_videoqa.media.source import open_video
-from trtmc_videoqa.reference.errors import RequestRejected
+from ..media import ClipError, ResolvedSampling, SamplingPolicy, decode_frames, parse_data_url
+from ..media.source import open_video
+from .errors import RequestRejected
 
 REQUEST_CLIP = "<request video_url>"
 

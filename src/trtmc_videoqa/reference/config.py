@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from trtmc_videoqa.media import SamplingPolicy
-from trtmc_videoqa.reference.labels import DEFAULT_MODEL_NAME
+from ..media import SamplingPolicy
+from .labels import DEFAULT_MODEL_NAME
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_SAMPLING_POLICY = "uniform:16"
@@ -52,7 +52,9 @@ class FaultKnobs(BaseModel):
         "when floor(n*rate) > floor((n-1)*rate) (0.5 -> 2, 4, 6, ...; 0.25 -> 4, 8, ...; 1 -> all)",
     )
     error_status: int = Field(
-        default=500, ge=400, le=599,
+        default=500,
+        ge=400,
+        le=599,
         description="the HTTP status (any 4xx or 5xx, e.g. 400, 500, 503) of the errors error_rate injects",
     )
     crash_after: int | None = Field(
@@ -76,7 +78,8 @@ class ReferenceConfig(BaseModel):
     records_path: Path | None = None
     url_file: Path | None = Field(default=None, description="the base URL is written here once the port is bound")
     api_key_env: str | None = Field(
-        default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
         description="name of an environment variable holding an API key: when given, /v1/* answers 401 unless "
         "the request carries 'Authorization: Bearer <key>' (the key itself is never in the config or the argv)",
     )

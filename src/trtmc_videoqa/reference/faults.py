@@ -12,7 +12,7 @@ import os
 import time
 from fractions import Fraction
 
-from trtmc_videoqa.reference.config import FaultKnobs
+from .config import FaultKnobs
 
 # Distinct from Python's own exit codes, so a supervisor can tell the injected crash from a real failure.
 CRASH_EXIT_CODE = 86

@@ -11,8 +11,8 @@ import re
 import uuid
 from typing import Any
 
-from trtmc_videoqa.reference.labels import REQUEST_ID_HEADER, SERVED_BY, SERVED_BY_HEADER
-from trtmc_videoqa.reference.responses import error_body
+from .labels import REQUEST_ID_HEADER, SERVED_BY, SERVED_BY_HEADER
+from .responses import error_body
 
 # Visible ASCII, bounded: an id that cannot be written back into a header or a record unchanged is refused,
 # because silently replacing it would break the join with the client's records.
@@ -59,9 +59,11 @@ async def _refuse_request_id(send: Any) -> None:
     body = json.dumps(
         error_body(400, f"{REQUEST_ID_HEADER} must be 1-200 visible ASCII characters", "invalid_request_error")
     ).encode()
-    await send({
-        "type": "http.response.start",
-        "status": 400,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 400,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

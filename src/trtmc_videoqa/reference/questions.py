@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from trtmc_videoqa.reference.labels import CANNOT_TELL
-from trtmc_videoqa.reference.tracking import SceneTrack
+from .labels import CANNOT_TELL
+from .tracking import SceneTrack
 
 # Ids shared with workloads/synthetic.py (SYNTHETIC_QUESTION_IDS), so records name the question as the workload does.
 DIRECTION = "synthetic-direction"
@@ -173,7 +173,9 @@ def answer_question(prompt: str, track: SceneTrack) -> Answer:
         return Answer(CANNOT_TELL, None, None, "not a question this endpoint recognises")
     if track.red_found_share <= MIN_RED_FOUND_SHARE:
         return Answer(
-            CANNOT_TELL, question_id, None,
+            CANNOT_TELL,
+            question_id,
+            None,
             f"red square found in {track.red_found_share:.0%} of sampled frames: not the synthetic scene",
         )
     outcome = _COMPUTE[question_id](track)
@@ -183,7 +185,5 @@ def answer_question(prompt: str, track: SceneTrack) -> Answer:
         letter for letter, text in parse_options(prompt).items() if classify_option(question_id, text) == outcome
     ]
     if len(letters) != 1:
-        return Answer(
-            CANNOT_TELL, question_id, outcome, f"{len(letters)} of the prompt's options say {outcome!r}"
-        )
+        return Answer(CANNOT_TELL, question_id, outcome, f"{len(letters)} of the prompt's options say {outcome!r}")
     return Answer(letters[0], question_id, outcome)

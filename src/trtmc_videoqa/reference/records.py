@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict
 
-from trtmc_videoqa.reference.labels import RECORD_SCHEMA, SERVED_BY, TEST_DOUBLE_LABEL
+from .labels import RECORD_SCHEMA, SERVED_BY, TEST_DOUBLE_LABEL
 
 
 class RequestRecord(BaseModel):

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from trtmc_videoqa.reference.labels import (
+from .labels import (
     NOT_A_MODEL_NOTE,
     OBSERVATION_FIELD,
     SERVED_BY,
@@ -22,8 +22,11 @@ class Timing:
     handler_ms: float
 
     def body(self) -> dict[str, float]:
-        return {"queue_ms": round(self.queue_ms, 3), "model_call_ms": round(self.model_call_ms, 3),
-                "handler_ms": round(self.handler_ms, 3)}
+        return {
+            "queue_ms": round(self.queue_ms, 3),
+            "model_call_ms": round(self.model_call_ms, 3),
+            "handler_ms": round(self.handler_ms, 3),
+        }
 
 
 def word_count(text: str) -> int:
@@ -60,9 +63,7 @@ def chat_completion_body(
         "created": int(time.time()),
         "model": model,
         "system_fingerprint": TEST_DOUBLE_LABEL,
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}
-        ],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,

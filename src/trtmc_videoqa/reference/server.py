@@ -18,9 +18,9 @@ from types import TracebackType
 
 import uvicorn
 
-from trtmc_videoqa.reference.app import create_app
-from trtmc_videoqa.reference.cli_args import argv_from_config
-from trtmc_videoqa.reference.config import ReferenceConfig, check_loopback
+from .app import create_app
+from .cli_args import argv_from_config
+from .config import ReferenceConfig, check_loopback
 
 STARTUP_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 10.0
@@ -60,7 +60,11 @@ def _uvicorn_server(config: ReferenceConfig) -> uvicorn.Server:
     # No logging config and no access log: library code prints nothing; warnings reach stderr via logging.
     return uvicorn.Server(
         uvicorn.Config(
-            create_app(config), log_config=None, log_level="warning", access_log=False, lifespan="on",
+            create_app(config),
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
             timeout_graceful_shutdown=2,
         )
     )
@@ -90,7 +94,9 @@ class ReferenceServer:
         self._socket = bind_socket(self.config)
         self._server = _uvicorn_server(self.config)
         self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, name="trtmc-videoqa-reference",
+            target=self._server.run,
+            kwargs={"sockets": [self._socket]},
+            name="trtmc-videoqa-reference",
             daemon=True,
         )
         self._thread.start()

@@ -37,9 +37,7 @@ def colour_mask(frame: np.ndarray, colour: tuple[int, int, int], distance: float
 def _window_sums(mask: np.ndarray, size: int) -> np.ndarray:
     """Sum of ``mask`` over every size x size window (integral image), shape (H-size+1, W-size+1)."""
     integral = np.pad(mask.astype(np.int32).cumsum(axis=0).cumsum(axis=1), ((1, 0), (1, 0)))
-    return (
-        integral[size:, size:] - integral[:-size, size:] - integral[size:, :-size] + integral[:-size, :-size]
-    )
+    return integral[size:, size:] - integral[:-size, size:] - integral[size:, :-size] + integral[:-size, :-size]
 
 
 def find_square(frame: np.ndarray, colour: tuple[int, int, int]) -> Blob | None:

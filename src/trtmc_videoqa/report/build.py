@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from .. import __version__
-from ..artifacts import write_model_atomic, write_text_atomic
+from ..atomic_write import write_model_atomic, write_text_atomic
 from ..results import Report, ResultRow
 from .html import render_html
 from .junit import render_junit
@@ -23,15 +23,18 @@ class ReportInputError(Exception):
 def load_rows(directory: Path) -> list[ResultRow]:
     results = sorted((directory / "checkpoints").glob("*/result.json"))
     if not results:
-        raise ReportInputError(f"{directory} holds no checkpoints/*/result.json; pass the --out directory of a "
-                               "`trtmc-videoqa qualify` run")
+        raise ReportInputError(
+            f"{directory} holds no checkpoints/*/result.json; pass the --out directory of a `trtmc-videoqa qualify` run"
+        )
     rows = []
     for path in results:
         try:
             rows.append(ResultRow.model_validate_json(path.read_bytes()))
         except ValueError as error:
-            raise ReportInputError(f"{path} is not a result of this tool ({str(error).splitlines()[0]}); "
-                                   "re-run the qualification for that checkpoint") from None
+            raise ReportInputError(
+                f"{path} is not a result of this tool ({str(error).splitlines()[0]}); "
+                "re-run the qualification for that checkpoint"
+            ) from None
     return rows
 
 
@@ -42,11 +45,19 @@ def build_report(directories: list[Path], title: str | None = None) -> Report:
     # Rows of several runs stand side by side: one profile on two servers stays two rows.
     rows.sort(key=lambda row: (row.profile, row.provenance.endpoint if row.provenance else ""))
     self_test = bool(rows) and all(row.reference_self_test for row in rows)
-    default = "trtmc-videoqa reference self-test (test double, not a TRTMC model)" if self_test else \
-        "trtmc-videoqa qualification"
-    return Report(title=title or default, generated_by=f"trtmc-videoqa {__version__}",
-                  sources=[str(d) for d in directories], reference_self_test=self_test, rows=rows,
-                  counts=dict(sorted(Counter(row.status for row in rows).items())))
+    default = (
+        "trtmc-videoqa reference self-test (test double, not a TRTMC model)"
+        if self_test
+        else "trtmc-videoqa qualification"
+    )
+    return Report(
+        title=title or default,
+        generated_by=f"trtmc-videoqa {__version__}",
+        sources=[str(d) for d in directories],
+        reference_self_test=self_test,
+        rows=rows,
+        counts=dict(sorted(Counter(row.status for row in rows).items())),
+    )
 
 
 def frame_strip(report: Report, directories: list[Path]) -> Path | None:

@@ -10,9 +10,16 @@ from pathlib import Path
 from ..results import Report, ResultRow
 from .markdown import served_by, served_by_test_double
 
-_STATUS_COLOURS = {"aiperf-qualified": "#1a7f37", "endpoint-qualified": "#1a7f37", "family-validated": "#4d8f3a",
-                   "implemented": "#8a6d00", "planned": "#57606a", "unsupported": "#57606a", "blocked": "#9a6700",
-                   "failed": "#cf222e"}
+_STATUS_COLOURS = {
+    "aiperf-qualified": "#1a7f37",
+    "endpoint-qualified": "#1a7f37",
+    "family-validated": "#4d8f3a",
+    "implemented": "#8a6d00",
+    "planned": "#57606a",
+    "unsupported": "#57606a",
+    "blocked": "#9a6700",
+    "failed": "#cf222e",
+}
 _STYLE = """body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#1f2328}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f6f8fa}
 .status{color:#fff;border-radius:4px;padding:1px 6px;white-space:nowrap}.note{background:#fff8c5;padding:.6em 1em;
@@ -27,8 +34,11 @@ def _status(row: ResultRow) -> str:
 
 def latency_svg(row: ResultRow, width: int = 560, height: int = 160) -> str:
     """Client latency per profiling request in order, with the server's task time beneath it where known."""
-    points = [(r.client_latency_ms, r.server_task_ms) for r in row.requests
-              if r.phase == "profiling" and r.client_latency_ms is not None]
+    points = [
+        (r.client_latency_ms, r.server_task_ms)
+        for r in row.requests
+        if r.phase == "profiling" and r.client_latency_ms is not None
+    ]
     if not points:
         return "<p>No completed profiling requests to plot.</p>"
     top = max(max(c, t or 0) for c, t in points) * 1.1 or 1.0
@@ -36,21 +46,29 @@ def latency_svg(row: ResultRow, width: int = 560, height: int = 160) -> str:
     step = (width - 2 * pad) / max(len(points) - 1, 1)
 
     def polyline(values: list[float | None], colour: str) -> str:
-        coords = " ".join(f"{pad + i * step:.1f},{height - pad - (v / top) * (height - 2 * pad):.1f}"
-                          for i, v in enumerate(values) if v is not None)
+        coords = " ".join(
+            f"{pad + i * step:.1f},{height - pad - (v / top) * (height - 2 * pad):.1f}"
+            for i, v in enumerate(values)
+            if v is not None
+        )
         return f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{coords}"/>' if coords else ""
 
-    axis = (f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#8c959f"/>'
-            f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#8c959f"/>'
-            f'<text x="{pad}" y="{pad - 8}" font-size="11">{top:.0f} ms</text>'
-            f'<text x="{width - pad}" y="{height - 8}" font-size="11" text-anchor="end">request #</text>')
-    legend = ('<text x="{0}" y="{1}" font-size="11" fill="#0969da">client end-to-end (AIPerf)</text>'
-              '<text x="{0}" y="{2}" font-size="11" fill="#bf8700">server task time</text>').format(
-                  width - 200, pad - 8, pad + 6)
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-            f'aria-label="latency of {escape(row.profile)}">{axis}'
-            f'{polyline([c for c, _ in points], "#0969da")}{polyline([t for _, t in points], "#bf8700")}'
-            f'{legend}</svg>')
+    axis = (
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#8c959f"/>'
+        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#8c959f"/>'
+        f'<text x="{pad}" y="{pad - 8}" font-size="11">{top:.0f} ms</text>'
+        f'<text x="{width - pad}" y="{height - 8}" font-size="11" text-anchor="end">request #</text>'
+    )
+    legend = (
+        f'<text x="{width - 200}" y="{pad - 8}" font-size="11" fill="#0969da">client end-to-end (AIPerf)</text>'
+        f'<text x="{width - 200}" y="{pad + 6}" font-size="11" fill="#bf8700">server task time</text>'
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="latency of {escape(row.profile)}">{axis}'
+        f"{polyline([c for c, _ in points], '#0969da')}{polyline([t for _, t in points], '#bf8700')}"
+        f"{legend}</svg>"
+    )
 
 
 def _answers(row: ResultRow) -> str:
@@ -58,26 +76,35 @@ def _answers(row: ResultRow) -> str:
     if not rows:
         return ""
     body = "".join(
-        f'<tr><td><code>{escape(r.session_id)}</code></td><td>{escape(r.question_id)}</td><td>{escape(r.clip_id)}</td>'
-        f'<td>{escape(r.answer or r.error or "")}</td><td>{escape(r.expected or "")}</td>'
+        f"<tr><td><code>{escape(r.session_id)}</code></td><td>{escape(r.question_id)}</td><td>{escape(r.clip_id)}</td>"
+        f"<td>{escape(r.answer or r.error or '')}</td><td>{escape(r.expected or '')}</td>"
         f'<td class="{escape(r.grade or "")}">{escape(r.grade or "–")}</td>'
-        f'<td>{"" if r.client_latency_ms is None else f"{r.client_latency_ms:.1f}"}</td>'
-        f'<td>{"" if r.server_task_ms is None else f"{r.server_task_ms:.1f}"}</td></tr>'
-        for r in rows)
-    return ("<details><summary>Answers beside the expected ones</summary><table><tr><th>request</th><th>question"
-            "</th><th>clip</th><th>answer</th><th>expected</th><th>grade</th><th>client ms</th><th>task ms</th></tr>"
-            f"{body}</table></details>")
+        f"<td>{'' if r.client_latency_ms is None else f'{r.client_latency_ms:.1f}'}</td>"
+        f"<td>{'' if r.server_task_ms is None else f'{r.server_task_ms:.1f}'}</td></tr>"
+        for r in rows
+    )
+    return (
+        "<details><summary>Answers beside the expected ones</summary><table><tr><th>request</th><th>question"
+        "</th><th>clip</th><th>answer</th><th>expected</th><th>grade</th><th>client ms</th><th>task ms</th></tr>"
+        f"{body}</table></details>"
+    )
 
 
 def render_html(report: Report, frames_png: Path | None = None) -> str:
-    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(report.title)}</title>"
-             f"<style>{_STYLE}</style></head><body><h1>{escape(report.title)}</h1>",
-             f"<p>{escape(report.generated_by)}; built from {escape(', '.join(report.sources))}.</p>"]
+    parts = [
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(report.title)}</title>"
+        f"<style>{_STYLE}</style></head><body><h1>{escape(report.title)}</h1>",
+        f"<p>{escape(report.generated_by)}; built from {escape(', '.join(report.sources))}.</p>",
+    ]
     if report.reference_self_test:
-        parts.append('<p class="note">Every row was served by the reference endpoint, a <b>test double</b> that '
-                     "answers the synthetic clip by computation. It checks the tool, not a model.</p>")
-    header = "<tr><th>profile</th><th>served by</th><th>status</th><th>reason</th><th>p50 client ms</th>" \
-             "<th>p50 task ms</th><th>req/s</th><th>both right</th></tr>"
+        parts.append(
+            '<p class="note">Every row was served by the reference endpoint, a <b>test double</b> that '
+            "answers the synthetic clip by computation. It checks the tool, not a model.</p>"
+        )
+    header = (
+        "<tr><th>profile</th><th>served by</th><th>status</th><th>reason</th><th>p50 client ms</th>"
+        "<th>p50 task ms</th><th>req/s</th><th>both right</th></tr>"
+    )
     cells = "".join(
         f"<tr><td>{escape(r.profile)}</td><td>{escape(served_by(r))}</td><td>{_status(r)}</td>"
         f"<td>{escape(r.status_reason)}</td>"
@@ -85,12 +112,15 @@ def render_html(report: Report, frames_png: Path | None = None) -> str:
         f"<td>{'' if not r.server_task_time or r.server_task_time.p50_ms is None else r.server_task_time.p50_ms}</td>"
         f"<td>{r.requests_per_s or ''}</td>"
         f"<td>{'' if not r.accuracy or r.accuracy.both_right is None else f'{r.accuracy.both_right:.0%}'}</td></tr>"
-        for r in report.rows)
+        for r in report.rows
+    )
     parts.append(f"<table>{header}{cells}</table>")
     if frames_png is not None and frames_png.is_file():
         encoded = base64.b64encode(frames_png.read_bytes()).decode()
-        parts.append("<h2>What the model is meant to see</h2><p>The frames the declared sampling policy picks from "
-                     f'the first clip.</p><img class="strip" alt="frame strip" src="data:image/png;base64,{encoded}">')
+        parts.append(
+            "<h2>What the model is meant to see</h2><p>The frames the declared sampling policy picks from "
+            f'the first clip.</p><img class="strip" alt="frame strip" src="data:image/png;base64,{encoded}">'
+        )
     for row in report.rows:
         parts.append(f"<h2>{escape(row.profile)} {_status(row)}</h2><p>{escape(row.status_reason)}</p>")
         if served_by_test_double(row):

@@ -28,16 +28,21 @@ def _pct(value: float | None) -> str:
 
 
 def status_table(report: Report) -> list[str]:
-    lines = ["| profile | served by | status | reason | p50 client ms | p50 task ms | req/s | forward | reversed | "
-             "both right |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| profile | served by | status | reason | p50 client ms | p50 task ms | req/s | forward | reversed | "
+        "both right |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in report.rows:
         c, t, a = row.client_latency, row.server_task_time, row.accuracy
         stage = f" (at {row.failed_stage})" if row.failed_stage else ""
-        lines.append(f"| {row.profile} | {served_by(row).replace('|', '/')} | **{row.status}**{stage} | "
-                     f"{row.status_reason.replace('|', '/')} | "
-                     f"{_ms(c.p50_ms if c else None)} | {_ms(t.p50_ms if t else None)} | "
-                     f"{row.requests_per_s or '–'} | {_pct(a.forward if a else None)} | "
-                     f"{_pct(a.reversed if a else None)} | {_pct(a.both_right if a else None)} |")
+        lines.append(
+            f"| {row.profile} | {served_by(row).replace('|', '/')} | **{row.status}**{stage} | "
+            f"{row.status_reason.replace('|', '/')} | "
+            f"{_ms(c.p50_ms if c else None)} | {_ms(t.p50_ms if t else None)} | "
+            f"{row.requests_per_s or '–'} | {_pct(a.forward if a else None)} | "
+            f"{_pct(a.reversed if a else None)} | {_pct(a.both_right if a else None)} |"
+        )
     return lines
 
 
@@ -51,19 +56,26 @@ def _row_details(row: ResultRow) -> list[str]:
         wall = f" ({stage.wall_s:.1f} s)" if stage.wall_s is not None else ""
         out.append(f"  - {stage.name}: {stage.status}{wall} — {stage.detail}")
     if row.profiling_requests_planned:
-        out.append(f"- Requests: {row.warmup_requests} warmup (kept apart), {row.profiling_requests_completed}/"
-                   f"{row.profiling_requests_planned} profiling completed, {row.failed_requests} failed")
+        out.append(
+            f"- Requests: {row.warmup_requests} warmup (kept apart), {row.profiling_requests_completed}/"
+            f"{row.profiling_requests_planned} profiling completed, {row.failed_requests} failed"
+        )
     if row.client_latency and row.client_latency.count:
         c = row.client_latency
-        out.append(f"- Client end-to-end latency (AIPerf): mean {_ms(c.mean_ms)} ms, p50 {_ms(c.p50_ms)}, "
-                   f"p90 {_ms(c.p90_ms)}, p99 {_ms(c.p99_ms)} (n={c.count})")
+        out.append(
+            f"- Client end-to-end latency (AIPerf): mean {_ms(c.mean_ms)} ms, p50 {_ms(c.p50_ms)}, "
+            f"p90 {_ms(c.p90_ms)}, p99 {_ms(c.p99_ms)} (n={c.count})"
+        )
     if row.server_task_time and row.server_task_time.count:
         t = row.server_task_time
-        out.append(f"- Server task time (`{row.task_time_field}`): mean {_ms(t.mean_ms)} ms, p50 {_ms(t.p50_ms)} "
-                   f"(n={t.count})")
+        out.append(
+            f"- Server task time (`{row.task_time_field}`): mean {_ms(t.mean_ms)} ms, p50 {_ms(t.p50_ms)} (n={t.count})"
+        )
     for clip_id, clip in row.clips.items():
-        out.append(f"- Clip `{clip_id}`: {clip.get('frames_counted')} frames, {clip.get('width')}x{clip.get('height')}, "
-                   f"{clip.get('duration_s')} s at {clip.get('fps')} fps, sha256 {str(clip.get('sha256'))[:12]}")
+        out.append(
+            f"- Clip `{clip_id}`: {clip.get('frames_counted')} frames, {clip.get('width')}x{clip.get('height')}, "
+            f"{clip.get('duration_s')} s at {clip.get('fps')} fps, sha256 {str(clip.get('sha256'))[:12]}"
+        )
     if row.sampling:
         applied = row.sampling.get("applied_by_server") or row.sampling.get("policy")
         out.append(f"- Sampling: `{applied}` applied by the {row.sampling.get('where')}")
@@ -72,10 +84,12 @@ def _row_details(row: ResultRow) -> list[str]:
     if row.provenance:
         p = row.provenance
         source = f" ({p.settings['precision_source']})" if "precision_source" in p.settings else ""
-        out.append(f"- Provenance: workload {p.workload} ({p.workload_digest[:12]}), aiperf "
-                   f"{p.aiperf.get('version')}, mode {p.mode}, served by {served_by(row)}, server version "
-                   f"{p.server_version or 'unknown'}, bundle {p.bundle_digest or '–'}, TRTMC {p.trtmc_commit or '–'}, "
-                   f"precision {p.effective_precision or '–'}{source}")
+        out.append(
+            f"- Provenance: workload {p.workload} ({p.workload_digest[:12]}), aiperf "
+            f"{p.aiperf.get('version')}, mode {p.mode}, served by {served_by(row)}, server version "
+            f"{p.server_version or 'unknown'}, bundle {p.bundle_digest or '–'}, TRTMC {p.trtmc_commit or '–'}, "
+            f"precision {p.effective_precision or '–'}{source}"
+        )
         out.append(f"- Tokenizer (token counts only): {p.tokenizer or 'unknown'}")
     for name, command in row.commands.items():
         out += [f"- Reproduce ({name}):", "", "  ```", f"  {command}", "  ```"]
@@ -85,8 +99,11 @@ def _row_details(row: ResultRow) -> list[str]:
 def render_markdown(report: Report) -> str:
     out = [f"# {report.title}", "", f"Generated by {report.generated_by} from {', '.join(report.sources)}.", ""]
     if report.reference_self_test:
-        out += ["> Every row here was served by the reference endpoint, a test double that answers the synthetic "
-                "clip by computation. It checks the tool, not a model.", ""]
+        out += [
+            "> Every row here was served by the reference endpoint, a test double that answers the synthetic "
+            "clip by computation. It checks the tool, not a model.",
+            "",
+        ]
     out += ["Counts: " + ", ".join(f"{k} {v}" for k, v in report.counts.items()), ""]
     out += status_table(report) + ["", "## Checkpoints", ""]
     for row in report.rows:

@@ -22,7 +22,7 @@ _EXCERPT = 500
 CONTENT_REJECTIONS = frozenset({400, 415, 422})
 _FIXES = {
     413: "the request body is over the server's body limit: start the server with a larger --max-body-bytes "
-         "(and pass the same value as --body-limit) or use a smaller clip",
+    "(and pass the same value as --body-limit) or use a smaller clip",
     401: "the server wants an API key: give it with --api-key-env NAME or --api-key-file PATH",
     403: "the server refused the API key: check the key given with --api-key-env or --api-key-file",
     404: "check --endpoint (the server's base URL) and --model (a model id the server lists at /v1/models)",
@@ -42,8 +42,17 @@ class CapabilityResult(BaseModel):
     response_fields: dict[str, object] = {}
 
 
-def check_capability(url: str, model: str, clip: Path, question: str, *, max_tokens: int, timeout_s: float,
-                     body_limit: int, api_key: str | None = None) -> CapabilityResult:
+def check_capability(
+    url: str,
+    model: str,
+    clip: Path,
+    question: str,
+    *,
+    max_tokens: int,
+    timeout_s: float,
+    body_limit: int,
+    api_key: str | None = None,
+) -> CapabilityResult:
     body = chat_request_body(model, question, video_data_url(clip), max_tokens=max_tokens)
     content = encode_body(body)
     check_body_limit(len(content), body_limit, clip=clip)
@@ -56,29 +65,53 @@ def check_capability(url: str, model: str, clip: Path, question: str, *, max_tok
         with httpx.Client(timeout=timeout_s, trust_env=False) as client:
             response = client.post(url.rstrip("/") + CHAT_PATH, content=content, headers=headers)
     except httpx.HTTPError as error:
-        return CapabilityResult(accepted=False, rejected=False, http_status=None, request_id=request_id,
-                                latency_ms=(time.perf_counter() - start) * 1000,
-                                detail=f"no answer from {url}: {type(error).__name__}: {error}")
+        return CapabilityResult(
+            accepted=False,
+            rejected=False,
+            http_status=None,
+            request_id=request_id,
+            latency_ms=(time.perf_counter() - start) * 1000,
+            detail=f"no answer from {url}: {type(error).__name__}: {error}",
+        )
     latency = (time.perf_counter() - start) * 1000
     served_by = response.headers.get("x-served-by")
     text = response.text[:_EXCERPT]
     if response.status_code != 200:
         fix = _FIXES.get(response.status_code)
-        return CapabilityResult(accepted=False, rejected=response.status_code in CONTENT_REJECTIONS,
-                                http_status=response.status_code, request_id=request_id, latency_ms=latency,
-                                detail=f"HTTP {response.status_code}: {text}" + (f" ({fix})" if fix else ""),
-                                served_by=served_by)
+        return CapabilityResult(
+            accepted=False,
+            rejected=response.status_code in CONTENT_REJECTIONS,
+            http_status=response.status_code,
+            request_id=request_id,
+            latency_ms=latency,
+            detail=f"HTTP {response.status_code}: {text}" + (f" ({fix})" if fix else ""),
+            served_by=served_by,
+        )
     try:
         data = response.json()
         answer = data["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError):
-        return CapabilityResult(accepted=False, rejected=False, http_status=200, request_id=request_id,
-                                latency_ms=latency, detail=f"not a chat completion: {text}", served_by=served_by)
+        return CapabilityResult(
+            accepted=False,
+            rejected=False,
+            http_status=200,
+            request_id=request_id,
+            latency_ms=latency,
+            detail=f"not a chat completion: {text}",
+            served_by=served_by,
+        )
     extra = {k: v for k, v in data.items() if k not in {"id", "object", "created", "model", "choices", "usage"}}
     # The fingerprint says more than the header (a test double says so there); keep whichever the server gave.
     served_by = data.get("system_fingerprint") or served_by
     ok = isinstance(answer, str) and bool(answer.strip())
-    return CapabilityResult(accepted=ok, rejected=False, http_status=200, request_id=request_id, latency_ms=latency,
-                            answer=answer if isinstance(answer, str) else None,
-                            detail="answered" if ok else "HTTP 200 with an empty answer", served_by=served_by,
-                            response_fields=extra)
+    return CapabilityResult(
+        accepted=ok,
+        rejected=False,
+        http_status=200,
+        request_id=request_id,
+        latency_ms=latency,
+        answer=answer if isinstance(answer, str) else None,
+        detail="answered" if ok else "HTTP 200 with an empty answer",
+        served_by=served_by,
+        response_fields=extra,
+    )

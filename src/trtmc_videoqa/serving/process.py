@@ -34,8 +34,14 @@ def free_loopback_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_ready(url: str, *, timeout_s: float, process: subprocess.Popen[bytes] | None = None,
-               log_path: Path | None = None, interval_s: float = 0.2) -> float:
+def wait_ready(
+    url: str,
+    *,
+    timeout_s: float,
+    process: subprocess.Popen[bytes] | None = None,
+    log_path: Path | None = None,
+    interval_s: float = 0.2,
+) -> float:
     """Seconds until GET /health/ready answered 200; a dead process or the deadline ends the wait."""
     start = time.monotonic()
     deadline = start + timeout_s
@@ -53,33 +59,43 @@ def wait_ready(url: str, *, timeout_s: float, process: subprocess.Popen[bytes] |
             except httpx.HTTPError as error:
                 last = type(error).__name__
             time.sleep(interval_s)
-    raise ServerProblem(f"the server at {url} was not ready within {timeout_s:g} s (last answer: {last}); "
-                        "raise the startup timeout or read the server log")
+    raise ServerProblem(
+        f"the server at {url} was not ready within {timeout_s:g} s (last answer: {last}); "
+        "raise the startup timeout or read the server log"
+    )
 
 
 class ServerProcess:
     """Context manager: start argv, wait for readiness, stop the whole group on exit."""
 
-    def __init__(self, argv: list[str], *, url: str, log_path: Path, startup_timeout_s: float,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, argv: list[str], *, url: str, log_path: Path, startup_timeout_s: float, env: dict[str, str] | None = None
+    ) -> None:
         self.argv, self.url, self.log_path = argv, url, log_path
         self.startup_timeout_s, self.env = startup_timeout_s, env
         self.process: subprocess.Popen[bytes] | None = None
         self.ready_after_s: float | None = None
 
-    def __enter__(self) -> "ServerProcess":
+    def __enter__(self) -> ServerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("wb")
         try:
-            self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
+            self.process = subprocess.Popen(
+                self.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self.env,
+                start_new_session=True,
+            )
         except OSError as error:
             log.close()
             raise ServerProblem(f"could not start {self.argv[0]}: {error.strerror or error}") from None
         log.close()  # the child holds its own descriptor
         try:
-            self.ready_after_s = wait_ready(self.url, timeout_s=self.startup_timeout_s, process=self.process,
-                                            log_path=self.log_path)
+            self.ready_after_s = wait_ready(
+                self.url, timeout_s=self.startup_timeout_s, process=self.process, log_path=self.log_path
+            )
         except BaseException:
             self.stop()
             raise

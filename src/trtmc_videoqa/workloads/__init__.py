@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from trtmc_videoqa.workloads.loading import WORKLOAD_FILE_NAME, Workload, WorkloadError, load_workload_file
-from trtmc_videoqa.workloads.model import (
+from .loading import WORKLOAD_FILE_NAME, Workload, WorkloadError, load_workload_file
+from .model import (
     Clip,
     ClipDerivation,
     ClipVideo,

@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Any
 
-from trtmc_videoqa.workloads.model import WorkloadFile
+from .model import WorkloadFile
 
 
 def canonical_json(value: Any) -> bytes:

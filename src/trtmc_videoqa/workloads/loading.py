@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from trtmc_videoqa.workloads.digest import workload_digest
-from trtmc_videoqa.workloads.model import Clip, Question, RenderedPrompt, WorkloadFile
-from trtmc_videoqa.workloads.prompts import rendered_prompt
+from .digest import workload_digest
+from .model import Clip, Question, RenderedPrompt, WorkloadFile
+from .prompts import rendered_prompt
 
 if TYPE_CHECKING:
-    from trtmc_videoqa.media.sampling import SamplingPolicy
+    from ..media.sampling import SamplingPolicy
 
 WORKLOAD_FILE_NAME = "workload.json"
 SEAL_COMMAND = "python -m trtmc_videoqa.workloads.seal"
@@ -69,7 +69,7 @@ class Workload:
         return self.spec.reversal_pairs()
 
     def sampling_policies(self) -> list[SamplingPolicy]:
-        from trtmc_videoqa.media.sampling import SamplingPolicy
+        from ..media.sampling import SamplingPolicy
 
         return [SamplingPolicy.parse(policy) for policy in self.spec.sampling_policies]
 

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from trtmc_videoqa.grading import normalize_phrase
+from ..grading import normalize_phrase
 
 WORKLOAD_SCHEMA: Literal["trtmc-videoqa.workload/v1"] = "trtmc-videoqa.workload/v1"
 ANSWER_INSTRUCTION = "Answer with the option's letter only."
@@ -161,7 +161,7 @@ class WorkloadFile(_Model):
     @classmethod
     def _policies_parse(cls, policies: tuple[str, ...]) -> tuple[str, ...]:
         # Imported here: media brings PyAV, which merely importing the workloads package should not load.
-        from trtmc_videoqa.media.sampling import SamplingPolicy
+        from ..media.sampling import SamplingPolicy
 
         for policy in policies:
             SamplingPolicy.parse(policy)  # raises ValueError naming the spec and what is wrong

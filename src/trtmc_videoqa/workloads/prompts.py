@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from trtmc_videoqa.workloads.model import PromptTemplate, Question, RenderedPrompt
+from .model import PromptTemplate, Question, RenderedPrompt
 
 
 def render_prompt(template: PromptTemplate, question: Question) -> str:

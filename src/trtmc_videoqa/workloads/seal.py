@@ -15,15 +15,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from trtmc_videoqa.workloads.digest import workload_digest
-from trtmc_videoqa.workloads.loading import (
+from .digest import workload_digest
+from .loading import (
     WORKLOAD_FILE_NAME,
     WorkloadError,
     resolve_inside,
     sha256_file,
 )
-from trtmc_videoqa.workloads.model import PromptTemplate, Question, WorkloadFile
-from trtmc_videoqa.workloads.prompts import rendered_prompt
+from .model import PromptTemplate, Question, WorkloadFile
+from .prompts import rendered_prompt
 
 _PLACEHOLDER_SHA256 = "0" * 64
 

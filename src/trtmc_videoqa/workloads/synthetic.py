@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trtmc_videoqa.workloads.encode import H264Settings, write_h264_mp4
+from .encode import H264Settings, write_h264_mp4
 
 RGB = tuple[int, int, int]
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1 with x1, y1 exclusive

@@ -26,10 +26,16 @@ def latency_stats(values: list[float]) -> LatencyStats:
     ordered = sorted(values)
     if not ordered:
         return LatencyStats(count=0)
-    figures = {name: round(percentile(ordered, q), 3) for name, q in PERCENTILES.items()
-               if len(ordered) >= min_samples(q)}
-    return LatencyStats(count=len(ordered), mean_ms=round(fmean(ordered), 3), min_ms=round(ordered[0], 3),
-                        max_ms=round(ordered[-1], 3), **figures)
+    figures = {
+        name: round(percentile(ordered, q), 3) for name, q in PERCENTILES.items() if len(ordered) >= min_samples(q)
+    }
+    return LatencyStats(
+        count=len(ordered),
+        mean_ms=round(fmean(ordered), 3),
+        min_ms=round(ordered[0], 3),
+        max_ms=round(ordered[-1], 3),
+        **figures,
+    )
 
 
 def requests_per_second(intervals_ns: list[tuple[int, int]]) -> float | None:
