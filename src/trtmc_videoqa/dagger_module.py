@@ -8,7 +8,6 @@ without an engine). Every function returns a lazy Dagger object, except ``pin`` 
 has to ask the inventory for the profiles first.
 """
 
-import hashlib
 import json
 import os
 import re
@@ -29,6 +28,7 @@ from dagger import (
 )
 
 from . import __version__
+from .digests import file_sha256
 from .pins import PIN_FILE_ENV, PIN_FILE_NAME, ImagePin, Pins, default_pin_file, load_pins
 
 # --- where things are inside the containers (the recipes in containers/ use the same paths) ----------------------
@@ -94,7 +94,7 @@ def workload_sha256(name: str) -> str:
     if not path.is_file():
         known = ", ".join(sorted(p.name for p in WORKLOADS.iterdir() if (p / "workload.json").is_file()))
         raise ValueError(f"workload {name!r} is not built in; choose one of: {known}")
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return file_sha256(path)
 
 
 def check_profile(profile: str) -> str:

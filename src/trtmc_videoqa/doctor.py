@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from .aiperf.locate import AiperfProblem, locate_aiperf
+from .gpu import query_gpus
 from .pins import load_pins
 
 Level = Literal["ok", "warn", "fail"]
@@ -114,7 +115,7 @@ def _gpu() -> Check:
             detail="no nvidia-smi: no NVIDIA GPU here",
             fix="qualification of TRTMC checkpoints needs a GPU runner; the self-test does not",
         )
-    done = _run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"])
+    done = query_gpus()
     if done is None or done.returncode != 0:
         return Check(
             name="gpu",

@@ -16,7 +16,6 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +25,9 @@ from typing import Any
 from . import __version__
 from .aiperf.locate import AiperfInstall
 from .atomic_write import write_model_atomic, write_text_atomic
+from .digests import file_sha256
 from .endpoint_run import EndpointMeasurement, RunSettings, measure_endpoint
+from .gpu import gpu_lines
 from .pins import tool_versions
 from .results import CheckpointEntry, Inventory, Provenance, ResultRow, StageResult
 from .scrub import known_secrets, scrub_secrets
@@ -205,10 +206,6 @@ def workload_dir(out: Path, workload: Workload) -> Path:
 PREPARED_STAMP = "prepared.digest.json"  # two dots: no clip id ("^[a-z][a-z0-9-]*$") can name this file
 
 
-def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _prepared_identity(workload: Workload) -> dict[str, Any]:
     """What the workload artifacts are made from: the workload (its digest covers every clip's sha256, checked on
     load), where its clips are, and the tool and decoder that probed them. The same identity, the same artifacts."""
@@ -233,7 +230,7 @@ def _still_prepared(directory: Path, identity: dict[str, Any]) -> bool:
         stamp = json.loads((directory / PREPARED_STAMP).read_text())
         if stamp.get("identity") != identity or not stamp.get("files"):
             return False
-        return all(_file_sha256(directory / name) == digest for name, digest in stamp["files"].items())
+        return all(file_sha256(directory / name) == digest for name, digest in stamp["files"].items())
     except (OSError, ValueError, AttributeError):
         return False  # missing, damaged or edited: made again
 
@@ -284,7 +281,7 @@ def prepare_workload_artifacts(out: Path, workload: Workload) -> Path:
     )
     write_text_atomic(directory / "sampling.json", json.dumps(sampling, indent=2) + "\n")
     written.append("sampling.json")
-    stamp = {"identity": identity, "files": {name: _file_sha256(directory / name) for name in written}}
+    stamp = {"identity": identity, "files": {name: file_sha256(directory / name) for name in written}}
     write_text_atomic(directory / PREPARED_STAMP, json.dumps(stamp, indent=2, sort_keys=True) + "\n")
     return directory
 
@@ -320,18 +317,9 @@ def reusable(row_dir: Path, key: str, force: bool) -> ResultRow | None:
 
 def hardware() -> dict[str, Any]:
     facts: dict[str, Any] = {"machine": platform.machine(), "cpus": os.cpu_count(), "system": platform.system()}
-    try:
-        done = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        )
-        if done.returncode == 0 and done.stdout.strip():
-            facts["gpus"] = done.stdout.strip().splitlines()
-    except (OSError, subprocess.TimeoutExpired):
-        pass
+    gpus = gpu_lines()
+    if gpus:
+        facts["gpus"] = gpus
     return facts
 
 

@@ -4,7 +4,6 @@ and the `trtmc-server` argv. Each is an argv list built from the inventory row; 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -14,6 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from .digests import file_sha256
 from .results import CheckpointEntry
 
 TRTMC_TOOLS = ("trtmc", "trtmc-server")
@@ -219,11 +219,8 @@ def server_argv(
 
 
 def file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return f"sha256:{digest.hexdigest()}"
+    """A bundle's identity as rows record it: ``sha256:<hex>``."""
+    return f"sha256:{file_sha256(path)}"
 
 
 def bundle_header(bundle: Path) -> dict:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..media import SamplingPolicy
+from ..net import is_loopback_host
 from .labels import DEFAULT_MODEL_NAME
 
 DEFAULT_HOST = "127.0.0.1"
@@ -18,15 +18,6 @@ DEFAULT_MAX_BODY_BYTES = 1 << 20
 
 class NonLoopbackHostError(ValueError):
     """The endpoint was asked to listen beyond this machine without saying so explicitly."""
-
-
-def is_loopback_host(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_loopback(host: str, *, allow_non_loopback: bool) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import signal
 import socket
@@ -17,15 +16,6 @@ READY_PATH = "/health/ready"
 
 class ServerProblem(Exception):
     """The server did not start, did not get ready, or is unreachable; the message names the fix."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def free_loopback_port() -> int:

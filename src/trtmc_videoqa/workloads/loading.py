@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from ..digests import file_sha256
 from .digest import workload_digest
 from .model import Clip, Question, RenderedPrompt, WorkloadFile
 from .prompts import rendered_prompt
@@ -72,14 +72,6 @@ class Workload:
         from ..media.sampling import SamplingPolicy
 
         return [SamplingPolicy.parse(policy) for policy in self.spec.sampling_policies]
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def resolve_inside(root: Path, relative: str, workload_file: Path, what: str) -> Path:
@@ -150,7 +142,7 @@ def check_clip_files(spec: WorkloadFile, path: Path) -> None:
                 f"{path}: clip {clip.id!r} file {clip_file} is empty (0 bytes); restore the committed file, or "
                 f"re-export the clip and record it with `{SEAL_COMMAND} {path}`"
             )
-        actual = sha256_file(clip_file)
+        actual = file_sha256(clip_file)
         if size != clip.bytes or actual != clip.sha256:
             raise WorkloadError(
                 f"{path}: clip {clip.id!r} file {clip_file} is {size} bytes with sha256 {actual}, but the workload "

@@ -15,12 +15,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..digests import file_sha256
 from .digest import workload_digest
 from .loading import (
     WORKLOAD_FILE_NAME,
     WorkloadError,
     resolve_inside,
-    sha256_file,
 )
 from .model import PromptTemplate, Question, WorkloadFile
 from .prompts import rendered_prompt
@@ -41,7 +41,7 @@ def sealed(raw: dict[str, Any], path: Path) -> WorkloadFile:
         clip_file = resolve_inside(path.parent, str(clip.get("file", "")), path, f"clip {clip.get('id')!r}")
         if not clip_file.is_file():
             raise WorkloadError(f"{path}: clip {clip.get('id')!r} file {clip_file} is missing")
-        clip["bytes"], clip["sha256"] = clip_file.stat().st_size, sha256_file(clip_file)
+        clip["bytes"], clip["sha256"] = clip_file.stat().st_size, file_sha256(clip_file)
     raw["digest"] = _PLACEHOLDER_SHA256
     try:
         draft = WorkloadFile.model_validate(raw)
