@@ -1,12 +1,17 @@
 """The GitHub Actions workflows: checked by a real linter (actionlint, from the test extra, with shellcheck for the
-`run:` scripts) where it is installed, and their structure read with a YAML parser always."""
+`run:` scripts) where it is installed, and their structure read with a YAML parser always. Also the gates around
+them: every action pinned to a commit, no checkout keeping its credentials, and `.ci/run` and
+`.pre-commit-config.yaml` running the same static gates."""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,6 +25,16 @@ PINS = load_pins(REPO / "containers" / "pins.toml")
 GPU_RUNNER = ["self-hosted", "linux", "x64", "gpu"]
 DAGGER_ACTION = "dagger/dagger-for-github@"
 BIN = Path(sys.executable).parent
+# Each action's commit, resolved from the tags of the action's own repository; the tag goes in the line's comment.
+# A pin is changed on purpose: here and in the workflows together.
+ACTION_PINS = {
+    "actions/checkout": ("fbc6f3992d24b796d5a048ff273f7fcc4a7b6c09", "v5.1.0"),
+    "actions/setup-python": ("ece7cb06caefa5fff74198d8649806c4678c61a1", "v6.3.0"),
+    "actions/upload-artifact": ("b7c566a772e6b6bfb58ed0dc250532a479d7789f", "v6.0.0"),
+    "actions/download-artifact": ("37930b1c2abaa49bbe596cd826c3c89aef350131", "v7.0.0"),
+    "dagger/dagger-for-github": ("d913e70051faf3b907d4dd96ef1161083c88c644", "v8.2.0"),
+}
+PINNED_USES = re.compile(r"uses: (?P<action>[\w.-]+/[\w.-]+)@(?P<sha>[0-9a-f]{40}) # (?P<tag>v\d+(\.\d+)*)")
 
 
 def load(name: str) -> dict:
@@ -173,3 +188,81 @@ def test_no_secret_is_written_into_a_command(qualify) -> None:
     for job in qualify["jobs"].values():
         for step in job["steps"]:
             assert "secrets." not in step.get("run", "") and "secrets." not in str(step.get("with", {}))
+
+
+def _steps(workflow: dict) -> list[dict]:
+    return [step for job in workflow["jobs"].values() for step in job["steps"]]
+
+
+@pytest.mark.parametrize("name", ["ci.yml", "qualify.yml"])
+def test_every_action_is_pinned_to_the_commit_of_its_tag(name) -> None:
+    lines = [line.strip() for line in (WORKFLOWS / name).read_text().splitlines() if "uses:" in line]
+    assert lines
+    for line in lines:
+        line = line.removeprefix("- ")
+        pinned = PINNED_USES.fullmatch(line)
+        assert pinned, f"{name}: not `uses: owner/repo@<40-hex commit> # <tag>`: {line}"
+        assert (pinned["sha"], pinned["tag"]) == ACTION_PINS[pinned["action"]], line
+    # what the YAML parser reads is the commit alone (the tag is only a comment)
+    assert all(
+        re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", step["uses"]) for step in _steps(load(name)) if "uses" in step
+    )
+
+
+@pytest.mark.parametrize("name", ["ci.yml", "qualify.yml"])
+def test_no_checkout_keeps_its_credentials_and_no_job_may_write(name) -> None:
+    workflow = load(name)
+    checkouts = [step for step in _steps(workflow) if step.get("uses", "").startswith("actions/checkout@")]
+    assert checkouts and all(step["with"]["persist-credentials"] is False for step in checkouts)
+    assert workflow["permissions"] in ({}, {"contents": "read"})  # the default token's scopes, narrowed
+    for job in workflow["jobs"].values():
+        assert all(scope != "write" for scope in job.get("permissions", {}).values())
+
+
+def test_ci_runs_dot_ci_run_on_every_supported_python() -> None:
+    (job,) = load("ci.yml")["jobs"].values()
+    assert job["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
+    (setup,) = steps_using(job, "actions/setup-python@")
+    assert setup["with"]["python-version"] == "${{ matrix.python }}"
+    assert job["steps"][-1]["run"] == "bash .ci/run"
+    requires = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert requires == ">=3.11,<3.14"  # the same three versions
+
+
+def _ci_gates() -> list[list[str]]:
+    return [
+        shlex.split(line.strip())[1:]
+        for line in (REPO / ".ci" / "run").read_text().splitlines()
+        if line.startswith("  gate ")
+    ]
+
+
+def test_dot_ci_run_runs_the_gates_after_the_install_and_before_the_tests() -> None:
+    lines = (REPO / ".ci" / "run").read_text().splitlines()
+    tools = [gate[0] for gate in _ci_gates()]
+    assert tools == [
+        ".venv/bin/ruff",
+        ".venv/bin/ruff",
+        ".venv/bin/mypy",
+        ".venv/bin/check-jsonschema",
+        ".venv/bin/zizmor",
+    ]
+    assert "--offline" in _ci_gates()[-1]  # zizmor never goes online
+    assert lines.index("gates") < next(i for i, line in enumerate(lines) if line.endswith("-m pytest"))
+    assert lines.index("gates") > lines.index("python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]'")
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert "trtmc-videoqa[lint]" in extras["test"]  # the README's test set-up installs the gates
+    pinned = {requirement.split("==")[0] for requirement in extras["lint"] if "==" in requirement}
+    assert {Path(tool).name for tool in tools} <= pinned and len(pinned) == len(extras["lint"])
+
+
+def test_pre_commit_runs_the_same_gates_as_local_hooks() -> None:
+    config = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())
+    (local,) = config["repos"]
+    assert local["repo"] == "local"  # no hook repository is fetched
+    hooks = [shlex.split(hook["entry"]) for hook in local["hooks"]]
+    assert all(hook["language"] == "system" for hook in local["hooks"])
+    gates = _ci_gates()
+    assert len(hooks) == len(gates)
+    for hook, gate in zip(hooks, gates, strict=True):
+        assert gate[: len(hook)] == hook  # check-jsonschema's workflow files come from pre-commit itself
