@@ -6,20 +6,23 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from . import __version__
 from .atomic_write import write_model_atomic, write_text_atomic
+from .errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, BadInput, UserError
 
-EXIT_OK, EXIT_TOOL_ERROR, EXIT_BAD_INPUT = 0, 1, 2
+if TYPE_CHECKING:
+    from .results import Inventory
+
+    # What `ArgumentParser.add_subparsers()` returns; argparse gives it no public name.
+    _Commands = argparse._SubParsersAction[argparse.ArgumentParser]
+
 DEBUG_ENV = "TRTMC_VIDEOQA_DEBUG"
-
-
-class BadInput(Exception):
-    """Input the user can fix; the message names the input and the fix."""
 
 
 def _say(message: str) -> None:
@@ -29,7 +32,7 @@ def _say(message: str) -> None:
 # --- inventory ------------------------------------------------------------------------------------------------
 
 
-def _load_inventory_file(path: Path):
+def _load_inventory_file(path: Path) -> Inventory:
     from .results import Inventory
 
     try:
@@ -45,15 +48,12 @@ def _load_inventory_file(path: Path):
 
 
 def cmd_inventory(args: argparse.Namespace) -> int:
-    from .inventory import NotACheckout, run_inventory, skipped_manifests
+    from .inventory import run_inventory, skipped_manifests
     from .inventory.markdown import render_inventory_markdown
     from .inventory.reconcile import reconcile
 
     old = _load_inventory_file(args.against) if args.against else None
-    try:
-        inventory = run_inventory(args.trtmc)
-    except NotACheckout as error:
-        raise BadInput(str(error)) from None
+    inventory = run_inventory(args.trtmc)
     if old is not None:
         inventory.reconciliation = reconcile(old, inventory, str(args.against))
     out: Path = args.out
@@ -84,12 +84,9 @@ def cmd_inventory(args: argparse.Namespace) -> int:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    from .inventory import NotACheckout, run_inventory
+    from .inventory import run_inventory
 
-    try:
-        inventory = run_inventory(args.trtmc)
-    except NotACheckout as error:
-        raise BadInput(str(error)) from None
+    inventory = run_inventory(args.trtmc)
     print(json.dumps(inventory.summary.capable))
     return EXIT_OK
 
@@ -115,23 +112,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from .media import ClipError, SamplingPolicy, probe_clip, write_strip
+    from .media import SamplingPolicy, probe_clip, write_strip
 
+    limit = {"max_bytes": args.max_bytes} if args.max_bytes else {}
+    manifest = probe_clip(args.clip, decode_all=args.decode_all, **limit)
     try:
-        limit = {"max_bytes": args.max_bytes} if args.max_bytes else {}
-        manifest = probe_clip(args.clip, decode_all=args.decode_all, **limit)
         policy = SamplingPolicy.parse(args.policy)
-    except ClipError as error:
-        raise BadInput(str(error)) from None
     except ValueError as error:
         raise BadInput(f"--policy {args.policy!r}: {error}") from None
     resolved = policy.resolve(manifest.frames_counted, manifest.fps, manifest.start_time_s)
-    output = {"manifest": manifest.model_dump(), "sampling": resolved.model_dump(mode="json")}
+    output: dict[str, object] = {"manifest": manifest.model_dump(), "sampling": resolved.model_dump(mode="json")}
     if args.strip:
-        try:
-            output["strip"] = str(write_strip(args.clip, resolved, args.strip))
-        except ClipError as error:
-            raise BadInput(str(error)) from None
+        output["strip"] = str(write_strip(args.clip, resolved, args.strip))
     print(json.dumps(output, indent=2))
     return EXIT_OK
 
@@ -142,18 +134,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
 def cmd_serve_reference(args: argparse.Namespace) -> int:
     from .reference import config_from_arguments, serve
 
-    try:
-        config = config_from_arguments(args)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first.get("loc", ())) or "settings"
-        raise BadInput(f"{where}: {first['msg']}") from None
-    except ValueError as error:
-        raise BadInput(str(error)) from None
-    try:
-        serve(config)
-    except ValueError as error:  # e.g. --api-key-env naming an unset variable
-        raise BadInput(str(error)) from None
+    # A setting the config refuses (out of range, a non-loopback host) is a pydantic ValidationError, an unset
+    # --api-key-env a UserError: `main` says either in one line.
+    serve(config_from_arguments(args))
     return EXIT_OK
 
 
@@ -168,12 +151,8 @@ def cmd_qualify(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import build_report, frame_strip, write_report
-    from .report.build import ReportInputError
 
-    try:
-        report = build_report(args.dirs, title=args.title)
-    except ReportInputError as error:
-        raise BadInput(str(error)) from None
+    report = build_report(args.dirs, title=args.title)
     out: Path = args.out or args.dirs[0]
     for path in write_report(report, out, frame_strip(report, args.dirs)):
         print(f"wrote {path}")
@@ -205,7 +184,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"trtmc-videoqa {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add_command in (
+        _add_inventory_parser,
+        _add_matrix_parser,
+        _add_doctor_parser,
+        _add_probe_parser,
+        _add_qualify_parser,
+        _add_report_parser,
+        _add_serve_reference_parser,
+        _add_schemas_parser,
+    ):
+        add_command(commands)
+    return parser
 
+
+def _add_inventory_parser(commands: _Commands) -> None:
     inventory = commands.add_parser(
         "inventory",
         help="audit a TRTMC checkout: one row per checkpoint manifest, with verdict and evidence",
@@ -229,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     inventory.set_defaults(handler=cmd_inventory)
 
+
+def _add_matrix_parser(commands: _Commands) -> None:
     matrix = commands.add_parser(
         "matrix",
         help="print the JSON list of profiles to qualify (capable checkpoints), for a CI matrix",
@@ -238,6 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("--trtmc", type=Path, required=True, metavar="PATH", help="root of the TRTMC checkout")
     matrix.set_defaults(handler=cmd_matrix)
 
+
+def _add_doctor_parser(commands: _Commands) -> None:
     doctor = commands.add_parser(
         "doctor",
         help="check this machine: Python, PyAV codecs, aiperf version, loopback ports, Docker, GPU",
@@ -247,6 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.set_defaults(handler=cmd_doctor)
 
+
+def _add_probe_parser(commands: _Commands) -> None:
     probe = commands.add_parser(
         "probe",
         help="probe a clip: frames, fps, duration, codec, sha256 ... as JSON, and the frames a policy picks",
@@ -260,6 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--strip", type=Path, metavar="FILE.png", help="write the picked frames as one PNG strip")
     probe.set_defaults(handler=cmd_probe)
 
+
+def _add_qualify_parser(commands: _Commands) -> None:
+    from .qualify_args import OPTION_FOR_FIELD, add_qualify_arguments
+
     qualify = commands.add_parser(
         "qualify",
         help="qualify checkpoints end to end (no arguments: the reference self-test, about a minute)",
@@ -267,11 +270,11 @@ def build_parser() -> argparse.ArgumentParser:
         "already running video chat server (--endpoint); with neither, the self-test against the "
         "reference endpoint (a test double). Writes result rows and the reports.",
     )
-    from .qualify_cli import add_qualify_arguments
-
     add_qualify_arguments(qualify)
-    qualify.set_defaults(handler=cmd_qualify)
+    qualify.set_defaults(handler=cmd_qualify, option_for_field=OPTION_FOR_FIELD)
 
+
+def _add_report_parser(commands: _Commands) -> None:
     report = commands.add_parser(
         "report",
         help="rebuild report.json/md/html and junit.xml from artifact directories, merging several",
@@ -283,6 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--title", help="the report's title")
     report.set_defaults(handler=cmd_report)
 
+
+def _add_serve_reference_parser(commands: _Commands) -> None:
+    from .reference import add_reference_arguments
+
     serve_reference = commands.add_parser(
         "serve-reference",
         help="run the reference endpoint: a video chat server that is a test double",
@@ -290,11 +297,11 @@ def build_parser() -> argparse.ArgumentParser:
         "decodes the clip and answers the synthetic questions by computation. A test double, never "
         "a TRTMC model.",
     )
-    from .reference import add_reference_arguments
-
     add_reference_arguments(serve_reference)
     serve_reference.set_defaults(handler=cmd_serve_reference)
 
+
+def _add_schemas_parser(commands: _Commands) -> None:
     schemas = commands.add_parser(
         "schemas",
         help="write the JSON Schemas of the artifacts (inventory.json, ...)",
@@ -304,7 +311,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=Path("schemas"), metavar="DIR", help="where the schema files go (default: schemas)"
     )
     schemas.set_defaults(handler=cmd_schemas)
-    return parser
+
+
+# --- main -----------------------------------------------------------------------------------------------------
+
+
+def _validation_message(error: ValidationError, option_for_field: Mapping[str, str]) -> str:
+    """One line from a pydantic ValidationError: the option (or the model field) and the problem, the first only.
+
+    `option_for_field` names the command-line option a model field comes from; an unnamed field is written as
+    pydantic locates it (``faults.error_rate``), and an error of the whole model as ``settings``.
+    """
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first.get("loc", ()))
+    where = option_for_field.get(field, field) or "settings"
+    return f"{where}: {first['msg']}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -312,8 +333,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
-    except BadInput as error:
+    except UserError as error:
         _say(f"trtmc-videoqa {args.command}: {error}")
+        return EXIT_BAD_INPUT
+    except ValidationError as error:  # an option one of our models refuses (a value out of range, ...)
+        _say(f"trtmc-videoqa {args.command}: {_validation_message(error, getattr(args, 'option_for_field', {}))}")
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # the reader went away (`| head`): nothing left to say
         return EXIT_OK
@@ -321,7 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(
             f"trtmc-videoqa {args.command}: interrupted; what was written so far is kept (a run again resumes from it)"
         )
-        return 130
+        return EXIT_INTERRUPTED
     except OSError as error:
         # An output or input location we cannot use (read-only, full, missing): the user can fix it.
         # A write error names no file of its own; the output directory is then where it happened.

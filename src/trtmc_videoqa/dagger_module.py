@@ -2,193 +2,192 @@
 
 A thin layer: everything it runs is this package's own CLI (and the shell recipes in ``containers/``, which a plain
 ``docker build`` runs too) inside the containers. It is the only file that imports ``dagger``; nothing imports it.
-Pinned versions come from ``containers/pins.toml``, read here with the package's own pins loader from this module's
-own source tree (the engine loads the module from that tree, so the file is there, and the tests read the same file
-without an engine). Every function returns a lazy Dagger object, except ``pin`` (a text) and ``qualify`` when it
-has to ask the inventory for the profiles first.
+What it builds (paths, pins, environments, labels, cache keys) is plain data from ``dagger_plan``, which imports no
+Dagger code. Each container step is a function from container to container, applied with ``.with_(step)``, so each
+Dagger function reads as one chain. Every function returns a lazy Dagger object, except ``pin`` (a text) and
+``qualify`` when it has to ask the inventory for the profiles first.
 """
 
 import json
-import os
-import re
 import uuid
-from pathlib import Path
-from typing import Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import dagger
-from dagger import (
-    CacheSharingMode,
-    DefaultPath,
-    Doc,
-    Ignore,
-    ReturnType,
-    dag,
-    function,
-    object_type,
+from dagger import CacheSharingMode, DefaultPath, Doc, Ignore, ReturnType, dag
+
+from .dagger_plan import (
+    AIPERF_VENV,
+    ARTIFACTS,
+    BUNDLE_CACHE,
+    CCACHE_DIR,
+    CPU_VENV,
+    DEFAULT_CUDA_ARCH,
+    DEFAULT_STEP_LIMIT_S,
+    DEFAULT_WORKLOAD,
+    GPU_LOCK,
+    HUB_CACHE,
+    KEY_PREFIX,
+    PACKAGE_DIR,
+    PIP_CACHE,
+    RECIPES,
+    SOURCE_IGNORE,
+    TRTMC_BUILD,
+    TRTMC_MOUNT,
+    TRTMC_SRC,
+    TRTMC_VENV,
+    bundle_volume,
+    ccache_volume,
+    check_profile,
+    cpu_env,
+    image_labels,
+    pin_lines,
+    pins,
+    qualification_argv,
+    qualification_key,
+    resolution,
+    runtime_env,
+    runtime_labels,
+    unresolved_note,
+    workload_sha256,
 )
 
-from . import __version__
-from .digests import file_sha256
-from .pins import PIN_FILE_ENV, PIN_FILE_NAME, ImagePin, Pins, default_pin_file, load_pins
+_T = TypeVar("_T")
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
 
-# --- where things are inside the containers (the recipes in containers/ use the same paths) ----------------------
-PACKAGE_DIR = "/opt/trtmc-videoqa/src"  # this repository: pyproject.toml, README.md, src/, containers/
-RECIPES = f"{PACKAGE_DIR}/containers"
-CPU_VENV = "/opt/trtmc-videoqa/venv"
-AIPERF_VENV = "/opt/aiperf"  # the published aiperf, in an environment of its own
-TRTMC_SRC = "/opt/trtmc/src"
-TRTMC_BUILD = "/opt/trtmc/build"
-TRTMC_VENV = "/opt/venv"  # TRTMC's Python environment; this package is installed into it too
-ARTIFACTS = "/artifacts"
-TRTMC_MOUNT = "/trtmc"  # a TRTMC tree given to the CPU steps
-PIP_CACHE, CCACHE_DIR, HUB_CACHE, BUNDLE_CACHE = (
-    "/root/.cache/pip",
-    "/cache/ccache",
-    "/cache/huggingface",
-    "/cache/bundles",
-)
-GPU_LOCK = "/run/trtmc-videoqa-gpu"  # a LOCKED cache volume: one qualification exec at a time per engine
+if TYPE_CHECKING:
+    # The signatures dagger-io 0.21.11 implements, for the type checker only. Its own annotations cannot be read by
+    # mypy: `function` is typed with a TypeVar declared `infer_variance=True`, which mypy rejects, so a decorated
+    # method loses its return type (mypy's "R?"), and its overloads leave out the `cache` keyword the implementation
+    # takes; `object_type` is re-exported as a bound method, so mypy never sees its dataclass_transform.
+    from typing import dataclass_transform, overload
 
-DEFAULT_CUDA_ARCH = "90"  # sm_90: the H200
-DEFAULT_WORKLOAD = "bigbuckbunny"
-DEFAULT_STEP_LIMIT_S = 6 * 3600  # one checkpoint's whole chain: build, correctness, serve, AIPerf
+    @dataclass_transform(kw_only_default=True)
+    def object_type(cls: type[_T], /) -> type[_T]: ...
 
-SOURCE_IGNORE = [
-    "*",
-    "!pyproject.toml",
-    "!README.md",
-    "!src",
-    "!containers",
-    "src/*.egg-info",
-    "**/__pycache__",
-    "**/*.pyc",
-    "**/.pytest_cache",
-]
-KEY_PREFIX = "TRTMC_VIDEOQA_KEY_"  # env vars that exist to key a qualification exec (see _key)
-PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-MODULE_ROOT = Path(__file__).resolve().parents[2]
-WORKLOADS = Path(__file__).resolve().parent / "workloads" / "data"
+    @overload
+    def function(func: _Fn, /) -> _Fn: ...
+    @overload
+    def function(*, cache: str | None = None) -> Callable[[_Fn], _Fn]: ...
+    def function(func: _Fn | None = None, /, *, cache: str | None = None) -> Any: ...
+
+else:
+    from dagger import function, object_type
+
+Step = Callable[[dagger.Container], dagger.Container]
 
 
-# --- pure helpers (no engine) ---------------------------------------------------------------------------------------
+# --- container steps: each a function from container to container, for `.with_(step)` ---------------------------
 
 
-def pin_file() -> Path:
-    """$TRTMC_VIDEOQA_PINS, else containers/pins.toml of this module's source tree, else the package's default."""
-    if os.environ.get(PIN_FILE_ENV):
-        return Path(os.environ[PIN_FILE_ENV])
-    for root in (MODULE_ROOT, Path.cwd()):
-        candidate = root / "containers" / PIN_FILE_NAME
-        if candidate.is_file():
-            return candidate
-    return default_pin_file()
+def with_env(env: dict[str, str]) -> Step:
+    """Set each variable; a value naming another (``${PATH}``) is expanded against the image's."""
+
+    def step(container: dagger.Container) -> dagger.Container:
+        for name, value in env.items():
+            container = container.with_env_variable(name, value, expand="${" in value)
+        return container
+
+    return step
 
 
-def pins() -> Pins:
-    return load_pins(pin_file())
+def with_labels(labels: dict[str, str]) -> Step:
+    def step(container: dagger.Container) -> dagger.Container:
+        for name, value in labels.items():
+            container = container.with_label(name, value)
+        return container
+
+    return step
 
 
-def workload_sha256(name: str) -> str:
-    """sha256 of a built-in workload's file (it lists every clip's sha256): a key input of each qualification."""
-    path = WORKLOADS / name / "workload.json"
-    if not path.is_file():
-        known = ", ".join(sorted(p.name for p in WORKLOADS.iterdir() if (p / "workload.json").is_file()))
-        raise ValueError(f"workload {name!r} is not built in; choose one of: {known}")
-    return file_sha256(path)
+def with_cache(path: str, volume: str, sharing: CacheSharingMode = CacheSharingMode.SHARED) -> Step:
+    """Mount the named cache volume at path (shared between execs unless told otherwise)."""
+
+    def step(container: dagger.Container) -> dagger.Container:
+        return container.with_mounted_cache(path, dag.cache_volume(volume), sharing=sharing)
+
+    return step
 
 
-def check_profile(profile: str) -> str:
-    if not PROFILE_NAME.fullmatch(profile):
-        raise ValueError(f"profile {profile!r} is not a profile name (letters, digits, '.', '_', '-')")
-    return profile
+with_pip_cache = with_cache(PIP_CACHE, "trtmc-videoqa-pip")
+with_hub_cache = with_cache(HUB_CACHE, "trtmc-videoqa-hf-hub")
+with_gpu_lock = with_cache(GPU_LOCK, "trtmc-videoqa-gpu-lock", sharing=CacheSharingMode.LOCKED)
 
 
-def cpu_env(p: Pins) -> dict[str, str]:
-    """The CPU image's environment; containers/cpu.Dockerfile sets the same (the tests compare them)."""
-    return {
-        "TRTMC_VIDEOQA_PINS": f"{RECIPES}/{PIN_FILE_NAME}",
-        "TRTMC_VIDEOQA_AIPERF": f"{AIPERF_VENV}/bin/aiperf",
-        "PATH": f"{CPU_VENV}/bin:${{PATH}}",
-    }
+def with_all_gpus(container: dagger.Container) -> dagger.Container:
+    return container.experimental_with_all_gp_us()
 
 
-def runtime_env(p: Pins) -> dict[str, str]:
-    """The runtime's environment, TRTMC's development image's where it has one; the runtime recipe sets the same."""
-    python = p.images["runtime"].python
-    return {
-        "DEBIAN_FRONTEND": "noninteractive",
-        "TRTMC_VIDEOQA_PINS": f"{RECIPES}/{PIN_FILE_NAME}",
-        "TRTMC_VIDEOQA_AIPERF": f"{AIPERF_VENV}/bin/aiperf",
-        "VIRTUAL_ENV": TRTMC_VENV,
-        "PATH": f"{TRTMC_BUILD}:{TRTMC_VENV}/bin:${{PATH}}",
-        "TRTMC_RUNTIME_ROOT": TRTMC_BUILD,
-        "TRTMC_MODEL_PLUGIN_DIR": f"{TRTMC_BUILD}/models",
-        "TRT_LIB_DIR": "/usr/lib/x86_64-linux-gnu",
-        "TRT_INC_DIR": "/usr/include/x86_64-linux-gnu",
-        "LD_LIBRARY_PATH": f"/usr/lib/x86_64-linux-gnu:{TRTMC_VENV}/lib/python{python}/site-packages/tvm_ffi/lib"
-        ":/usr/local/cuda/lib64",
-        "HF_HOME": HUB_CACHE,
-    }
+def with_nonce(fresh: bool = True) -> Step:
+    """A new value in the exec's key each time, so the engine's cache never answers for it (nothing when not fresh)."""
+
+    def step(container: dagger.Container) -> dagger.Container:
+        return container.with_env_variable(f"{KEY_PREFIX}NONCE", uuid.uuid4().hex) if fresh else container
+
+    return step
 
 
-def image_labels(name: str, image: ImagePin, p: Pins) -> dict[str, str]:
-    labels = {
-        "org.opencontainers.image.title": f"trtmc-videoqa-{name}",
-        "org.opencontainers.image.base.name": image.base,
-        "io.github.trtmc-videoqa.base": image.provenance,  # "<base> (unpinned)" when no digest is pinned
-        "io.github.trtmc-videoqa.aiperf": p.aiperf.requirement,
-        "io.github.trtmc-videoqa.version": __version__,
-    }
-    if image.pinned:
-        labels["org.opencontainers.image.base.digest"] = image.digest
-    return labels
+def with_secret(name: str, secret: dagger.Secret | None) -> Step:
+    """The secret as an environment variable of the execs that follow (nothing when none is given)."""
+
+    def step(container: dagger.Container) -> dagger.Container:
+        return container.with_secret_variable(name, secret) if secret is not None else container
+
+    return step
 
 
-def qualification_key(p: Pins, profile: str, workload: str, cuda_arch: str, nonce: str | None) -> dict[str, str]:
-    """What keys one checkpoint's exec, beside the image, the source and the argv that key it anyway."""
-    runtime = p.images["runtime"]
-    key = {
-        f"{KEY_PREFIX}PROFILE": profile,
-        f"{KEY_PREFIX}TRTMC_COMMIT": p.trtmc.commit,
-        f"{KEY_PREFIX}WORKLOAD": f"{workload} sha256:{workload_sha256(workload)}",
-        f"{KEY_PREFIX}VERSIONS": " ".join(
-            [
-                f"trtmc-videoqa=={__version__}",
-                p.aiperf.requirement,
-                f"runtime={runtime.provenance}",
-                f"python=={runtime.python}",
-                f"cuda-arch=sm_{cuda_arch}",
-                f"dagger={p.dagger.engine}",
-            ]
-        ),
-    }
-    if nonce is not None:
-        key[f"{KEY_PREFIX}NONCE"] = nonce  # --force: a deliberate re-measurement changes the key
-    return key
+def system_packages(recipes: dagger.Directory, image: str, include: list[str] | None = None) -> Step:
+    """The recipes copied in (only those named in include, if given) and containers/system-packages.sh run."""
+
+    def step(container: dagger.Container) -> dagger.Container:
+        return container.with_directory(RECIPES, recipes, include=include).with_exec(
+            ["sh", f"{RECIPES}/system-packages.sh", image]
+        )
+
+    return step
 
 
-def pin_lines(p: Pins, resolved: dict[str, str | None], notes: dict[str, str]) -> str:
-    """The pin file's [images.*] tables with the resolved digests; a digest not resolved stays as pinned."""
-    lines = []
-    for name, image in p.images.items():
-        digest = resolved.get(name) or image.digest
-        lines.append(f"[images.{name}]")
-        if name in notes:
-            lines.append(f"# {notes[name]}")
-        lines += [f'base = "{image.base}"', f'digest = "{digest}"', f'python = "{image.python}"', ""]
-    return "\n".join(lines)
+def build_trtmc(tree: dagger.Directory, cuda_arch: str) -> Step:
+    """TRTMC's tree copied in and built by containers/build-trtmc.sh for one CUDA architecture, with the caches."""
+
+    def step(container: dagger.Container) -> dagger.Container:
+        return (
+            container.with_directory(TRTMC_SRC, tree)
+            .with_(with_pip_cache)
+            .with_(with_cache(CCACHE_DIR, ccache_volume(cuda_arch)))
+            .with_env_variable("CCACHE_DIR", CCACHE_DIR)
+            .with_env_variable("TRTMC_CUDA_ARCH", cuda_arch)
+            .with_exec(["sh", f"{RECIPES}/build-trtmc.sh", TRTMC_SRC, TRTMC_BUILD, TRTMC_VENV])
+        )
+
+    return step
 
 
-def _with_env(container: dagger.Container, env: dict[str, str]) -> dagger.Container:
-    for name, value in env.items():
-        container = container.with_env_variable(name, value, expand="${" in value)
-    return container
+def install_python(image: str, venv: str) -> Step:
+    """containers/install-python.sh: this package (copied in before) into venv, the pinned aiperf into its own."""
+
+    def step(container: dagger.Container) -> dagger.Container:
+        return container.with_exec(["sh", f"{RECIPES}/install-python.sh", image, PACKAGE_DIR, venv, AIPERF_VENV])
+
+    return step
 
 
-def _with_labels(container: dagger.Container, labels: dict[str, str]) -> dagger.Container:
-    for name, value in labels.items():
-        container = container.with_label(name, value)
-    return container
+def with_rows(runs: dict[str, dagger.Directory]) -> Step:
+    """Each qualified checkpoint's row directory in place of the CPU step's row of that profile, if any (a variant
+    named with --profile reads "blocked" there)."""
+
+    def step(container: dagger.Container) -> dagger.Container:
+        for profile, run in runs.items():
+            row = f"checkpoints/{profile}"
+            container = container.without_directory(f"{ARTIFACTS}/{row}").with_directory(
+                f"{ARTIFACTS}/{row}", run.directory(row)
+            )
+        return container
+
+    return step
+
+
+# --- the main object --------------------------------------------------------------------------------------------
 
 
 @object_type
@@ -220,14 +219,15 @@ class TrtmcVideoqa:
         """The CPU image: this package and the published aiperf, no GPU (containers/cpu.Dockerfile)."""
         p = pins()
         image = p.images["cpu"]
-        base = _with_labels(dag.container().from_(image.reference), image_labels("cpu", image, p))
         return (
-            _with_env(base, cpu_env(p))
-            .with_directory(RECIPES, self.source.directory("containers"))
-            .with_exec(["sh", f"{RECIPES}/system-packages.sh", "cpu"])
+            dag.container()
+            .from_(image.reference)
+            .with_(with_labels(image_labels("cpu", image, p)))
+            .with_(with_env(cpu_env(p)))
+            .with_(system_packages(self.source.directory("containers"), "cpu"))
             .with_directory(PACKAGE_DIR, self.source)
-            .with_mounted_cache(PIP_CACHE, dag.cache_volume("trtmc-videoqa-pip"))
-            .with_exec(["sh", f"{RECIPES}/install-python.sh", "cpu", PACKAGE_DIR, CPU_VENV, AIPERF_VENV])
+            .with_(with_pip_cache)
+            .with_(install_python("cpu", CPU_VENV))
             .with_workdir("/work")
         )
 
@@ -242,29 +242,21 @@ class TrtmcVideoqa:
         """The CUDA + TensorRT runtime with TRTMC built from the pinned commit (containers/runtime.Dockerfile)."""
         p = pins()
         image = p.images["runtime"]
-        base = _with_labels(dag.container().from_(image.reference), image_labels("runtime", image, p))
-        built = (
-            _with_env(base, runtime_env(p))
-            .with_label("io.github.trtmc-videoqa.trtmc", f"{p.trtmc.repository}@{p.trtmc.commit}")
-            .with_label("io.github.trtmc-videoqa.cuda-arch", f"sm_{cuda_arch}")
-            .with_directory(
-                RECIPES,
-                self.source.directory("containers"),
-                include=["system-packages.sh", "packages/*", "build-trtmc.sh"],
-            )
-            .with_exec(["sh", f"{RECIPES}/system-packages.sh", "runtime"])
-            .with_directory(TRTMC_SRC, self._trtmc_tree())
-            .with_mounted_cache(PIP_CACHE, dag.cache_volume("trtmc-videoqa-pip"))
-            .with_mounted_cache(CCACHE_DIR, dag.cache_volume(f"trtmc-videoqa-ccache-sm{cuda_arch}"))
-            .with_env_variable("CCACHE_DIR", CCACHE_DIR)
-            .with_env_variable("TRTMC_CUDA_ARCH", cuda_arch)
-            .with_exec(["sh", f"{RECIPES}/build-trtmc.sh", TRTMC_SRC, TRTMC_BUILD, TRTMC_VENV])
+        recipes = self.source.directory("containers")
+        return (
+            dag.container()
+            .from_(image.reference)
+            .with_(with_labels(image_labels("runtime", image, p)))
+            .with_(with_env(runtime_env(p)))
+            .with_(with_labels(runtime_labels(p, cuda_arch)))
+            .with_(system_packages(recipes, "runtime", include=["system-packages.sh", "packages/*", "build-trtmc.sh"]))
+            .with_(build_trtmc(self._trtmc_tree(), cuda_arch))
             .with_directory(PACKAGE_DIR, self.source)
-            .with_exec(["sh", f"{RECIPES}/install-python.sh", "runtime", PACKAGE_DIR, TRTMC_VENV, AIPERF_VENV])
-            .with_mounted_cache(HUB_CACHE, dag.cache_volume("trtmc-videoqa-hf-hub"))
+            .with_(install_python("runtime", TRTMC_VENV))
+            .with_(with_hub_cache)
             .with_workdir("/work")
+            .with_(with_secret("HF_TOKEN", hf_token))
         )
-        return built.with_secret_variable("HF_TOKEN", hf_token) if hf_token is not None else built
 
     # --- CPU steps ------------------------------------------------------------------------------------------------
 
@@ -298,10 +290,12 @@ class TrtmcVideoqa:
         force: Annotated[bool, Doc("run it again even where nothing changed")] = False,
     ) -> dagger.Directory:
         """The reference-endpoint self-test (a test double, no GPU) in the CPU image; its artifacts."""
-        container = self.cpu()
-        if force:
-            container = container.with_env_variable(f"{KEY_PREFIX}NONCE", uuid.uuid4().hex)
-        return container.with_exec(["trtmc-videoqa", "qualify", "--out", ARTIFACTS]).directory(ARTIFACTS)
+        return (
+            self.cpu()
+            .with_(with_nonce(force))
+            .with_exec(["trtmc-videoqa", "qualify", "--out", ARTIFACTS])
+            .directory(ARTIFACTS)
+        )
 
     # --- GPU steps ------------------------------------------------------------------------------------------------
 
@@ -311,12 +305,10 @@ class TrtmcVideoqa:
         built: Annotated[bool, Doc("in the built runtime (hours the first time) instead of its base image")] = False,
     ) -> dagger.Container:
         """nvidia-smi in the runtime's CUDA base with the GPUs attached: the first step on a new runner."""
-        p = pins()
-        image = p.images["runtime"]
-        base = self.runtime() if built else dag.container().from_(image.reference)
+        base = self.runtime() if built else dag.container().from_(pins().images["runtime"].reference)
         return (
-            base.experimental_with_all_gp_us()
-            .with_env_variable(f"{KEY_PREFIX}NONCE", uuid.uuid4().hex)  # the GPU is checked now, never cached
+            base.with_(with_all_gpus)
+            .with_(with_nonce())  # the GPU is checked now, never cached
             .with_exec(["nvidia-smi", "-L"])
             .with_exec(["nvidia-smi"])
         )
@@ -327,40 +319,26 @@ class TrtmcVideoqa:
         """One checkpoint's whole step chain in one GPU exec; its artifact directory (always with result.json)."""
         p = pins()
         nonce = uuid.uuid4().hex if force else None
-        argv = [
-            "sh",
-            f"{RECIPES}/qualify-one.sh",
-            profile,
-            TRTMC_SRC,
-            ARTIFACTS,
-            str(limit_s),
-            "--workload",
-            workload,
-            "--bundle-cache",
-            BUNDLE_CACHE,
-        ]
-        container = (
-            runtime.experimental_with_all_gp_us()
-            .with_mounted_cache(GPU_LOCK, dag.cache_volume("trtmc-videoqa-gpu-lock"), sharing=CacheSharingMode.LOCKED)
-            .with_mounted_cache(
-                BUNDLE_CACHE, dag.cache_volume(f"trtmc-videoqa-bundles-{p.trtmc.commit[:12]}-sm{cuda_arch}")
-            )
+        return (
+            runtime.with_(with_all_gpus)
+            .with_(with_gpu_lock)
+            .with_(with_cache(BUNDLE_CACHE, bundle_volume(p, cuda_arch)))
+            .with_(with_env(qualification_key(p, profile, workload, cuda_arch, nonce)))
+            .with_exec(qualification_argv(profile, workload, limit_s, force), expect=ReturnType.ANY)
+            .directory(ARTIFACTS)
         )
-        container = _with_env(container, qualification_key(p, profile, workload, cuda_arch, nonce))
-        return container.with_exec(argv + (["--force"] if force else []), expect=ReturnType.ANY).directory(ARTIFACTS)
 
     def _merged(self, inventory: dagger.Directory, runs: dict[str, dagger.Directory]) -> dagger.Directory:
         """The inventory's rows with each qualified checkpoint's row directory, and the report over all of them."""
         if not runs:
             return inventory
-        container = self.cpu().with_directory(ARTIFACTS, inventory)
-        for profile, run in runs.items():
-            row = f"checkpoints/{profile}"
-            # replaces the CPU step's row, if any (a variant named with --profile reads "blocked" there)
-            container = container.without_directory(f"{ARTIFACTS}/{row}").with_directory(
-                f"{ARTIFACTS}/{row}", run.directory(row)
-            )
-        return container.with_exec(["trtmc-videoqa", "report", ARTIFACTS, "--out", ARTIFACTS]).directory(ARTIFACTS)
+        return (
+            self.cpu()
+            .with_directory(ARTIFACTS, inventory)
+            .with_(with_rows(runs))
+            .with_exec(["trtmc-videoqa", "report", ARTIFACTS, "--out", ARTIFACTS])
+            .directory(ARTIFACTS)
+        )
 
     @function(cache="never")
     async def qualify(
@@ -387,9 +365,9 @@ class TrtmcVideoqa:
             profiles = [check_profile(name) for name in dict.fromkeys(profile)]
         else:  # the only await: ask the inventory which profiles are capable
             profiles = [check_profile(name) for name in json.loads(await inventory.file("matrix.json").contents())]
-        runtime = self.runtime(hf_token=hf_token, cuda_arch=cuda_arch)
-        if serve_token is not None:
-            runtime = runtime.with_secret_variable("TRTMC_SERVE_TOKEN", serve_token)
+        runtime = self.runtime(hf_token=hf_token, cuda_arch=cuda_arch).with_(
+            with_secret("TRTMC_SERVE_TOKEN", serve_token)
+        )
         runs = {name: self._qualified(runtime, name, workload, cuda_arch, force, timeout) for name in profiles}
         return self._merged(inventory, runs)
 
@@ -406,12 +384,7 @@ class TrtmcVideoqa:
         notes: dict[str, str] = {}
         for name, container in self._resolvers().items():
             try:
-                reference = await container.image_ref()
+                resolved[name], notes[name] = resolution(await container.image_ref())
             except dagger.QueryError as error:
-                resolved[name] = None
-                notes[name] = f"not resolved ({str(error).splitlines()[0][:160]}); digest left as pinned"
-                continue
-            digest = reference.rpartition("@")[2]
-            resolved[name] = digest if digest.startswith("sha256:") else None
-            notes[name] = f"resolved from {reference}" if resolved[name] else f"no digest in {reference}"
+                resolved[name], notes[name] = None, unresolved_note(error)
         return pin_lines(pins(), resolved, notes)

@@ -38,7 +38,8 @@ def _av() -> Check:
     except ImportError:
         return Check(name="av (PyAV)", level="fail", detail="not installed", fix="pip install 'av>=18.1,<20'")
     missing = []
-    for codec, mode in (("h264", "r"), ("libx264", "w"), ("vp9", "r"), ("mpeg4", "r")):
+    needed: tuple[tuple[str, Literal["r", "w"]], ...] = (("h264", "r"), ("libx264", "w"), ("vp9", "r"), ("mpeg4", "r"))
+    for codec, mode in needed:
         try:
             av.Codec(codec, mode)
         except Exception:  # PyAV raises its own error types per version

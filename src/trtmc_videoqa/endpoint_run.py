@@ -6,7 +6,6 @@ server says about itself (`X-Served-By`, `system_fingerprint`) is recorded, neve
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections import Counter
@@ -15,41 +14,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
 from .aiperf.command import AiperfSettings, profile_argv, reproducible_command
 from .aiperf.dataset import Prompt, RequestPlan, plan_requests, write_input_file
 from .aiperf.exports import ClientRecord, read_client_records, scrub_exports
 from .aiperf.locate import AiperfInstall
 from .aiperf.runner import RunOutcome, run_with_wall_limit
 from .atomic_write import write_model_atomic, write_text_atomic
-from .grading import GradedAnswer, grade_answer, grade_workload
-from .results import Accuracy, RequestRow, StageResult
+from .grading import GradedAnswer, grade_workload
+from .request_join import join_requests, read_server_records
+from .results import Accuracy, RequestRow, StageResult, StageStatus
+from .run_settings import RunSettings
 from .scrub import known_secrets
 from .stats import latency_stats, requests_per_second
 from .workloads import Workload
 
 if TYPE_CHECKING:  # the capability check brings httpx; loaded when a measurement really starts
     from .serving.capability import CapabilityResult
-
-# Where a server's own task time for a request can be found, most specific first: the response field of
-# perf_serving / the reference endpoint (`trtmc_timing`), then a records file joined by X-Request-ID.
-RESPONSE_TASK_FIELDS = (("trtmc_timing", "model_call_ms"), ("trtmc_timing", "handler_ms"))
-RECORD_TASK_FIELDS = ("model_call_ms", "handler_ms", "task_ms")
-RECORD_ID_FIELDS = ("request_id", "x_request_id", "id")
-
-
-class RunSettings(BaseModel):
-    """Everything that shapes a measurement; all of it joins the cache key."""
-
-    repeats: int = 5
-    warmup: int = 2
-    concurrency: int = 1
-    request_timeout_s: float = 60.0
-    aiperf_wall_limit_s: float = 900.0
-    capability_timeout_s: float = 120.0
-    body_limit: int = 1_048_576
-    max_tokens: int | None = None  # None: the workload's own
 
 
 @dataclass
@@ -70,6 +50,25 @@ class EndpointMeasurement:
         return next((s for s in self.stages if s.status in ("failed", "rejected")), None)
 
 
+@dataclass(frozen=True)
+class Target:
+    """The server measured: where it is, the model name sent, and the API key it may want."""
+
+    url: str
+    model: str
+    api_key: str | None = None
+
+
+@dataclass(frozen=True)
+class AiperfRun:
+    """What one AIPerf run left: how it ended, its per-request records, and how to run it again."""
+
+    outcome: RunOutcome
+    clients: list[ClientRecord]
+    command: str  # secrets as placeholders
+    interrupted: bool  # SIGINT while it ran
+
+
 def workload_prompts(workload: Workload) -> list[Prompt]:
     return [
         Prompt(
@@ -83,64 +82,189 @@ def workload_prompts(workload: Workload) -> list[Prompt]:
     ]
 
 
-def _records_by_request_id(path: Path | None) -> dict[str, dict[str, Any]]:
-    if path is None or not path.is_file():
-        return {}
-    found: dict[str, dict[str, Any]] = {}
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(record, dict):  # a line that is JSON but no record: not this server's format
-            continue
-        key = next((record.get(k) for k in RECORD_ID_FIELDS if isinstance(record.get(k), str)), None)
-        if key:
-            found[key] = record
-    return found
-
-
-def server_task_time(client: ClientRecord, records: dict[str, dict[str, Any]]) -> tuple[float | None, str | None]:
-    """The server's own task time for this request and the field it came from."""
-    for outer, inner in RESPONSE_TASK_FIELDS:
-        value = (
-            (client.response_fields.get(outer) or {}).get(inner)
-            if isinstance(client.response_fields.get(outer), dict)
-            else None
-        )
-        if isinstance(value, (int, float)):
-            return float(value), f"response.{outer}.{inner}"
-    record = records.get(client.x_request_id or "")
-    if record:
-        for name in RECORD_TASK_FIELDS:
-            if isinstance(record.get(name), (int, float)):
-                return float(record[name]), f"records.{name}"
-    return None, None
-
-
-def _grade(workload: Workload, row: RequestRow, client: ClientRecord, max_tokens: int) -> GradedAnswer:
-    question = workload.question(row.question_id)
-    return grade_answer(
-        client.answer or "",
-        question.options,
-        question.answers[row.clip_id],
-        question_id=row.question_id,
-        variant=row.clip_id,
-        repeat=row.repeat,
-        finish_reason=client.finish_reason,
-        output_tokens=client.completion_tokens,
+def measure_endpoint(
+    *,
+    url: str,
+    model: str,
+    workload: Workload,
+    settings: RunSettings,
+    aiperf: AiperfInstall,
+    tokenizer: Path,
+    row_dir: Path,
+    api_key: str | None = None,
+    server_records: Path | None = None,
+    alive: Callable[[], bool] = lambda: True,
+    progress: Callable[[str], None] = lambda _: None,
+) -> EndpointMeasurement:
+    """Capability, AIPerf, the join, grading, each recorded as a stage; the first that does not pass ends it."""
+    result = EndpointMeasurement()
+    target = Target(url, model, api_key)
+    max_tokens = settings.max_tokens or workload.spec.generation.max_tokens
+    prompts = workload_prompts(workload)
+    progress("capability check: one video request")
+    capability_stage, result.capability = check_video_capability(target, prompts[0], settings, max_tokens, row_dir)
+    result.stages.append(capability_stage)
+    if capability_stage.status != "passed":
+        return result
+    # Warmup rows first, then every (question, clip, repeat) exactly once (one shared sampler).
+    plan = plan_requests(
+        prompts,
+        repeats=settings.repeats,
+        warmup=settings.warmup,
         max_tokens=max_tokens,
+        temperature=workload.spec.generation.temperature,
     )
+    result.plan = plan
+    run = run_aiperf(target, plan, settings, aiperf, tokenizer, row_dir, progress)
+    result.commands["aiperf"] = run.command
+    result.aiperf_exit, result.interrupted = run.outcome.exit_code, run.interrupted
+    joined = join_requests(plan, run.clients, read_server_records(server_records), workload, max_tokens)
+    result.records, result.task_time_field = joined.records, joined.task_time_field
+    result.figures = _figures(result.records, run.clients)
+    write_text_atomic(row_dir / "requests.jsonl", "".join(r.model_dump_json() + "\n" for r in result.records))
+    aiperf_stage = _aiperf_stage(run.outcome, result.records, plan, settings, server_gone=not alive())
+    result.stages.append(aiperf_stage)
+    if aiperf_stage.status != "passed":
+        return result
+    # Strict and deterministic; reversed-clip controls pair with the forward answers.
+    result.accuracy = _accuracy(workload, joined.graded)
+    write_model_atomic(row_dir / "grading.json", result.accuracy)
+    result.stages.append(
+        StageResult(
+            name="grading",
+            status="passed",
+            detail=f"{len(joined.graded)} answers graded; both-right {result.accuracy.both_right}",
+            evidence=["grading.json"],
+        )
+    )
+    return result
 
 
-def phase_problem(planned: str, sent_in: str, times: int) -> str | None:
-    """Why a request's record cannot be trusted as planned, or None: AIPerf's own phase must be the planned one
-    (warmup never enters steady state), and each planned conversation is sent exactly once."""
-    if times > 1:
-        return f"AIPerf sent this conversation {times} times; the plan sends it once"
-    if sent_in != planned:
-        return f"AIPerf sent it in its {sent_in!r} phase; the plan put it in {planned!r}"
-    return None
+def check_video_capability(
+    target: Target, first: Prompt, settings: RunSettings, max_tokens: int, row_dir: Path
+) -> tuple[StageResult, CapabilityResult | None]:
+    """One real clip-plus-question request; a 4xx is evidence of a missing capability (the stage is `rejected`)."""
+    from .media import ClipError
+    from .serving.capability import check_capability
+
+    try:
+        capability = check_capability(
+            target.url,
+            target.model,
+            Path(first.clip_path),
+            first.text,
+            max_tokens=max_tokens,
+            timeout_s=settings.capability_timeout_s,
+            body_limit=settings.body_limit,
+            api_key=target.api_key,
+        )
+    except ClipError as error:  # over the body limit: refused before sending, nothing measured
+        return StageResult(name="capability", status="failed", detail=str(error)), None
+    write_model_atomic(row_dir / "capability.json", capability)
+    status: StageStatus = "passed"
+    detail = f"answered: {capability.answer!r}"
+    if not capability.accepted:
+        status, detail = ("rejected" if capability.rejected else "failed"), capability.detail
+    stage = StageResult(
+        name="capability",
+        status=status,
+        detail=detail,
+        wall_s=capability.latency_ms / 1000,
+        evidence=["capability.json"],
+    )
+    return stage, capability
+
+
+def run_aiperf(
+    target: Target,
+    plan: RequestPlan,
+    settings: RunSettings,
+    aiperf: AiperfInstall,
+    tokenizer: Path,
+    row_dir: Path,
+    progress: Callable[[str], None],
+) -> AiperfRun:
+    """AIPerf on the plan's input file under our wall limit; its exports scrubbed of secrets, its outcome written."""
+    aiperf_dir = row_dir / "aiperf"
+    input_file = write_input_file(plan, aiperf_dir / "inputs.jsonl")
+    write_model_atomic(aiperf_dir / "plan.json", plan)
+    aiperf_settings = AiperfSettings(
+        url=target.url,
+        model=target.model,
+        tokenizer=str(tokenizer),
+        input_file=str(input_file.resolve()),
+        artifact_dir=str((aiperf_dir / "export").resolve()),
+        warmup_requests=len(plan.warmup),
+        profiling_requests=len(plan.profiling),
+        concurrency=settings.concurrency,
+        request_timeout_s=settings.request_timeout_s,
+        api_key=target.api_key,
+    )
+    command = reproducible_command(profile_argv(aiperf.executable, aiperf_settings, reveal_secrets=False))
+    progress(f"aiperf: {len(plan.warmup)} warmup + {len(plan.profiling)} profiling requests")
+    _set_aside(Path(aiperf_settings.artifact_dir))
+    log = aiperf_dir / "aiperf.log"
+    started = time.monotonic()
+    interrupted = False
+    try:
+        outcome = run_with_wall_limit(
+            profile_argv(aiperf.executable, aiperf_settings), wall_limit_s=settings.aiperf_wall_limit_s, log_path=log
+        )
+    except KeyboardInterrupt:  # AIPerf's whole group is already ended; keep what it wrote, then say so
+        interrupted = True
+        wall = time.monotonic() - started
+        outcome = RunOutcome(exit_code=None, timed_out=False, wall_s=wall, log=str(log), interrupted=True)
+    clients = read_client_records(Path(aiperf_settings.artifact_dir))
+    scrub_exports(aiperf_dir, known_secrets(target.api_key))
+    write_model_atomic(aiperf_dir / "outcome.json", outcome)
+    return AiperfRun(outcome=outcome, clients=clients, command=command, interrupted=interrupted)
+
+
+def _figures(records: list[RequestRow], clients: list[ClientRecord]) -> dict[str, Any]:
+    """Steady-state figures over the profiling requests that came back whole."""
+    completed = [r for r in records if r.phase == "profiling" and r.error is None]
+    return {
+        "client_latency": latency_stats([r.client_latency_ms for r in completed if r.client_latency_ms is not None]),
+        "server_task_time": latency_stats([r.server_task_ms for r in completed if r.server_task_ms is not None]),
+        "requests_per_s": requests_per_second(
+            [(c.start_ns, c.end_ns) for c in clients if c.phase == "profiling" and c.ok and c.start_ns and c.end_ns]
+        ),
+        "completed": len(completed),
+        "failed": sum(1 for r in records if r.error is not None),
+    }
+
+
+def _aiperf_stage(
+    outcome: RunOutcome, records: list[RequestRow], plan: RequestPlan, settings: RunSettings, *, server_gone: bool
+) -> StageResult:
+    """Passed only when every planned request is accounted for and none failed; else the first reason, named."""
+    completed = [r for r in records if r.phase == "profiling" and r.error is None]
+    failed = [r for r in records if r.error is not None]
+    missing = [r for r in records if r.error and r.error.startswith("no record")]
+    gone = "; the server is no longer running" if server_gone else ""
+    status: StageStatus = "failed"
+    if outcome.interrupted:
+        detail = (
+            f"interrupted (SIGINT) while AIPerf ran; AIPerf was ended; {len(completed)} profiling "
+            f"request(s) recorded; run again to measure"
+        )
+    elif outcome.timed_out:
+        detail = f"aiperf overstayed its {settings.aiperf_wall_limit_s:g} s wall limit and was ended"
+    elif missing or gone:
+        detail = f"{len(missing)} planned request(s) have no record{gone}"
+        answered_badly = [r for r in failed if not (r.error or "").startswith("no record")]
+        if answered_badly:
+            detail += f"; {_failure_summary(answered_badly, settings)}"
+    elif failed:
+        detail = _failure_summary(failed, settings)
+    else:
+        detail = (
+            f"exit {outcome.exit_code}; {len(plan.warmup)} warmup and {len(completed)} profiling requests, "
+            "every one accounted for"
+        )
+        status = "passed"
+    evidence = ["aiperf/plan.json", "aiperf/outcome.json", "aiperf/aiperf.log", "requests.jsonl"]
+    return StageResult(name="aiperf", status=status, detail=detail, wall_s=round(outcome.wall_s, 3), evidence=evidence)
 
 
 def _accuracy(workload: Workload, graded: list[GradedAnswer]) -> Accuracy:
@@ -199,216 +323,3 @@ def _failure_summary(failed: list[RequestRow], settings: RunSettings) -> str:
     if any(r.http_status == 413 for r in failed):
         text += " (413: the body is over the server's limit: raise its --max-body-bytes or use a smaller clip)"
     return text
-
-
-def measure_endpoint(
-    *,
-    url: str,
-    model: str,
-    workload: Workload,
-    settings: RunSettings,
-    aiperf: AiperfInstall,
-    tokenizer: Path,
-    row_dir: Path,
-    api_key: str | None = None,
-    server_records: Path | None = None,
-    alive: Callable[[], bool] = lambda: True,
-    progress: Callable[[str], None] = lambda _: None,
-) -> EndpointMeasurement:
-    from .media import ClipError
-    from .serving.capability import check_capability
-
-    result = EndpointMeasurement()
-    max_tokens = settings.max_tokens or workload.spec.generation.max_tokens
-    prompts = workload_prompts(workload)
-
-    # 1. Capability check: one real clip-plus-question request. A 4xx is evidence of a missing capability.
-    progress("capability check: one video request")
-    first = prompts[0]
-    try:
-        capability = check_capability(
-            url,
-            model,
-            Path(first.clip_path),
-            first.text,
-            max_tokens=max_tokens,
-            timeout_s=settings.capability_timeout_s,
-            body_limit=settings.body_limit,
-            api_key=api_key,
-        )
-    except ClipError as error:  # over the body limit: refused before sending, nothing measured
-        result.stages.append(StageResult(name="capability", status="failed", detail=str(error)))
-        return result
-    result.capability = capability
-    write_model_atomic(row_dir / "capability.json", capability)
-    if not capability.accepted:
-        status = "rejected" if capability.rejected else "failed"
-        result.stages.append(
-            StageResult(
-                name="capability",
-                status=status,
-                detail=capability.detail,
-                wall_s=capability.latency_ms / 1000,
-                evidence=["capability.json"],
-            )
-        )
-        return result
-    result.stages.append(
-        StageResult(
-            name="capability",
-            status="passed",
-            detail=f"answered: {capability.answer!r}",
-            wall_s=capability.latency_ms / 1000,
-            evidence=["capability.json"],
-        )
-    )
-
-    # 2. AIPerf: warmup rows first, then every (question, clip, repeat) exactly once (one shared sampler).
-    plan = plan_requests(
-        prompts,
-        repeats=settings.repeats,
-        warmup=settings.warmup,
-        max_tokens=max_tokens,
-        temperature=workload.spec.generation.temperature,
-    )
-    result.plan = plan
-    aiperf_dir = row_dir / "aiperf"
-    input_file = write_input_file(plan, aiperf_dir / "inputs.jsonl")
-    write_model_atomic(aiperf_dir / "plan.json", plan)
-    aiperf_settings = AiperfSettings(
-        url=url,
-        model=model,
-        tokenizer=str(tokenizer),
-        input_file=str(input_file.resolve()),
-        artifact_dir=str((aiperf_dir / "export").resolve()),
-        warmup_requests=len(plan.warmup),
-        profiling_requests=len(plan.profiling),
-        concurrency=settings.concurrency,
-        request_timeout_s=settings.request_timeout_s,
-        api_key=api_key,
-    )
-    argv = profile_argv(aiperf.executable, aiperf_settings)
-    result.commands["aiperf"] = reproducible_command(
-        profile_argv(aiperf.executable, aiperf_settings, reveal_secrets=False)
-    )
-    progress(f"aiperf: {len(plan.warmup)} warmup + {len(plan.profiling)} profiling requests")
-    _set_aside(Path(aiperf_settings.artifact_dir))
-    started = time.monotonic()
-    try:
-        outcome = run_with_wall_limit(
-            argv, wall_limit_s=settings.aiperf_wall_limit_s, log_path=aiperf_dir / "aiperf.log"
-        )
-    except KeyboardInterrupt:  # AIPerf's whole group is already ended; keep what it wrote, then say so
-        result.interrupted = True
-        outcome = RunOutcome(
-            exit_code=None,
-            timed_out=False,
-            wall_s=time.monotonic() - started,
-            log=str(aiperf_dir / "aiperf.log"),
-            interrupted=True,
-        )
-    result.aiperf_exit = outcome.exit_code
-    clients = read_client_records(Path(aiperf_settings.artifact_dir))
-    scrub_exports(aiperf_dir, known_secrets(api_key))
-    write_model_atomic(aiperf_dir / "outcome.json", outcome)
-
-    # 3. Join: every planned request must be accounted for, by identity.
-    planned = {r.session_id: r for r in plan.requests}
-    by_session: dict[str, ClientRecord] = {}
-    sent: dict[str, int] = {}
-    for client in clients:
-        by_session.setdefault(client.session_id, client)
-        sent[client.session_id] = sent.get(client.session_id, 0) + 1
-    server_records = _records_by_request_id(server_records)
-    graded: list[GradedAnswer] = []
-    task_fields: set[str] = set()
-    for session_id, plan_row in planned.items():
-        client = by_session.get(session_id)
-        row = RequestRow(
-            session_id=session_id,
-            phase=plan_row.phase,
-            question_id=plan_row.question_id,
-            clip_id=plan_row.clip_id,
-            repeat=plan_row.repeat,
-        )
-        if client is None:
-            result.records.append(row.model_copy(update={"error": "no record: the request was never completed"}))
-            continue
-        task_ms, task_field = server_task_time(client, server_records)
-        if task_field:
-            task_fields.add(task_field)
-        problem = phase_problem(plan_row.phase, client.phase, sent[session_id])
-        update: dict[str, Any] = dict(
-            x_request_id=client.x_request_id,
-            start_ns=client.start_ns,
-            end_ns=client.end_ns,
-            client_latency_ms=client.latency_ms,
-            server_task_ms=task_ms,
-            http_status=client.http_status,
-            error=client.error or problem,
-            answer=client.answer,
-        )
-        if client.ok and not problem and plan_row.phase == "profiling":
-            answer = _grade(workload, row, client, max_tokens)
-            graded.append(answer)
-            update.update(expected=answer.expected, grade=answer.outcome, rule=answer.rule)
-        result.records.append(row.model_copy(update=update))
-    result.task_time_field = ", ".join(sorted(task_fields)) or None
-
-    profiling = [r for r in result.records if r.phase == "profiling"]
-    completed = [r for r in profiling if r.error is None]
-    failed = [r for r in result.records if r.error is not None]
-    result.figures = {
-        "client_latency": latency_stats([r.client_latency_ms for r in completed if r.client_latency_ms is not None]),
-        "server_task_time": latency_stats([r.server_task_ms for r in completed if r.server_task_ms is not None]),
-        "requests_per_s": requests_per_second(
-            [(c.start_ns, c.end_ns) for c in clients if c.phase == "profiling" and c.ok and c.start_ns and c.end_ns]
-        ),
-        "completed": len(completed),
-        "failed": len(failed),
-    }
-    write_text_atomic(row_dir / "requests.jsonl", "".join(r.model_dump_json() + "\n" for r in result.records))
-    evidence = ["aiperf/plan.json", "aiperf/outcome.json", "aiperf/aiperf.log", "requests.jsonl"]
-    missing = [r.session_id for r in result.records if r.error and r.error.startswith("no record")]
-    server_gone = "" if alive() else "; the server is no longer running"
-    if outcome.interrupted:
-        detail, status = (
-            (
-                f"interrupted (SIGINT) while AIPerf ran; AIPerf was ended; {len(completed)} profiling "
-                f"request(s) recorded; run again to measure"
-            ),
-            "failed",
-        )
-    elif outcome.timed_out:
-        detail, status = f"aiperf overstayed its {settings.aiperf_wall_limit_s:g} s wall limit and was ended", "failed"
-    elif missing or server_gone:
-        detail, status = f"{len(missing)} planned request(s) have no record{server_gone}", "failed"
-        answered_badly = [r for r in failed if not (r.error or "").startswith("no record")]
-        if answered_badly:
-            detail += f"; {_failure_summary(answered_badly, settings)}"
-    elif failed:
-        detail, status = _failure_summary(failed, settings), "failed"
-    else:
-        detail = (
-            f"exit {outcome.exit_code}; {len(plan.warmup)} warmup and {len(completed)} profiling requests, "
-            "every one accounted for"
-        )
-        status = "passed"
-    result.stages.append(
-        StageResult(name="aiperf", status=status, detail=detail, wall_s=round(outcome.wall_s, 3), evidence=evidence)
-    )
-    if status != "passed":
-        return result
-
-    # 4. Grading: strict and deterministic; reversed-clip controls pair with the forward answers.
-    result.accuracy = _accuracy(workload, graded)
-    write_model_atomic(row_dir / "grading.json", result.accuracy)
-    result.stages.append(
-        StageResult(
-            name="grading",
-            status="passed",
-            detail=f"{len(graded)} answers graded; both-right {result.accuracy.both_right}",
-            evidence=["grading.json"],
-        )
-    )
-    return result

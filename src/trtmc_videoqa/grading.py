@@ -1,4 +1,4 @@
-"""Answer extraction and grading for multiple-choice temporal questions (media.md sections 6.4 and 7.4).
+"""Answer extraction and grading for multiple-choice temporal questions.
 
 Strict and deterministic: a fixed, ordered rule list where the first match wins, letters limited to the
 question's own options, no "any letter anywhere" fallback, no random choice and no LLM judge. An answer

@@ -5,13 +5,13 @@ This module imports nothing of ours, so every other room (and the report rebuilt
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-INVENTORY_SCHEMA = "trtmc-videoqa.inventory/v1"
+INVENTORY_SCHEMA: Final = "trtmc-videoqa.inventory/v1"
 
-# What the source shows about the capability (ARCHITECTURE.md, "Three vocabularies").
+# What the source shows about the capability (docs/architecture.md, "The vocabularies").
 Verdict = Literal[
     "temporal-video-qa",
     "partial",
@@ -173,12 +173,102 @@ class Inventory(_Model):
     reconciliation: Reconciliation | None = None
 
 
+# --- clip facts: the probe's manifest of each clip and the frames a sampling policy picks -----------------------
+
+FrameCountMethod = Literal["packets, first and last frame decoded", "decoded all frames"]
+DurationSource = Literal["container", "stream", "last pts + frame duration"]
+FpsSource = Literal["average_rate", "guessed_rate", "base_rate", "frames / duration"]
+BitRateSource = Literal["stream", "derived: size*8/duration"]
+SamplingWhere = Literal["client", "server"]
+
+
+class CodecInfo(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decoder: str  # the FFmpeg decoder that read it (AV1 shows libdav1d)
+    name: str  # canonical codec name (av1, h264)
+    long_name: str
+    profile: str | None
+    pix_fmt: str | None
+
+
+class ProbeTool(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    av: str
+    ffmpeg: str
+    libraries: dict[str, str]  # libavcodec -> "62.28.102", ...
+
+
+class ClipManifest(BaseModel):
+    """The container's claims next to what was counted and decoded; a disagreement is flagged, not hidden."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    sha256: str  # of the file bytes: the clip's primary identity
+    bytes: int
+    container: str  # FFmpeg demuxer name, e.g. "mov,mp4,m4a,3gp,3g2,mj2"
+    container_long_name: str
+    codec: CodecInfo
+    width: int
+    height: int
+    fps: str  # exact fraction, "30000/1001"
+    fps_float: float
+    fps_source: FpsSource
+    duration_s: float
+    duration_source: DurationSource
+    start_time_s: float
+    frames_declared: int  # stream.frames; 0 when the container does not say (webm, mkv, MPEG-PS)
+    frames_counted: int
+    frame_count_method: FrameCountMethod
+    frames_mismatch: bool
+    frames_mismatch_message: str | None
+    first_pts_s: float
+    last_pts_s: float
+    frames_span_s: float  # last pts + frame duration - first pts: what the frames cover, whatever the header says
+    bit_rate: int
+    bit_rate_source: BitRateSource
+    audio: str | None  # codec of the first audio track, None without one
+    decoded_rgb_sha256: str | None = None  # secondary identity, only when asked for
+    probe_tool: ProbeTool
+
+
+class PickedFrames(_Model):
+    """The frames a sampling policy picks from one clip."""
+
+    indices: list[int]
+    timestamps_s: list[float]
+    rule: str
+
+
+def _absent(value: object) -> bool:
+    return value is None
+
+
+class SamplingFacts(_Model):
+    """The workload's declared sampling policy resolved on each clip (workload/<name>/sampling.json); a row of a
+    server that states its own policy adds the one it applies, and says so when the two differ."""
+
+    policy: str
+    where: SamplingWhere
+    clips: dict[str, PickedFrames]
+    note: str
+    # Left out of the JSON when not stated, as sampling.json has neither.
+    applied_by_server: str | None = Field(default=None, exclude_if=_absent)
+    mismatch: str | None = Field(default=None, exclude_if=_absent)
+
+
+# A row that ran nothing (unsupported, held back, crashed before its workload facts) records no sampling: {}.
+NoSampling = Annotated[dict[str, Any], Field(max_length=0)]
+
+
 # --- qualification ----------------------------------------------------------------------------------------------
 
-RESULT_SCHEMA = "trtmc-videoqa.result/v1"
-REPORT_SCHEMA = "trtmc-videoqa.report/v1"
+RESULT_SCHEMA: Final = "trtmc-videoqa.result/v1"
+REPORT_SCHEMA: Final = "trtmc-videoqa.report/v1"
 
-# The ladder (ARCHITECTURE.md). With --endpoint (a server we did not build) the ladder is planned -> endpoint-qualified.
+# The ladder (docs/architecture.md). With --endpoint (a server we did not build) it is planned -> endpoint-qualified.
 QualificationStatus = Literal[
     "unsupported",
     "planned",
@@ -278,8 +368,10 @@ class ResultRow(_Model):
     failed_stage: StageName | None = None
     stages: list[StageResult] = Field(default_factory=list)
     reference_self_test: bool = Field(default=False, description="served by the reference endpoint, a test double")
-    clips: dict[str, dict[str, Any]] = Field(default_factory=dict, description="clip manifests by clip id")
-    sampling: dict[str, Any] = Field(default_factory=dict, description="policy, where it happens, resolved frames")
+    clips: dict[str, ClipManifest] = Field(default_factory=dict, description="clip manifests by clip id")
+    sampling: SamplingFacts | NoSampling = Field(
+        default_factory=dict, description="policy, where it happens, resolved frames; {} when nothing ran"
+    )
     warmup_requests: int = 0
     profiling_requests_planned: int = 0
     profiling_requests_completed: int = 0

@@ -8,8 +8,10 @@ from pathlib import Path
 from .atomic_write import write_bytes_atomic
 
 REDACTED = "<redacted>"
+# The environment variable a server we start reads its API key from (never its argv).
+SERVER_TOKEN_ENV = "TRTMC_SERVE_TOKEN"
 # Environment variables whose values are secrets wherever they turn up (hub tokens, the server's API key).
-SECRET_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "TRTMC_SERVE_TOKEN")
+SECRET_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", SERVER_TOKEN_ENV)
 
 
 def known_secrets(*given: str | None) -> list[str]:

@@ -18,8 +18,6 @@ from .results import CheckpointEntry
 
 TRTMC_TOOLS = ("trtmc", "trtmc-server")
 GPU_PROBE = ("nvidia-smi", "-L")
-HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
-SERVER_TOKEN_ENV = "TRTMC_SERVE_TOKEN"
 
 
 class Toolchain(BaseModel):
@@ -160,8 +158,9 @@ def family_test_outcome(artifacts: Path) -> TestOutcome | None:
         return None
     outcome = TestOutcome()
     for case in root.iter("testcase"):
-        if case.find("skipped") is not None:
-            outcome.skipped.append(case.find("skipped").get("message", "skipped"))
+        skipped = case.find("skipped")
+        if skipped is not None:
+            outcome.skipped.append(skipped.get("message", "skipped"))
         elif case.find("failure") is not None or case.find("error") is not None:
             outcome.failed += 1
         else:

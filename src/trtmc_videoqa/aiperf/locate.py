@@ -11,6 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from ..errors import UserError
+
 AIPERF_ENV = "TRTMC_VIDEOQA_AIPERF"  # a configured path, e.g. an environment of its own inside a container
 
 # Run by the executable's own interpreter, so a separate virtual environment is read, not ours.
@@ -21,7 +23,7 @@ _METADATA_PROBE = (
 )
 
 
-class AiperfProblem(Exception):
+class AiperfProblem(UserError):
     """aiperf is missing, of the wrong version, or a source checkout; the message names the fix."""
 
 
@@ -96,8 +98,9 @@ def locate_aiperf(configured: str | None = None, *, expected_version: str) -> Ai
             f"{executable} is aiperf {version}, but this tool needs the published {expected_version}; {fix}"
         )
     source = "PyPI release"
-    if record.get("direct_url"):
-        direct = json.loads(record["direct_url"])
+    direct_url = record.get("direct_url")
+    if direct_url:
+        direct = json.loads(direct_url)
         if "dir_info" in direct or "vcs_info" in direct:
             raise AiperfProblem(
                 f"{executable} is aiperf installed from a source checkout ({direct.get('url')}); "

@@ -6,6 +6,7 @@ SIGKILL; our own Ctrl-C ends the group too before it is passed on.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -81,8 +82,6 @@ def run_with_wall_limit(
             raise
         finally:
             # The main process may be gone while children linger; end the rest of the group.
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
     return RunOutcome(exit_code=exit_code, timed_out=timed_out, wall_s=time.monotonic() - start, log=str(log_path))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
 from .. import __version__
 from ..pins import load_pins
@@ -27,6 +28,9 @@ from .server_source import read_serving_facts
 from .tasks import FRAME_RUNTIME_MARKERS, VISUAL_INPUTS, contract_for
 from .tree import NEW_MANIFEST_GLOB, OLD_MANIFEST_GLOB, CheckoutTree, checkout_commit, open_checkout
 from .variants import variant_kinds
+from .verdict import RowFacts, judge
+
+TaskField = Literal["task", "task_strategy"]  # the manifest key naming the Task: CheckpointEntry.task_field
 
 # catalog.py's build settings, plus the older layout's names for the same things.
 BUILD_SETTINGS = (
@@ -45,7 +49,6 @@ BUILD_SETTINGS = (
     "build_args",
     "trust_remote_code",
 )
-from .verdict import RowFacts, judge
 
 
 @dataclass
@@ -138,40 +141,12 @@ def _entry(context: _AuditContext, path: Path) -> CheckpointEntry:
 
 
 def _judged_entry(context: _AuditContext, manifest: Manifest) -> CheckpointEntry:
-    older = manifest.layout == "e2e-models"
-    task_field = "task_strategy" if older else "task"
-    task = manifest.task
-    contract, contract_source = contract_for(task, older)
-    inputs = media_inputs(manifest)
-    runtime = manifest.optional_string("runtime_strategy")
-    frame_runtime = None
-    if runtime and any(marker in runtime for marker in FRAME_RUNTIME_MARKERS):
-        frame_runtime = manifest.text.evidence(
-            "runtime_strategy", f"runtime strategy {runtime!r} runs on ordered frames"
-        )
     family = manifest.optional_string("family") or manifest.family_dir
-    visual = (set(contract.inputs) | inputs.kinds) & VISUAL_INPUTS
-    needs_scan = contract.output in ("text", "decision") and bool(visual or frame_runtime)
-    facts = RowFacts(
-        manifest_file=manifest.rel,
-        task=task,
-        task_evidence=manifest.text.evidence(task_field, f"native {'task strategy' if older else 'Task'} {task!r}"),
-        contract=contract,
-        contract_inferred=contract_source.startswith("inferred"),
-        contract_source=contract_source,
-        inputs=inputs,
-        frame_runtime=frame_runtime,
-        scan=context.scan(family) if needs_scan else None,
-        extra_input_evidence=_model_toml_inputs(context, manifest) if older and needs_scan else [],
-    )
+    facts = _row_facts(context, manifest, family)
     judgement = judge(facts)
     status, reason = catalog_status(manifest, context.registry, context.registry_problem)
-    operation = context.registry.operations.get(task) if context.registry else None
-    evidence = judgement.evidence
-    if context.registry and operation:
-        registry_line = context.registry.evidence(task, context.registry_lines)
-        if registry_line:
-            evidence.append(registry_line)
+    operation = context.registry.operations.get(facts.task) if context.registry else None
+    contract = facts.contract
     return CheckpointEntry(
         profile=manifest.profile,
         family=family,
@@ -180,14 +155,14 @@ def _judged_entry(context: _AuditContext, manifest: Manifest) -> CheckpointEntry
         revision=manifest.optional_string("hf_revision"),
         bundle=manifest.optional_string("bundle"),
         precision=manifest.optional_string("precision"),
-        task=task,
-        task_field=task_field,
-        runtime_strategy=runtime,
+        task=facts.task,
+        task_field=_task_field(manifest),
+        runtime_strategy=manifest.optional_string("runtime_strategy"),
         operation=operation,
         contract=TaskContract(
             inputs=list(contract.inputs),
             output=contract.output,
-            source=contract_source + (f"; {contract.note}" if contract.note else ""),
+            source=facts.contract_source + (f"; {contract.note}" if contract.note else ""),
         ),
         variant_kinds=variant_kinds(manifest),
         catalog_status=status,
@@ -201,9 +176,54 @@ def _judged_entry(context: _AuditContext, manifest: Manifest) -> CheckpointEntry
         gap=judgement.gap,
         ambiguous=bool(judgement.ambiguities),
         ambiguity="; ".join(judgement.ambiguities) or None,
-        evidence=evidence,
+        evidence=judgement.evidence + _registry_evidence(context, facts.task, operation),
         gap_evidence=judgement.gap_evidence,
     )
+
+
+def _task_field(manifest: Manifest) -> TaskField:
+    return "task_strategy" if manifest.layout == "e2e-models" else "task"
+
+
+def _row_facts(context: _AuditContext, manifest: Manifest, family: str) -> RowFacts:
+    """What the verdict depends on; the family's model code is scanned only when a text answer may see frames."""
+    older = manifest.layout == "e2e-models"
+    task = manifest.task
+    contract, contract_source = contract_for(task, older)
+    inputs = media_inputs(manifest)
+    frame_runtime = _frame_runtime(manifest)
+    visual = (set(contract.inputs) | inputs.kinds) & VISUAL_INPUTS
+    needs_scan = contract.output in ("text", "decision") and bool(visual or frame_runtime)
+    return RowFacts(
+        manifest_file=manifest.rel,
+        task=task,
+        task_evidence=manifest.text.evidence(
+            _task_field(manifest), f"native {'task strategy' if older else 'Task'} {task!r}"
+        ),
+        contract=contract,
+        contract_inferred=contract_source.startswith("inferred"),
+        contract_source=contract_source,
+        inputs=inputs,
+        frame_runtime=frame_runtime,
+        scan=context.scan(family) if needs_scan else None,
+        extra_input_evidence=_model_toml_inputs(context, manifest) if older and needs_scan else [],
+    )
+
+
+def _frame_runtime(manifest: Manifest) -> Evidence | None:
+    """The older layout's runtime strategy, when it is one that runs on ordered frames."""
+    runtime = manifest.optional_string("runtime_strategy")
+    if runtime and any(marker in runtime for marker in FRAME_RUNTIME_MARKERS):
+        return manifest.text.evidence("runtime_strategy", f"runtime strategy {runtime!r} runs on ordered frames")
+    return None
+
+
+def _registry_evidence(context: _AuditContext, task: str, operation: str | None) -> list[Evidence]:
+    """The benchmark registry's line for the Task, when the registry maps it to an operation."""
+    if context.registry is None or not operation:
+        return []
+    registry_line = context.registry.evidence(task, context.registry_lines)
+    return [registry_line] if registry_line else []
 
 
 def _model_toml_text(context: _AuditContext, family_dir: str) -> tuple[str, ...] | None:
@@ -264,7 +284,7 @@ def skipped_manifests(inventory: Inventory) -> list[Skipped]:
 
 
 def summarize(entries: list[CheckpointEntry]) -> Summary:
-    by_verdict = Counter(entry.verdict for entry in entries)
+    by_verdict: Counter[str] = Counter(entry.verdict for entry in entries)
     in_group = [entry for entry in entries if entry.in_group]
     base = [entry for entry in entries if not entry.is_variant and entry.verdict != "invalid"]
     models = {(entry.checkpoint, entry.revision) for entry in base if entry.checkpoint}

@@ -8,8 +8,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import Path
+from typing import SupportsIndex, SupportsInt
 
-from ..results import Evidence
+from ..results import CatalogStatus, Evidence
 from .manifest import Manifest
 
 TASK_ADAPTERS = "apps/benchmark/trtmc_benchmark/task_adapters.py"
@@ -47,21 +48,39 @@ def read_task_registry(root: Path) -> tuple[TaskRegistry | None, tuple[str, ...]
     except (OSError, UnicodeDecodeError, SyntaxError) as error:
         return None, (), f"{TASK_ADAPTERS} could not be parsed ({error}): catalog status is unknown"
     for node in ast.walk(tree):
-        target = (
-            node.target
-            if isinstance(node, ast.AnnAssign)
-            else (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
-        )
-        if isinstance(target, ast.Name) and target.id == _REGISTRY_NAME and isinstance(node.value, ast.Dict):
-            operations: dict[str, str] = {}
-            lines: dict[str, int] = {}
-            for key, value in zip(node.value.keys, node.value.values):
-                if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                    first = value.elts[0] if isinstance(value, ast.Tuple) and value.elts else None
-                    operations[key.value] = first.value if isinstance(first, ast.Constant) else "?"
-                    lines[key.value] = key.lineno
+        table = _registry_table(node)
+        if table is not None:
+            operations, lines = _task_operations(table)
             return TaskRegistry(TASK_ADAPTERS, operations, lines), tuple(text.splitlines()), None
     return None, (), f"{TASK_ADAPTERS} has no {_REGISTRY_NAME} Task table: catalog status is unknown"
+
+
+def _registry_table(node: ast.AST) -> ast.Dict | None:
+    """The dict literal this node assigns to the registry's name (`_DEFAULTS = {...}`, annotated or not), if it does."""
+    target: ast.expr
+    value: ast.expr | None
+    if isinstance(node, ast.AnnAssign):
+        target, value = node.target, node.value
+    elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target, value = node.targets[0], node.value
+    else:
+        return None
+    if isinstance(target, ast.Name) and target.id == _REGISTRY_NAME and isinstance(value, ast.Dict):
+        return value
+    return None
+
+
+def _task_operations(table: ast.Dict) -> tuple[dict[str, str], dict[str, int]]:
+    """Each Task (a string key) -> the operation its tuple names first ("?" when that is not a string), and its line."""
+    operations: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    for key, value in zip(table.keys, table.values, strict=True):  # a `**spread` entry has the key None
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            first = value.elts[0] if isinstance(value, ast.Tuple) and value.elts else None
+            operation = first.value if isinstance(first, ast.Constant) else None
+            operations[key.value] = operation if isinstance(operation, str) else "?"
+            lines[key.value] = key.lineno
+    return operations, lines
 
 
 def selected_task(manifest: Manifest) -> str:
@@ -84,13 +103,18 @@ def parallel_sizes(manifest: Manifest) -> tuple[int, int]:
 
 
 def _int(value: object, default: int) -> int:
+    """int(value), else default: for a JSON value that is not a number or a numeric string."""
+    if not isinstance(value, str | bytes | bytearray | SupportsInt | SupportsIndex):
+        return default  # None, a list, a dict: what int() refuses with TypeError
     try:
-        return int(value)  # type: ignore[arg-type]
+        return int(value)
     except (TypeError, ValueError):
         return default
 
 
-def catalog_status(manifest: Manifest, registry: TaskRegistry | None, registry_problem: str | None) -> tuple[str, str]:
+def catalog_status(
+    manifest: Manifest, registry: TaskRegistry | None, registry_problem: str | None
+) -> tuple[CatalogStatus, str]:
     """TRTMC's catalog status and its reason, as catalog.py would say it."""
     if manifest.layout != "families":
         return "n/a", "the older layout has no benchmark catalog"

@@ -51,7 +51,7 @@ VIDEO_INPUT = MarkerGroup(
 )
 # Frames carry time: a timestamp tied to a frame or video, a temporal grid, or temporal position ids. A bare
 # `timestamp` (logging, a request record) is no evidence, nor is `temporal_patch_size` alone: image-only Qwen-VL
-# families have it as patch layout (one frame duplicated, trtmc.md section 2).
+# families have it as patch layout (one image duplicated into a two-frame patch).
 TIME_AXIS = MarkerGroup(
     "a time axis (frame timestamps, a temporal grid or temporal positions)",
     (

@@ -37,9 +37,9 @@ class ManifestText:
         for index in range(start, len(self.lines)):
             line = self.lines[index]
             position = line.find(needle)
-            if position >= 0 and line[position + len(needle) :].lstrip().startswith(":"):
-                if value is None or value in line:
-                    return index
+            is_key = position >= 0 and line[position + len(needle) :].lstrip().startswith(":")
+            if is_key and (value is None or value in line):
+                return index
         return None
 
     def evidence(self, key: str, shows: str, start: int = 0, value: str | None = None) -> Evidence:

@@ -8,13 +8,14 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import UserError
 from ..results import Layout, Skipped
 
 NEW_MANIFEST_GLOB = "families/*/tests/manifests/*.json"
 OLD_MANIFEST_GLOB = "tests/e2e/models/*/manifests/*.json"
 
 
-class NotACheckout(Exception):
+class NotACheckout(UserError):
     """The path given is missing or is not a TRTMC checkout; the message names it and the fix."""
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..results import VariantKind
 from .catalog import parallel_sizes
 from .manifest import Manifest
 
@@ -15,11 +16,11 @@ def _words(name: str) -> list[str]:
     return [w for w in re.split(r"[-_.]", name.lower()) if w]
 
 
-def variant_kinds(manifest: Manifest) -> list[str]:
+def variant_kinds(manifest: Manifest) -> list[VariantKind]:
     name = manifest.profile
     words = _words(name)
     data = manifest.data
-    kinds: list[str] = []
+    kinds: list[VariantKind] = []
     tp, cp = parallel_sizes(manifest)
     if tp > 1 or re.search(r"(^|-)tp\d+($|-)", name):
         kinds.append("tp")
@@ -31,7 +32,8 @@ def variant_kinds(manifest: Manifest) -> list[str]:
     # TRTMC names L0 (smoke) profiles "-l0"; a full checkpoint whose testcases run in the L0 tier stays a model.
     if "l0" in words:
         kinds.append("l0")
-    # TRTMC marks regression-test profiles with "-regression-"; a regression *model* (a Task about regression) is not one.
+    # TRTMC marks regression-test profiles with "-regression-"; a regression *model* (a Task about regression) is
+    # not one.
     if "-regression-" in name and "regression" not in manifest.task:
         kinds.append("regression")
     if "random" in words or "random" in _words(str(data.get("hf_id", ""))):

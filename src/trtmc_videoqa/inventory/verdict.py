@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..results import Evidence, GapEvidence
+from ..results import Evidence, GapEvidence, Verdict
 from .family_source import SINGLE_IMAGE, TIME_AXIS, VIDEO_INPUT, FamilyScan
 from .inputs import FRAME_COUNT_KEYS, FRAME_KEYS, IMAGE_KEYS, IMAGES_KEYS, InputFacts
 from .tasks import NON_GENERATIVE_OUTPUTS, VISUAL_INPUTS, Contract
@@ -12,7 +12,7 @@ from .tasks import NON_GENERATIVE_OUTPUTS, VISUAL_INPUTS, Contract
 
 @dataclass
 class Judgement:
-    verdict: str
+    verdict: Verdict
     gap: str | None
     in_group: bool
     group_reason: str
@@ -81,7 +81,6 @@ def judge(facts: RowFacts) -> Judgement:
 
 def _decide(facts: RowFacts, output: str, visual: set[str], frames: list[Evidence]) -> Judgement:
     task_line = [facts.task_evidence]
-    scan = facts.scan
     if output == "video":
         return Judgement(
             "video-generation",
@@ -103,19 +102,7 @@ def _decide(facts: RowFacts, output: str, visual: set[str], frames: list[Evidenc
     if output in ("text", "decision") and visual:
         return _image_judgement(facts, output)
     if output == "image":
-        gap = "edits images; no video in or out" if visual else "generates images from text; no video in or out"
-        absent = ("frames",) if visual else ("image", "images", "frames")
-        judgement = Judgement(
-            "image-only",
-            gap,
-            False,
-            "",
-            task_line,
-            [*_no_visual_gaps(facts, absent, video_out=True), _frame_count_gap(facts)],
-        )
-        if "frames" in facts.inputs.kinds:
-            judgement.ambiguities.append("a testcase sends ordered frames, but the Task's contract gives an image")
-        return judgement
+        return _image_output_judgement(facts, visual)
     if output in NON_GENERATIVE_OUTPUTS:
         judgement = Judgement("not-generative", f"returns {output}, not an answer", False, "", task_line)
         if visual:
@@ -143,6 +130,23 @@ def _decide(facts: RowFacts, output: str, visual: set[str], frames: list[Evidenc
     return judgement
 
 
+def _image_output_judgement(facts: RowFacts, visual: set[str]) -> Judgement:
+    """A Task that gives an image: it edits images (visual input) or generates them from text."""
+    gap = "edits images; no video in or out" if visual else "generates images from text; no video in or out"
+    absent = ("frames",) if visual else ("image", "images", "frames")
+    judgement = Judgement(
+        "image-only",
+        gap,
+        False,
+        "",
+        [facts.task_evidence],
+        [*_no_visual_gaps(facts, absent, video_out=True), _frame_count_gap(facts)],
+    )
+    if "frames" in facts.inputs.kinds:
+        judgement.ambiguities.append("a testcase sends ordered frames, but the Task's contract gives an image")
+    return judgement
+
+
 def _frames_judgement(facts: RowFacts, output: str, frames: list[Evidence]) -> Judgement:
     scan = facts.scan
     evidence = [facts.task_evidence, *frames]
@@ -166,7 +170,7 @@ def _frames_judgement(facts: RowFacts, output: str, frames: list[Evidence]) -> J
         if scan is None or not scan.found
         else "the family's model code shows no time axis for the frames"
     )
-    verdict = "partial" if output == "decision" else "image-only"
+    verdict: Verdict = "partial" if output == "decision" else "image-only"
     judgement = Judgement(
         verdict, f"frames reach the Task, but {why}: they may be independent image calls", False, "", evidence, missing
     )

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from os import PathLike
 
+from ..errors import UserError
 
-class ClipError(Exception):
+
+class ClipError(UserError):
     """A clip that cannot be used, with a message that names the file, the problem and the fix.
 
     ``str(error)`` reads like "clip /x/y.mp4 is truncated: ...; re-export or re-download it".

@@ -1,13 +1,13 @@
 """Decoded pixels: the frames at chosen indices, and a hash of every frame's RGB pixels.
 
 Clips are a few seconds long, so each call decodes the clip once from the start and picks what it needs
-(seeking lands on the previous keyframe anyway, which for a typical x264 clip is frame 0; media.md §2.5).
+(seeking lands on the previous keyframe anyway, which for a typical x264 clip is frame 0).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import closing
 
 import av
@@ -49,7 +49,7 @@ def decoded_rgb_sha256(source: ClipSource, *, max_bytes: int = DEFAULT_MAX_BYTES
     """sha256 over every frame's RGB24 pixels (rows packed, frames in presentation order).
 
     A secondary identity: it survives a re-mux, but RGB conversion may change between FFmpeg versions, so the
-    file's sha256 stays the primary one (media.md §2.5).
+    file's sha256 stays the primary one.
     """
     data, clip = load_clip(source, max_bytes=max_bytes)
     digest = hashlib.sha256()
@@ -58,7 +58,7 @@ def decoded_rgb_sha256(source: ClipSource, *, max_bytes: int = DEFAULT_MAX_BYTES
     return digest.hexdigest()
 
 
-def _frames(data: bytes, clip: str) -> Iterator[av.VideoFrame]:
+def _frames(data: bytes, clip: str) -> Generator[av.VideoFrame, None, None]:
     with open_video(data, clip) as (container, stream):
         try:
             yield from container.decode(stream)

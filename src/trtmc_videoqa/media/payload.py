@@ -1,6 +1,6 @@
 """The chat request that carries a clip: data URL, body, its exact encoded size, and the server's body limit.
 
-The body is what AIPerf sends (aiperf.md §3): one user message whose content is the question as a text part,
+The body is what AIPerf sends for a video request: one user message whose content is the question as a text part,
 then the clip as a ``video_url`` part holding a base64 data URL.
 """
 

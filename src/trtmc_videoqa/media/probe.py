@@ -1,6 +1,6 @@
 """Probe one clip: the container's claims, the true frame count, and a decode check of the first and last frame.
 
-Cost (media.md §2.3): demuxing packets is about a millisecond; decoding is what costs, so by default only the
+Cost: demuxing a short clip's packets takes about a millisecond; decoding is what costs, so by default only the
 first frame and the run from the last keyframe to the end are decoded. ``decode_all`` decodes every frame.
 """
 
@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import dataclass
 from fractions import Fraction
 from os import PathLike
+from typing import cast
 
 import av
 import av.error
@@ -23,6 +24,7 @@ from .manifest import (
     CodecInfo,
     DurationSource,
     FpsSource,
+    FrameCountMethod,
     ProbeTool,
 )
 from .source import DEFAULT_MAX_BYTES, REEXPORT, audio_codec, decode_failure, open_video, read_clip_bytes
@@ -137,9 +139,11 @@ def _check_first_and_last(stream: av.VideoStream, packets: list[av.Packet], clip
     return _Counted(len(packets), min(timestamps, default=None), last_pts, tail_from=start if tail else None)
 
 
-def _decoder_without_references(stream: av.VideoStream) -> av.CodecContext:
+def _decoder_without_references(stream: av.VideoStream) -> av.VideoCodecContext:
     """A second decoder of the stream's codec and parameters that outputs frames whose references it lacks."""
-    decoder = av.CodecContext.create(stream.codec_context.name, "r")
+    # A video stream's codec name makes a video decoder; PyAV's stub can only type a name known at run time as the
+    # base CodecContext.
+    decoder = cast(av.VideoCodecContext, av.CodecContext.create(stream.codec_context.name, "r"))
     decoder.extradata = stream.codec_context.extradata
     decoder.options = dict(_TAIL_OPTIONS)
     return decoder
@@ -164,6 +168,15 @@ def _decode_every_frame(
     return _Counted(count, first, last), (pixels.hexdigest() if pixels is not None else None)
 
 
+@dataclass(frozen=True)
+class _Timeline:
+    fps: Fraction
+    fps_source: FpsSource
+    first_pts_s: float
+    last_pts_s: float
+    frames_span_s: float  # from the first frame's start to the last frame's end
+
+
 def _manifest(
     clip: str,
     data: bytes,
@@ -172,9 +185,57 @@ def _manifest(
     packets: list[av.Packet],
     counted: _Counted,
     *,
-    method: str,
+    method: FrameCountMethod,
     rgb_sha256: str | None,
 ) -> ClipManifest:
+    timeline = _timeline(container, stream, packets, counted)
+    duration_s, duration_source = _duration(container, stream, timeline.frames_span_s)
+    bit_rate, bit_rate_source = _bit_rate(stream, len(data), duration_s)
+    declared = stream.frames or 0
+    mismatch = declared > 0 and declared != counted.frames
+    decoder = stream.codec_context
+    audio = container.streams.audio
+    fps = timeline.fps
+    return ClipManifest(
+        path=clip,
+        sha256=hashlib.sha256(data).hexdigest(),
+        bytes=len(data),
+        container=container.format.name,
+        container_long_name=container.format.long_name,
+        codec=_codec_info(decoder),
+        width=decoder.width,
+        height=decoder.height,
+        fps=f"{fps.numerator}/{fps.denominator}",
+        fps_float=float(fps),
+        fps_source=timeline.fps_source,
+        duration_s=duration_s,
+        duration_source=duration_source,
+        start_time_s=_start_time(container, stream, timeline.first_pts_s),
+        frames_declared=declared,
+        frames_counted=counted.frames,
+        frame_count_method=method,
+        frames_mismatch=mismatch,
+        frames_mismatch_message=(
+            f"the container declares {declared} frames but {counted.frames} were counted ({method}); "
+            "its index disagrees with its content: re-export the clip"
+            if mismatch
+            else None
+        ),
+        first_pts_s=timeline.first_pts_s,
+        last_pts_s=timeline.last_pts_s,
+        frames_span_s=timeline.frames_span_s,
+        bit_rate=bit_rate,
+        bit_rate_source=bit_rate_source,
+        audio=audio_codec(audio[0]) if audio else None,
+        decoded_rgb_sha256=rgb_sha256,
+        probe_tool=probe_tool(),
+    )
+
+
+def _timeline(
+    container: av.container.InputContainer, stream: av.VideoStream, packets: list[av.Packet], counted: _Counted
+) -> _Timeline:
+    """The frame rate and the first and last frames' times, from the timestamps (or from the rate when none)."""
     time_base = stream.time_base or Fraction(1, 1)
     if counted.first_pts is not None and counted.last_pts is not None:
         first_pts_s = _seconds(counted.first_pts * time_base)
@@ -187,58 +248,23 @@ def _manifest(
         last_pts_s = _seconds(first_pts_s + (counted.frames - 1) / fps)
         frame_duration = float(1 / fps)
     frames_span_s = _seconds(last_pts_s + frame_duration - first_pts_s)
-    duration_s, duration_source = _duration(container, stream, frames_span_s)
-    bit_rate, bit_rate_source = _bit_rate(stream, len(data), duration_s)
-    declared = stream.frames or 0
-    mismatch = declared > 0 and declared != counted.frames
-    decoder = stream.codec_context
-    audio = container.streams.audio
-    return ClipManifest(
-        path=clip,
-        sha256=hashlib.sha256(data).hexdigest(),
-        bytes=len(data),
-        container=container.format.name,
-        container_long_name=container.format.long_name,
-        codec=CodecInfo(
-            decoder=decoder.name,
-            name=decoder.codec.canonical_name,
-            long_name=decoder.codec.long_name,
-            profile=decoder.profile,
-            pix_fmt=decoder.pix_fmt,
-        ),
-        width=decoder.width,
-        height=decoder.height,
-        fps=f"{fps.numerator}/{fps.denominator}",
-        fps_float=float(fps),
-        fps_source=fps_source,
-        duration_s=duration_s,
-        duration_source=duration_source,
-        start_time_s=_start_time(container, stream, first_pts_s),
-        frames_declared=declared,
-        frames_counted=counted.frames,
-        frame_count_method=method,
-        frames_mismatch=mismatch,
-        frames_mismatch_message=(
-            f"the container declares {declared} frames but {counted.frames} were counted ({method}); "
-            "its index disagrees with its content: re-export the clip"
-            if mismatch
-            else None
-        ),
-        first_pts_s=first_pts_s,
-        last_pts_s=last_pts_s,
-        frames_span_s=frames_span_s,
-        bit_rate=bit_rate,
-        bit_rate_source=bit_rate_source,
-        audio=audio_codec(audio[0]) if audio else None,
-        decoded_rgb_sha256=rgb_sha256,
-        probe_tool=probe_tool(),
+    return _Timeline(fps, fps_source, first_pts_s, last_pts_s, frames_span_s)
+
+
+def _codec_info(decoder: av.VideoCodecContext) -> CodecInfo:
+    return CodecInfo(
+        decoder=decoder.name,
+        name=decoder.codec.canonical_name,
+        long_name=decoder.codec.long_name,
+        profile=decoder.profile,
+        pix_fmt=decoder.pix_fmt,
     )
 
 
 def _frame_rate(stream: av.VideoStream, frames: int, span_s: float) -> tuple[Fraction, FpsSource]:
     """The container's own rate that the frames' timestamps bear out, else the rate they measure.
 
-    average_rate first (a GIF measured base_rate 100 but average_rate 50, media.md §2.4), but only when the span
+    average_rate first (a GIF measured here had base_rate 100 but average_rate 50), but only when the span
     it predicts for the frames is within 1.5 frames of theirs: a GIF whose delays alternate 4 and 5 cs (24 fps)
     reports average_rate 25 and guessed_rate 24, while an MPEG-PS stamp one frame late keeps its 24."""
     measured = (frames - 1) / span_s if frames > 1 and span_s > 0 else None

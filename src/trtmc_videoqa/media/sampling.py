@@ -1,6 +1,6 @@
 """Frame-sampling policies as data, and the pure planning that turns one into exact frame indices.
 
-"Uniform 8" is not one definition (media.md §2.5): Qwen rounds linspace positions to the nearest frame, vLLM's
+"Uniform 8" is not one definition: Qwen rounds linspace positions to the nearest frame, vLLM's
 OpenCV loader truncates them, so every policy names its rounding rule and who applies it.
 
 Spec syntax (what ``SamplingPolicy.parse`` reads and ``SamplingPolicy.spec`` writes)::
@@ -12,7 +12,7 @@ Spec syntax (what ``SamplingPolicy.parse`` reads and ``SamplingPolicy.spec`` wri
 - ``uniform:N``: N frames spread evenly, first and last frame included.
 - ``fps:F``: ``frame_count / source_fps * F`` frames, clamped to [min, max] and to the clip, then floored to a
   whole number (to an even one with ``even``); spread like uniform. Qwen's defaults read
-  ``fps:2,round,min=4,max=768,even`` (media.md §5.4).
+  ``fps:2,round,min=4,max=768,even``.
 - ``round`` (default): nearest frame, halves to even, as Qwen does; ``floor``: truncate, as vLLM's OpenCV loader does.
 - ``even``: the count is a multiple of 2 because the vision encoder packs two frames per temporal patch
   (frame_factor 2). For ``uniform`` an odd N is rounded to an even one the way Qwen rounds an explicit count.
@@ -173,7 +173,7 @@ class SamplingPolicy(BaseModel):
 
 
 class ResolvedSampling(BaseModel):
-    """What a policy picks from one clip: "the model saw frames 0,16,31,47" (media.md §7.3)."""
+    """What a policy picks from one clip, for the report to say "the model saw frames 0,16,31,47"."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

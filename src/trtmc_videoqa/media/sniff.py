@@ -8,6 +8,7 @@ before FFmpeg sees them. Pure functions; no FFmpeg.
 from __future__ import annotations
 
 import struct
+from os import PathLike
 from pathlib import PurePath
 
 _ISO_BOX_TYPES = {b"ftyp", b"moov", b"mdat", b"free", b"skip", b"wide", b"pnot"}
@@ -55,7 +56,7 @@ def sniff_mime(data: bytes) -> str | None:
     return None
 
 
-def mime_for_suffix(path: str | PurePath) -> str | None:
+def mime_for_suffix(path: str | PathLike[str]) -> str | None:
     """The MIME type conventionally used for a file name's extension, or None."""
     return _MIME_BY_SUFFIX.get(PurePath(path).suffix.lower())
 

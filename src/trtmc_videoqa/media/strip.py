@@ -35,7 +35,8 @@ def write_strip(
     band = _band_height(font)
     strip = Image.new("RGB", (width * len(frames), height + band), _BAND_COLOUR)
     draw = ImageDraw.Draw(strip)
-    for slot, (pixels, index, seconds) in enumerate(zip(frames, indices, resolved_sampling.timestamps_s)):
+    labels = zip(frames, indices, resolved_sampling.timestamps_s, strict=False)
+    for slot, (pixels, index, seconds) in enumerate(labels):
         strip.paste(Image.fromarray(pixels, "RGB"), (slot * width, 0))
         draw.text((slot * width + 2, height + 1), f"#{index} {seconds:.2f}s", fill=_LABEL_COLOUR, font=font)
     out = Path(out_png)

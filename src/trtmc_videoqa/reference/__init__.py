@@ -13,7 +13,8 @@ Choices, in brief:
   ``handler_ms`` the whole route from arrival. The data URL is parsed (and refused) before the timed section.
 - Fault positions count chat requests from 1 in arrival order, whatever their outcome: the error rate answers
   request n with ``error_status`` (500 unless set) when floor(n*rate) > floor((n-1)*rate) (after the body
-  validated); ``crash_after=N`` answers N requests and calls os._exit(CRASH_EXIT_CODE) when request N+1 arrives, leaving it unanswered.
+  validated); ``crash_after=N`` answers N requests and calls os._exit(CRASH_EXIT_CODE) when request N+1 arrives,
+  leaving it unanswered.
 - Records: one JSONL line per chat request (RequestRecord), flushed as it finishes; a client that reuses an
   X-Request-ID gets one line per request, told apart by ``sequence``.
 """

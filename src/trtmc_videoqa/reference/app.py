@@ -28,7 +28,7 @@ from .body import read_body_limited
 from .chat_request import ChatRequest, parse_chat_request
 from .clip import RequestClip, clip_from_data_url
 from .config import ReferenceConfig
-from .errors import RequestRejected
+from .errors import ApiKeyEnvUnset, RequestRejected
 from .faults import FaultPlan
 from .identity import IdentityMiddleware
 from .labels import TEST_DOUBLE_LABEL
@@ -185,7 +185,7 @@ def _api_key(config: ReferenceConfig) -> str | None:
         return None
     key = os.environ.get(config.api_key_env)
     if not key:
-        raise ValueError(f"--api-key-env {config.api_key_env}: that environment variable is empty or unset")
+        raise ApiKeyEnvUnset(f"--api-key-env {config.api_key_env}: that environment variable is empty or unset")
     return key
 
 

@@ -45,7 +45,7 @@ def clip_from_data_url(url: str) -> RequestClip:
 
 
 def _frame_count_and_rate(data: bytes) -> tuple[int, Fraction]:
-    # Demuxed non-empty packets equal decoded frames for every clip measured (media.md §2.4), at ~1 ms.
+    # Demuxed non-empty packets equal decoded frames for every clip measured (see media/probe.py), at ~1 ms.
     with open_video(data, REQUEST_CLIP) as (container, stream):
         count = sum(1 for packet in container.demux(stream) if packet.size > 0)
         rate = stream.average_rate or stream.guessed_rate or Fraction(1)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..errors import UserError
 from ..media import SamplingPolicy
 from ..net import is_loopback_host
 from .labels import DEFAULT_MODEL_NAME
@@ -16,7 +17,7 @@ DEFAULT_SAMPLING_POLICY = "uniform:16"
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 
 
-class NonLoopbackHostError(ValueError):
+class NonLoopbackHostError(UserError, ValueError):
     """The endpoint was asked to listen beyond this machine without saying so explicitly."""
 
 

@@ -1,6 +1,9 @@
-"""The one exception the reference endpoint raises for a request it refuses, carrying the HTTP answer."""
+"""The exceptions of the reference endpoint: a request it refuses (carrying the HTTP answer), and a setting it cannot
+start with."""
 
 from __future__ import annotations
+
+from ..errors import UserError
 
 
 class RequestRejected(Exception):
@@ -11,3 +14,7 @@ class RequestRejected(Exception):
         self.message = message
         self.error_type = error_type
         super().__init__(message)
+
+
+class ApiKeyEnvUnset(UserError, ValueError):
+    """--api-key-env names an environment variable that is empty or unset."""

@@ -11,8 +11,8 @@ DEFAULT_MODEL_NAME = "trtmc-videoqa-reference"
 SERVED_BY_HEADER = "X-Served-By"
 REQUEST_ID_HEADER = "X-Request-ID"
 
-# The server's own task time, in the shape perf_serving uses (trtmc.md §3.3). The qualification step records
-# which field it read, so the name lives here, once.
+# The server's own task time, in the shape TRTMC's perf_serving reports it: `trtmc_timing.model_call_ms` in each
+# response. The qualification step records which field it read, so the name lives here, once.
 TIMING_FIELD = "trtmc_timing"
 TASK_TIME_KEY = "model_call_ms"
 TASK_TIME_FIELD = f"{TIMING_FIELD}.{TASK_TIME_KEY}"

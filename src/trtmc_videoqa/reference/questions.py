@@ -9,6 +9,7 @@ a shuffled or spliced clip cannot pass for the forward one.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -143,7 +144,7 @@ def _appearance(track: SceneTrack) -> str | Unclear:
     if all(visible):
         return "whole-time"
     # Exactly one change of visibility: it comes and stays, or goes and stays gone; anything else is no story.
-    changes = sum(before != after for before, after in zip(visible, visible[1:]))
+    changes = sum(before != after for before, after in itertools.pairwise(visible))
     if changes != 1:
         return Unclear(f"the blue square's visibility changes {changes} times over the sampled frames")
     return "disappears" if visible[0] else "appears"

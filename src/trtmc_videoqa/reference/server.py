@@ -29,8 +29,9 @@ STOP_TIMEOUT_S = 10.0
 def bind_socket(config: ReferenceConfig) -> socket.socket:
     check_loopback(config.host, allow_non_loopback=config.allow_non_loopback)
     family, kind, proto, _, address = socket.getaddrinfo(config.host, config.port, type=socket.SOCK_STREAM)[0]
-    # "localhost" could resolve anywhere; what is bound must be loopback too.
-    check_loopback(address[0], allow_non_loopback=config.allow_non_loopback)
+    # "localhost" could resolve anywhere; what is bound must be loopback too. An IPv4 or IPv6 address is a
+    # (host, port, ...) tuple whose host is a str; str() says so to the type checker.
+    check_loopback(str(address[0]), allow_non_loopback=config.allow_non_loopback)
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..atomic_write import write_model_atomic, write_text_atomic
+from ..errors import UserError
 from ..results import Report, ResultRow
 from .html import render_html
 from .junit import render_junit
@@ -16,7 +17,7 @@ from .markdown import render_markdown, render_step_summary
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
 
-class ReportInputError(Exception):
+class ReportInputError(UserError):
     """An artifact directory without results, or a result file that does not parse."""
 
 

@@ -20,7 +20,8 @@ _STATUS_COLOURS = {
     "blocked": "#9a6700",
     "failed": "#cf222e",
 }
-_STYLE = """body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#1f2328}table{border-collapse:collapse;margin:1em 0}
+_STYLE = """body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#1f2328}\
+table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f6f8fa}
 .status{color:#fff;border-radius:4px;padding:1px 6px;white-space:nowrap}.note{background:#fff8c5;padding:.6em 1em;
 border:1px solid #d4a72c;border-radius:6px}img.strip{max-width:100%;image-rendering:pixelated;border:1px solid #d0d7de}

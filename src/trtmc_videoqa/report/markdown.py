@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..results import Report, ResultRow
+from ..results import Report, ResultRow, SamplingFacts
 
 
 def served_by_test_double(row: ResultRow) -> bool:
@@ -73,14 +73,14 @@ def _row_details(row: ResultRow) -> list[str]:
         )
     for clip_id, clip in row.clips.items():
         out.append(
-            f"- Clip `{clip_id}`: {clip.get('frames_counted')} frames, {clip.get('width')}x{clip.get('height')}, "
-            f"{clip.get('duration_s')} s at {clip.get('fps')} fps, sha256 {str(clip.get('sha256'))[:12]}"
+            f"- Clip `{clip_id}`: {clip.frames_counted} frames, {clip.width}x{clip.height}, "
+            f"{clip.duration_s} s at {clip.fps} fps, sha256 {clip.sha256[:12]}"
         )
-    if row.sampling:
-        applied = row.sampling.get("applied_by_server") or row.sampling.get("policy")
-        out.append(f"- Sampling: `{applied}` applied by the {row.sampling.get('where')}")
-        if row.sampling.get("mismatch"):
-            out.append(f"- Sampling mismatch: {row.sampling['mismatch']}")
+    if isinstance(row.sampling, SamplingFacts):  # else {}: the row ran nothing
+        sampling = row.sampling
+        out.append(f"- Sampling: `{sampling.applied_by_server or sampling.policy}` applied by the {sampling.where}")
+        if sampling.mismatch:
+            out.append(f"- Sampling mismatch: {sampling.mismatch}")
     if row.provenance:
         p = row.provenance
         source = f" ({p.settings['precision_source']})" if "precision_source" in p.settings else ""

@@ -73,7 +73,11 @@ def check_capability(
             latency_ms=(time.perf_counter() - start) * 1000,
             detail=f"no answer from {url}: {type(error).__name__}: {error}",
         )
-    latency = (time.perf_counter() - start) * 1000
+    return _judged_response(response, request_id, (time.perf_counter() - start) * 1000)
+
+
+def _judged_response(response: httpx.Response, request_id: str, latency: float) -> CapabilityResult:
+    """Accepted (a non-empty chat answer), rejected (a refusal of the content) or failed, from the response."""
     served_by = response.headers.get("x-served-by")
     text = response.text[:_EXCERPT]
     if response.status_code != 200:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -108,10 +109,8 @@ class ServerProcess:
                 break
             except subprocess.TimeoutExpired:
                 continue
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)  # anything the server left behind in its group
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -125,5 +124,5 @@ def served_model(url: str, fallback: str, *, api_key: str | None = None) -> str:
             models = client.get(url.rstrip("/") + "/v1/models", headers=headers).json().get("data") or []
     except (httpx.HTTPError, ValueError, AttributeError):
         return fallback
-    ids = [m.get("id") for m in models if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    ids = [model_id for m in models if isinstance(m, dict) and isinstance(model_id := m.get("id"), str)]
     return ids[0] if len(ids) == 1 else fallback

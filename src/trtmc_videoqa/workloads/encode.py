@@ -43,7 +43,7 @@ def write_h264_mp4(
     """Encode ``frames`` (arrays in ``frame_format``) in the given order, video only.
 
     Every frame is a fresh VideoFrame with pts = its index in a 1/fps time base: reusing decoded frames with
-    their old timestamps, or none, gives a broken file (media.md section 2.3).
+    their old timestamps, or none, gives a broken file (the muxer gets pts that repeat or are missing).
     """
     path = Path(path)
     time_base = Fraction(1, fps)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from ..digests import file_sha256
+from ..errors import UserError
 from .digest import workload_digest
 from .model import Clip, Question, RenderedPrompt, WorkloadFile
 from .prompts import rendered_prompt
@@ -21,7 +22,7 @@ WORKLOAD_FILE_NAME = "workload.json"
 SEAL_COMMAND = "python -m trtmc_videoqa.workloads.seal"
 
 
-class WorkloadError(ValueError):
+class WorkloadError(UserError, ValueError):
     """A workload file that cannot be used; the message names the file and the fix."""
 
 

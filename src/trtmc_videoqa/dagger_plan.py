@@ -1,0 +1,205 @@
+"""What the Dagger module builds, as plain data: paths, pins, environments, labels and cache keys.
+
+Everything here is pure Python and imports no Dagger code, so it is tested without the SDK; ``dagger_module``
+turns these values into containers. Pinned versions come from ``containers/pins.toml``, read with the package's own
+pins loader from this module's own source tree (the engine loads the module from that tree, so the file is there,
+and the tests read the same file without an engine).
+"""
+
+import os
+import re
+from pathlib import Path
+
+from . import __version__
+from .digests import file_sha256
+from .pins import PIN_FILE_ENV, PIN_FILE_NAME, ImagePin, Pins, default_pin_file, load_pins
+
+# --- where things are inside the containers (the recipes in containers/ use the same paths) ----------------------
+PACKAGE_DIR = "/opt/trtmc-videoqa/src"  # this repository: pyproject.toml, README.md, src/, containers/
+RECIPES = f"{PACKAGE_DIR}/containers"
+CPU_VENV = "/opt/trtmc-videoqa/venv"
+AIPERF_VENV = "/opt/aiperf"  # the published aiperf, in an environment of its own
+TRTMC_SRC = "/opt/trtmc/src"
+TRTMC_BUILD = "/opt/trtmc/build"
+TRTMC_VENV = "/opt/venv"  # TRTMC's Python environment; this package is installed into it too
+ARTIFACTS = "/artifacts"
+TRTMC_MOUNT = "/trtmc"  # a TRTMC tree given to the CPU steps
+PIP_CACHE, CCACHE_DIR, HUB_CACHE, BUNDLE_CACHE = (
+    "/root/.cache/pip",
+    "/cache/ccache",
+    "/cache/huggingface",
+    "/cache/bundles",
+)
+GPU_LOCK = "/run/trtmc-videoqa-gpu"  # a LOCKED cache volume: one qualification exec at a time per engine
+
+DEFAULT_CUDA_ARCH = "90"  # sm_90: the H200
+DEFAULT_WORKLOAD = "bigbuckbunny"
+DEFAULT_STEP_LIMIT_S = 6 * 3600  # one checkpoint's whole chain: build, correctness, serve, AIPerf
+
+SOURCE_IGNORE = [
+    "*",
+    "!pyproject.toml",
+    "!README.md",
+    "!src",
+    "!containers",
+    "src/*.egg-info",
+    "**/__pycache__",
+    "**/*.pyc",
+    "**/.pytest_cache",
+]
+KEY_PREFIX = "TRTMC_VIDEOQA_KEY_"  # env vars that exist to key a qualification exec (see qualification_key)
+PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+MODULE_ROOT = Path(__file__).resolve().parents[2]
+WORKLOADS = Path(__file__).resolve().parent / "workloads" / "data"
+
+
+def pin_file() -> Path:
+    """$TRTMC_VIDEOQA_PINS, else containers/pins.toml of this module's source tree, else the package's default."""
+    if os.environ.get(PIN_FILE_ENV):
+        return Path(os.environ[PIN_FILE_ENV])
+    for root in (MODULE_ROOT, Path.cwd()):
+        candidate = root / "containers" / PIN_FILE_NAME
+        if candidate.is_file():
+            return candidate
+    return default_pin_file()
+
+
+def pins() -> Pins:
+    return load_pins(pin_file())
+
+
+def workload_sha256(name: str) -> str:
+    """sha256 of a built-in workload's file (it lists every clip's sha256): a key input of each qualification."""
+    path = WORKLOADS / name / "workload.json"
+    if not path.is_file():
+        known = ", ".join(sorted(p.name for p in WORKLOADS.iterdir() if (p / "workload.json").is_file()))
+        raise ValueError(f"workload {name!r} is not built in; choose one of: {known}")
+    return file_sha256(path)
+
+
+def check_profile(profile: str) -> str:
+    if not PROFILE_NAME.fullmatch(profile):
+        raise ValueError(f"profile {profile!r} is not a profile name (letters, digits, '.', '_', '-')")
+    return profile
+
+
+def cpu_env(p: Pins) -> dict[str, str]:
+    """The CPU image's environment; containers/cpu.Dockerfile sets the same (the tests compare them)."""
+    return {
+        "TRTMC_VIDEOQA_PINS": f"{RECIPES}/{PIN_FILE_NAME}",
+        "TRTMC_VIDEOQA_AIPERF": f"{AIPERF_VENV}/bin/aiperf",
+        "PATH": f"{CPU_VENV}/bin:${{PATH}}",
+    }
+
+
+def runtime_env(p: Pins) -> dict[str, str]:
+    """The runtime's environment, TRTMC's development image's where it has one; the runtime recipe sets the same."""
+    python = p.images["runtime"].python
+    return {
+        "DEBIAN_FRONTEND": "noninteractive",
+        "TRTMC_VIDEOQA_PINS": f"{RECIPES}/{PIN_FILE_NAME}",
+        "TRTMC_VIDEOQA_AIPERF": f"{AIPERF_VENV}/bin/aiperf",
+        "VIRTUAL_ENV": TRTMC_VENV,
+        "PATH": f"{TRTMC_BUILD}:{TRTMC_VENV}/bin:${{PATH}}",
+        "TRTMC_RUNTIME_ROOT": TRTMC_BUILD,
+        "TRTMC_MODEL_PLUGIN_DIR": f"{TRTMC_BUILD}/models",
+        "TRT_LIB_DIR": "/usr/lib/x86_64-linux-gnu",
+        "TRT_INC_DIR": "/usr/include/x86_64-linux-gnu",
+        "LD_LIBRARY_PATH": f"/usr/lib/x86_64-linux-gnu:{TRTMC_VENV}/lib/python{python}/site-packages/tvm_ffi/lib"
+        ":/usr/local/cuda/lib64",
+        "HF_HOME": HUB_CACHE,
+    }
+
+
+def image_labels(name: str, image: ImagePin, p: Pins) -> dict[str, str]:
+    labels = {
+        "org.opencontainers.image.title": f"trtmc-videoqa-{name}",
+        "org.opencontainers.image.base.name": image.base,
+        "io.github.trtmc-videoqa.base": image.provenance,  # "<base> (unpinned)" when no digest is pinned
+        "io.github.trtmc-videoqa.aiperf": p.aiperf.requirement,
+        "io.github.trtmc-videoqa.version": __version__,
+    }
+    if image.pinned:
+        labels["org.opencontainers.image.base.digest"] = image.digest
+    return labels
+
+
+def runtime_labels(p: Pins, cuda_arch: str) -> dict[str, str]:
+    """What the built runtime adds to its base image's labels: the TRTMC commit and the CUDA architecture."""
+    return {
+        "io.github.trtmc-videoqa.trtmc": f"{p.trtmc.repository}@{p.trtmc.commit}",
+        "io.github.trtmc-videoqa.cuda-arch": f"sm_{cuda_arch}",
+    }
+
+
+def ccache_volume(cuda_arch: str) -> str:
+    return f"trtmc-videoqa-ccache-sm{cuda_arch}"
+
+
+def bundle_volume(p: Pins, cuda_arch: str) -> str:
+    """The engine bundles' cache volume: one per TRTMC commit and CUDA architecture, so no bundle is reused wrongly."""
+    return f"trtmc-videoqa-bundles-{p.trtmc.commit[:12]}-sm{cuda_arch}"
+
+
+def qualification_argv(profile: str, workload: str, limit_s: int, force: bool) -> list[str]:
+    """One checkpoint's qualification exec: its whole step chain through containers/qualify-one.sh."""
+    argv = [
+        "sh",
+        f"{RECIPES}/qualify-one.sh",
+        profile,
+        TRTMC_SRC,
+        ARTIFACTS,
+        str(limit_s),
+        "--workload",
+        workload,
+        "--bundle-cache",
+        BUNDLE_CACHE,
+    ]
+    return argv + (["--force"] if force else [])
+
+
+def qualification_key(p: Pins, profile: str, workload: str, cuda_arch: str, nonce: str | None) -> dict[str, str]:
+    """What keys one checkpoint's exec, beside the image, the source and the argv that key it anyway."""
+    runtime = p.images["runtime"]
+    key = {
+        f"{KEY_PREFIX}PROFILE": profile,
+        f"{KEY_PREFIX}TRTMC_COMMIT": p.trtmc.commit,
+        f"{KEY_PREFIX}WORKLOAD": f"{workload} sha256:{workload_sha256(workload)}",
+        f"{KEY_PREFIX}VERSIONS": " ".join(
+            [
+                f"trtmc-videoqa=={__version__}",
+                p.aiperf.requirement,
+                f"runtime={runtime.provenance}",
+                f"python=={runtime.python}",
+                f"cuda-arch=sm_{cuda_arch}",
+                f"dagger={p.dagger.engine}",
+            ]
+        ),
+    }
+    if nonce is not None:
+        key[f"{KEY_PREFIX}NONCE"] = nonce  # --force: a deliberate re-measurement changes the key
+    return key
+
+
+def pin_lines(p: Pins, resolved: dict[str, str | None], notes: dict[str, str]) -> str:
+    """The pin file's [images.*] tables with the resolved digests; a digest not resolved stays as pinned."""
+    lines = []
+    for name, image in p.images.items():
+        digest = resolved.get(name) or image.digest
+        lines.append(f"[images.{name}]")
+        if name in notes:
+            lines.append(f"# {notes[name]}")
+        lines += [f'base = "{image.base}"', f'digest = "{digest}"', f'python = "{image.python}"', ""]
+    return "\n".join(lines)
+
+
+def resolution(reference: str) -> tuple[str | None, str]:
+    """The digest an image reference the registry gave names (None if it names none) and the note saying so."""
+    digest = reference.rpartition("@")[2]
+    if digest.startswith("sha256:"):
+        return digest, f"resolved from {reference}"
+    return None, f"no digest in {reference}"
+
+
+def unresolved_note(error: Exception) -> str:
+    return f"not resolved ({str(error).splitlines()[0][:160]}); digest left as pinned"
