@@ -2,7 +2,8 @@
 
 A red 8x8 square moves left to right over a dark background (64x48, 24 fps, 48 frames), so a test can read
 the square's position back from any decoded frame and check frame order. Fresh frames carry pts = index and
-time_base = 1/fps (media.md §2.3: re-using decoded frames' timestamps breaks the file).
+time_base = 1/fps: re-using the timestamps of decoded frames when encoding them again breaks the file.
+The session fixture that builds them all is `clips` in conftest.py.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from pathlib import Path
 
 import av
 import numpy as np
-import pytest
 from PIL import Image
 
 WIDTH, HEIGHT, FPS, FRAMES = 64, 48, 24, 48
@@ -111,9 +111,6 @@ class Clips:
     empty: Path
 
 
-_CLIPS: Clips | None = None
-
-
 def build_clips(root: Path) -> Clips:
     def clip(name: str, *args: str, **kwargs: object) -> Path:
         return write_clip(root / name, *args, **kwargs)  # type: ignore[arg-type]
@@ -142,12 +139,3 @@ def build_clips(root: Path) -> Clips:
         audio_only=write_audio_only(root / "speech.m4a"),
         empty=empty,
     )
-
-
-@pytest.fixture(scope="session")
-def clips(tmp_path_factory: pytest.TempPathFactory) -> Clips:
-    """Every test clip, made once per session (imported into each test module that needs them)."""
-    global _CLIPS
-    if _CLIPS is None:
-        _CLIPS = build_clips(tmp_path_factory.mktemp("media-clips"))
-    return _CLIPS

@@ -185,7 +185,7 @@ def test_locate_refuses_a_source_checkout(tmp_path: Path) -> None:
 
 
 def test_a_request_sent_in_the_wrong_phase_or_twice_is_not_trusted() -> None:
-    from trtmc_videoqa.endpoint_run import phase_problem
+    from trtmc_videoqa.request_join import phase_problem
 
     assert phase_problem("profiling", "profiling", 1) is None
     assert "'warmup' phase" in phase_problem("profiling", "warmup", 1)  # warmup never enters steady state
@@ -195,7 +195,7 @@ def test_a_request_sent_in_the_wrong_phase_or_twice_is_not_trusted() -> None:
 
 def test_the_servers_task_time_comes_from_its_response_else_its_records_by_request_id() -> None:
     from trtmc_videoqa.aiperf.exports import ClientRecord
-    from trtmc_videoqa.endpoint_run import server_task_time
+    from trtmc_videoqa.request_join import server_task_time
 
     records = {"req-1": {"request_id": "req-1", "handler_ms": 41.5}}
     plain = ClientRecord(session_id="s", x_request_id="req-1", phase="profiling")
@@ -207,11 +207,11 @@ def test_the_servers_task_time_comes_from_its_response_else_its_records_by_reque
 
 
 def test_a_records_file_with_lines_that_are_not_records_is_read_around_them(tmp_path: Path) -> None:
-    from trtmc_videoqa.endpoint_run import _records_by_request_id
+    from trtmc_videoqa.request_join import read_server_records
 
     records = tmp_path / "records.jsonl"
     records.write_text('[1, 2]\n"text"\nnot json\n{"request_id": "req-1", "handler_ms": 3.5}\n')
-    assert _records_by_request_id(records) == {"req-1": {"request_id": "req-1", "handler_ms": 3.5}}
+    assert read_server_records(records) == {"req-1": {"request_id": "req-1", "handler_ms": 3.5}}
 
 
 def test_server_records_must_name_a_file(tmp_path: Path) -> None:

@@ -11,41 +11,36 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import cli, no_traceback, one_message
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SUBCOMMANDS = ("inventory", "matrix", "qualify", "report", "probe", "serve-reference", "doctor", "schemas")
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trtmc_videoqa", *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env
-    )
-
-
 def assert_bad_input(done: subprocess.CompletedProcess[str], *needles: str) -> None:
     assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr + done.stdout
-    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    no_traceback(done)
+    message = one_message(done)
     for needle in needles:
-        assert needle in done.stderr
+        assert needle in message
 
 
 def test_version() -> None:
-    done = run_cli("--version")
+    done = cli("--version")
     assert done.returncode == 0 and done.stdout.startswith("trtmc-videoqa ")
 
 
 @pytest.mark.parametrize("command", SUBCOMMANDS)
 def test_each_subcommand_explains_itself(command: str) -> None:
-    lines = run_cli("--help").stdout.splitlines()
-    at = next(i for i, l in enumerate(lines) if l.split()[:1] == [command])
+    lines = cli("--help").stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:1] == [command])
     text = (lines[at].split(None, 1)[1:] or [lines[at + 1]])[0]  # argparse may wrap the help to the next line
     assert len(text.split()) >= 5  # a line a user understands, not just the name
-    assert run_cli(command, "--help").returncode == 0
+    assert cli(command, "--help").returncode == 0
 
 
 def test_inventory_writes_files_and_prints_a_summary(tmp_path: Path) -> None:
-    done = run_cli("inventory", "--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path))
+    done = cli("inventory", "--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "temporal-video-qa" in done.stdout and "capable of temporal video QA: vidqa-2b" in done.stdout
     assert "skipped" not in done.stdout  # said only when something was skipped
@@ -59,7 +54,7 @@ def test_inventory_summary_counts_skipped_manifests(tmp_path: Path) -> None:
     tree = tmp_path / "trtmc"
     shutil.copytree(FIXTURES / "trtmc_families", tree)
     (tree / "families" / "vlm" / "tests" / "manifests" / "not-a-file.json").mkdir()
-    done = run_cli("inventory", "--trtmc", str(tree), "--out", str(tmp_path / "out"))
+    done = cli("inventory", "--trtmc", str(tree), "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     assert "skipped 1 manifest(s), so no row" in done.stdout and "other path(s)" not in done.stdout
     skipped = json.loads((tmp_path / "out" / "inventory.json").read_text())["skipped"]
@@ -70,8 +65,8 @@ def test_inventory_summary_counts_skipped_manifests(tmp_path: Path) -> None:
 
 def test_inventory_against_an_earlier_run(tmp_path: Path) -> None:
     first = tmp_path / "first"
-    assert run_cli("inventory", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(first)).returncode == 0
-    done = run_cli(
+    assert cli("inventory", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(first)).returncode == 0
+    done = cli(
         "inventory",
         "--trtmc",
         str(FIXTURES / "trtmc_e2e"),
@@ -85,17 +80,17 @@ def test_inventory_against_an_earlier_run(tmp_path: Path) -> None:
 
 
 def test_missing_checkout(tmp_path: Path) -> None:
-    assert_bad_input(run_cli("inventory", "--trtmc", str(tmp_path / "nope")), "does not exist", "nope")
+    assert_bad_input(cli("inventory", "--trtmc", str(tmp_path / "nope")), "does not exist", "nope")
 
 
 def test_directory_that_is_not_trtmc(tmp_path: Path) -> None:
-    assert_bad_input(run_cli("inventory", "--trtmc", str(tmp_path)), "is not a TRTMC checkout", str(tmp_path))
+    assert_bad_input(cli("inventory", "--trtmc", str(tmp_path)), "is not a TRTMC checkout", str(tmp_path))
 
 
 def test_a_file_instead_of_a_checkout(tmp_path: Path) -> None:
     file = tmp_path / "x.txt"
     file.write_text("x")
-    assert_bad_input(run_cli("inventory", "--trtmc", str(file)), "is not a directory")
+    assert_bad_input(cli("inventory", "--trtmc", str(file)), "is not a directory")
 
 
 @pytest.mark.parametrize("content", ["{not json", json.dumps({"schema_version": "other"}), None])
@@ -103,22 +98,20 @@ def test_against_a_bad_inventory_file(tmp_path: Path, content: str | None) -> No
     old = tmp_path / "old.json"
     if content is not None:
         old.write_text(content)
-    done = run_cli(
-        "inventory", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(tmp_path / "o"), "--against", str(old)
-    )
+    done = cli("inventory", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(tmp_path / "o"), "--against", str(old))
     assert_bad_input(done, "--against", "old.json")
     assert not (tmp_path / "o").exists()  # refused before anything was written
 
 
 def test_malformed_manifest_is_a_row_and_the_audit_goes_on(tmp_path: Path) -> None:
-    done = run_cli("inventory", "--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path))
+    done = cli("inventory", "--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path))
     assert done.returncode == 0
     rows = {r["profile"]: r for r in json.loads((tmp_path / "inventory.json").read_text())["entries"]}
     assert rows["broken"]["verdict"] == "invalid" and "malformed JSON at line" in rows["broken"]["error"]
 
 
 def test_doctor_reports_the_pinned_aiperf() -> None:
-    done = run_cli("doctor", "--json")
+    done = cli("doctor", "--json")
     checks = {c["name"]: c for c in json.loads(done.stdout)}
     assert checks["aiperf"]["level"] == "ok" and "0.13.0" in checks["aiperf"]["detail"]
     assert checks["av (PyAV)"]["level"] == "ok"
@@ -127,7 +120,7 @@ def test_doctor_reports_the_pinned_aiperf() -> None:
 
 def test_doctor_names_a_missing_aiperf_and_the_fix(tmp_path: Path) -> None:
     env = dict(os.environ, TRTMC_VIDEOQA_AIPERF=str(tmp_path / "no-aiperf"))
-    done = run_cli("doctor", env=env)
+    done = cli("doctor", env=env)
     assert done.returncode == 1
     assert "FAIL  aiperf" in done.stdout and "pip install aiperf==0.13.0" in done.stdout
 
@@ -140,21 +133,21 @@ def test_doctor_sees_a_gpu_and_trtmc_and_names_a_docker_without_a_daemon(tmp_pat
     docker = tmp_path / "bin" / "docker"
     docker.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n")
     docker.chmod(0o755)
-    checks = {c["name"]: c for c in json.loads(run_cli("doctor", "--json", env=env).stdout)}
+    checks = {c["name"]: c for c in json.loads(cli("doctor", "--json", env=env).stdout)}
     assert checks["gpu"]["level"] == "ok" and "TEST DOUBLE" in checks["gpu"]["detail"]
     assert checks["trtmc"]["level"] == "ok" and str(tmp_path / "bin" / "trtmc-server") in checks["trtmc"]["detail"]
     assert checks["docker"]["level"] == "warn" and "no daemon answered" in checks["docker"]["detail"]
     assert "DOCKER_HOST" in checks["docker"]["fix"]
     bare = dict(os.environ, PATH=str(Path(sys.executable).parent))  # no docker, no GPU, no TRTMC on PATH
-    checks = {c["name"]: c for c in json.loads(run_cli("doctor", "--json", env=bare).stdout)}
+    checks = {c["name"]: c for c in json.loads(cli("doctor", "--json", env=bare).stdout)}
     assert (checks["gpu"]["level"], checks["docker"]["level"], checks["trtmc"]["level"]) == ("warn",) * 3
     assert "GPU runner" in checks["gpu"]["fix"] and "docker.io" in checks["docker"]["fix"]
 
 
 def test_matrix_lists_the_capable_profiles() -> None:
-    done = run_cli("matrix", "--trtmc", str(FIXTURES / "trtmc_families"))
+    done = cli("matrix", "--trtmc", str(FIXTURES / "trtmc_families"))
     assert done.returncode == 0 and json.loads(done.stdout) == ["vidqa-2b", "vidqa-2b-native"]
-    old = run_cli("matrix", "--trtmc", str(FIXTURES / "trtmc_e2e"))
+    old = cli("matrix", "--trtmc", str(FIXTURES / "trtmc_e2e"))
     assert json.loads(old.stdout) == ["oldvideo-7b"]
 
 
@@ -163,7 +156,7 @@ SYNTHETIC = Path(__file__).parents[1] / "src" / "trtmc_videoqa" / "workloads" / 
 
 def test_probe_prints_the_manifest_and_writes_a_strip(tmp_path: Path) -> None:
     strip = tmp_path / "strip.png"
-    done = run_cli("probe", str(SYNTHETIC / "synthetic-forward.mp4"), "--policy", "uniform:4", "--strip", str(strip))
+    done = cli("probe", str(SYNTHETIC / "synthetic-forward.mp4"), "--policy", "uniform:4", "--strip", str(strip))
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["manifest"]["frames_counted"] == 48 and data["manifest"]["fps"] == "24/1"
@@ -178,15 +171,15 @@ def test_probe_bad_clips_are_bad_input(tmp_path: Path, content: bytes | None) ->
     clip = tmp_path / "clip.mp4"
     if content is not None:
         clip.write_bytes(content)
-    assert_bad_input(run_cli("probe", str(clip)), "clip.mp4")
+    assert_bad_input(cli("probe", str(clip)), "clip.mp4")
 
 
 def test_probe_bad_policy_is_bad_input() -> None:
-    assert_bad_input(run_cli("probe", str(SYNTHETIC / "synthetic-forward.mp4"), "--policy", "every:other"), "--policy")
+    assert_bad_input(cli("probe", str(SYNTHETIC / "synthetic-forward.mp4"), "--policy", "every:other"), "--policy")
 
 
 def test_serve_reference_refuses_a_non_loopback_host() -> None:
-    assert_bad_input(run_cli("serve-reference", "--host", "0.0.0.0", "--port", "0"), "loopback")
+    assert_bad_input(cli("serve-reference", "--host", "0.0.0.0", "--port", "0"), "loopback")
 
 
 def test_serve_reference_serves_on_loopback(tmp_path: Path) -> None:
@@ -223,6 +216,38 @@ def test_probe_refuses_an_oversized_clip_and_max_bytes_raises_the_limit(tmp_path
 
     (tmp_path / "clips").mkdir()
     clip = build_clips(tmp_path / "clips").mp4
-    small = run_cli("probe", str(clip), "--max-bytes", "1000")
+    small = cli("probe", str(clip), "--max-bytes", "1000")
     assert_bad_input(small, "over the 1,000-byte limit", "--max-bytes")
-    assert run_cli("probe", str(clip), "--max-bytes", str(clip.stat().st_size)).returncode == 0
+    assert cli("probe", str(clip), "--max-bytes", str(clip.stat().st_size)).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--repeats", "0"),
+        ("--warmup", "-1"),
+        ("--concurrency", "0"),
+        ("--request-timeout", "0"),
+        ("--aiperf-wall-limit", "0"),
+        ("--body-limit", "0"),
+        ("--startup-timeout", "0"),
+    ],
+)
+def test_qualify_refuses_an_option_out_of_range(tmp_path: Path, option: str, value: str) -> None:
+    done = cli("qualify", "--dry-run", "--out", str(tmp_path), option, value)
+    assert_bad_input(done, "trtmc-videoqa qualify: ", option)
+    assert not list(tmp_path.iterdir())  # refused before anything was written
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [(("--port", "70000"), "port: "), (("--error-rate", "2"), "error_rate: "), (("--model-name", "x"), "reference")],
+)
+def test_serve_reference_refuses_a_setting_out_of_range(args: tuple[str, ...], needle: str) -> None:
+    assert_bad_input(cli("serve-reference", *args), "trtmc-videoqa serve-reference: ", needle)
+
+
+def test_qualify_cli_does_not_import_the_cli() -> None:
+    probe = "import sys, trtmc_videoqa.qualify_cli; print('trtmc_videoqa.cli' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr

@@ -117,7 +117,7 @@ def test_both_recipes_install_the_python_side_with_the_same_script_as_the_module
     from dagger import dag
     from test_dagger_module import execs, runs_script
 
-    from trtmc_videoqa import dagger_module
+    from trtmc_videoqa import dagger_plan
     from trtmc_videoqa.dagger_module import TrtmcVideoqa
 
     module = TrtmcVideoqa.create(source=dag.directory())
@@ -131,7 +131,7 @@ def test_both_recipes_install_the_python_side_with_the_same_script_as_the_module
         install = next(s for s in scripted if s[0].endswith("install-python.sh"))
         assert install[1] == image
         dockerfile_env = env_of(recipe)
-        module_env = dagger_module.cpu_env(PINS) if image == "cpu" else dagger_module.runtime_env(PINS)
+        module_env = dagger_plan.cpu_env(PINS) if image == "cpu" else dagger_plan.runtime_env(PINS)
         for name, value in module_env.items():
             assert dockerfile_env[name] == value.replace("${PATH}", "$PATH"), f"{image}: {name}"
         last = next(e for e in execs(containers[image]) if runs_script(e, "install-python.sh"))
@@ -139,7 +139,7 @@ def test_both_recipes_install_the_python_side_with_the_same_script_as_the_module
 
 
 def test_the_recipes_copy_what_the_module_uploads() -> None:
-    from trtmc_videoqa.dagger_module import SOURCE_IGNORE
+    from trtmc_videoqa.dagger_plan import SOURCE_IGNORE
 
     uploaded = {p[1:] for p in SOURCE_IGNORE if p.startswith("!")}
     for recipe in RECIPES.values():

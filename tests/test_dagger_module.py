@@ -23,7 +23,7 @@ import pytest
 dagger = pytest.importorskip("dagger")
 from dagger import dag  # noqa: E402
 
-from trtmc_videoqa import __version__, dagger_module  # noqa: E402
+from trtmc_videoqa import __version__, dagger_plan  # noqa: E402
 from trtmc_videoqa.dagger_module import TrtmcVideoqa  # noqa: E402
 from trtmc_videoqa.pins import load_pins  # noqa: E402
 
@@ -121,7 +121,7 @@ def execs(obj) -> list[Exec]:
 
 
 def runs_script(e: Exec, script: str) -> bool:
-    return e.argv[:2] == ["sh", f"{dagger_module.RECIPES}/{script}"]
+    return e.argv[:2] == ["sh", f"{dagger_plan.RECIPES}/{script}"]
 
 
 def qualification_execs(obj) -> list[Exec]:
@@ -129,7 +129,7 @@ def qualification_execs(obj) -> list[Exec]:
 
 
 def key_of(e: Exec) -> dict[str, str]:
-    return {k: v for k, v in e.env.items() if k.startswith(dagger_module.KEY_PREFIX)}
+    return {k: v for k, v in e.env.items() if k.startswith(dagger_plan.KEY_PREFIX)}
 
 
 def everything(obj) -> str:
@@ -199,31 +199,31 @@ def test_trtmc_is_fetched_by_the_pinned_commit_and_built_for_sm90(module) -> Non
         ]
     )
     build = next(e for e in execs(module.runtime()) if runs_script(e, "build-trtmc.sh"))
-    assert build.directories[dagger_module.TRTMC_SRC] == pinned_tree
-    assert build.argv[2:] == [dagger_module.TRTMC_SRC, dagger_module.TRTMC_BUILD, dagger_module.TRTMC_VENV]
+    assert build.directories[dagger_plan.TRTMC_SRC] == pinned_tree
+    assert build.argv[2:] == [dagger_plan.TRTMC_SRC, dagger_plan.TRTMC_BUILD, dagger_plan.TRTMC_VENV]
     assert build.env["TRTMC_CUDA_ARCH"] == "90"
-    assert build.env["CCACHE_DIR"] == dagger_module.CCACHE_DIR
-    assert build.mounts[dagger_module.CCACHE_DIR][0] == "trtmc-videoqa-ccache-sm90"
-    assert build.mounts[dagger_module.PIP_CACHE][0] == "trtmc-videoqa-pip"
+    assert build.env["CCACHE_DIR"] == dagger_plan.CCACHE_DIR
+    assert build.mounts[dagger_plan.CCACHE_DIR][0] == "trtmc-videoqa-ccache-sm90"
+    assert build.mounts[dagger_plan.PIP_CACHE][0] == "trtmc-videoqa-pip"
     other = next(e for e in execs(module.runtime(cuda_arch="100")) if runs_script(e, "build-trtmc.sh"))
     assert other.env["TRTMC_CUDA_ARCH"] == "100"
     # the audit reads the same pinned tree unless given another one
     audit = next(e for e in execs(module.inventory()) if runs_script(e, "inventory-rows.sh"))
-    assert audit.directories[dagger_module.TRTMC_MOUNT] == pinned_tree
+    assert audit.directories[dagger_plan.TRTMC_MOUNT] == pinned_tree
 
 
 def test_aiperf_is_the_pinned_release_from_the_package_index(module) -> None:
     assert PINS.aiperf.requirement == "aiperf==0.13.0"
     for container, image, target in (
-        (module.cpu(), "cpu", dagger_module.CPU_VENV),
-        (module.runtime(), "runtime", dagger_module.TRTMC_VENV),
+        (module.cpu(), "cpu", dagger_plan.CPU_VENV),
+        (module.runtime(), "runtime", dagger_plan.TRTMC_VENV),
     ):
         steps = execs(container)
         install = [e for e in steps if runs_script(e, "install-python.sh")]
         assert len(install) == 1
-        assert install[0].argv[2:] == [image, dagger_module.PACKAGE_DIR, target, dagger_module.AIPERF_VENV]
-        assert install[0].mounts[dagger_module.PIP_CACHE][0] == "trtmc-videoqa-pip"
-        assert install[0].env["TRTMC_VIDEOQA_AIPERF"] == f"{dagger_module.AIPERF_VENV}/bin/aiperf"
+        assert install[0].argv[2:] == [image, dagger_plan.PACKAGE_DIR, target, dagger_plan.AIPERF_VENV]
+        assert install[0].mounts[dagger_plan.PIP_CACHE][0] == "trtmc-videoqa-pip"
+        assert install[0].env["TRTMC_VIDEOQA_AIPERF"] == f"{dagger_plan.AIPERF_VENV}/bin/aiperf"
         # nothing installs aiperf any other way (a source checkout, another index, another version)
         assert not [e for e in steps if e is not install[0] and "aiperf" in " ".join(e.argv)]
     script = (REPO / "containers" / "install-python.sh").read_text()
@@ -236,12 +236,12 @@ def test_aiperf_is_the_pinned_release_from_the_package_index(module) -> None:
 def test_cache_volumes_are_for_pip_compiler_and_hub_never_results(module) -> None:
     q = qualification_execs(qualify(module, profile=["p1"]))[0]
     keys = {path: key for path, (key, _) in q.mounts.items()}
-    assert keys[dagger_module.PIP_CACHE] == "trtmc-videoqa-pip"
-    assert keys[dagger_module.CCACHE_DIR] == "trtmc-videoqa-ccache-sm90"
-    assert keys[dagger_module.HUB_CACHE] == "trtmc-videoqa-hf-hub"
-    assert keys[dagger_module.BUNDLE_CACHE] == f"trtmc-videoqa-bundles-{PINS.trtmc.commit[:12]}-sm90"
-    assert not [p for p in q.mounts if p.startswith(dagger_module.ARTIFACTS)]
-    assert q.env["HF_HOME"] == dagger_module.HUB_CACHE
+    assert keys[dagger_plan.PIP_CACHE] == "trtmc-videoqa-pip"
+    assert keys[dagger_plan.CCACHE_DIR] == "trtmc-videoqa-ccache-sm90"
+    assert keys[dagger_plan.HUB_CACHE] == "trtmc-videoqa-hf-hub"
+    assert keys[dagger_plan.BUNDLE_CACHE] == f"trtmc-videoqa-bundles-{PINS.trtmc.commit[:12]}-sm90"
+    assert not [p for p in q.mounts if p.startswith(dagger_plan.ARTIFACTS)]
+    assert q.env["HF_HOME"] == dagger_plan.HUB_CACHE
 
 
 # --- GPU --------------------------------------------------------------------------------------------------------------
@@ -256,7 +256,7 @@ def test_the_gpu_is_attached_to_the_qualification_execs_only(module) -> None:
     cpu_only = [e for e in steps if not e.gpu]
     names = {e.argv[1] if e.argv[0] == "sh" else e.argv[0] for e in cpu_only}
     assert {
-        f"{dagger_module.RECIPES}/{s}"
+        f"{dagger_plan.RECIPES}/{s}"
         for s in ("system-packages.sh", "build-trtmc.sh", "install-python.sh", "inventory-rows.sh")
     } <= names
     assert "trtmc-videoqa" in names  # the merged report
@@ -276,7 +276,7 @@ def test_gpu_smoke_runs_nvidia_smi_with_the_gpus_and_is_never_cached(module) -> 
 
 def test_one_qualification_exec_at_a_time_through_a_locked_cache_volume(module) -> None:
     for q in qualification_execs(qualify(module, profile=["p1", "p2"])):
-        assert q.mounts[dagger_module.GPU_LOCK] == ("trtmc-videoqa-gpu-lock", "LOCKED")
+        assert q.mounts[dagger_plan.GPU_LOCK] == ("trtmc-videoqa-gpu-lock", "LOCKED")
 
 
 # --- one exec per profile, and what keys it ------------------------------------------------------------------------
@@ -288,18 +288,18 @@ def test_each_profile_is_its_own_exec_keyed_by_its_inputs(module) -> None:
     workload = hashlib.sha256(
         (REPO / "src/trtmc_videoqa/workloads/data/bigbuckbunny/workload.json").read_bytes()
     ).hexdigest()
-    for run, profile in zip(runs, ["p1", "p2"]):
+    for run, profile in zip(runs, ["p1", "p2"], strict=True):
         assert run.argv == [
             "sh",
-            f"{dagger_module.RECIPES}/qualify-one.sh",
+            f"{dagger_plan.RECIPES}/qualify-one.sh",
             profile,
-            dagger_module.TRTMC_SRC,
-            dagger_module.ARTIFACTS,
-            str(dagger_module.DEFAULT_STEP_LIMIT_S),
+            dagger_plan.TRTMC_SRC,
+            dagger_plan.ARTIFACTS,
+            str(dagger_plan.DEFAULT_STEP_LIMIT_S),
             "--workload",
             "bigbuckbunny",
             "--bundle-cache",
-            dagger_module.BUNDLE_CACHE,
+            dagger_plan.BUNDLE_CACHE,
         ]
         assert run.expect == "ANY"  # a failing step still leaves its (failed) row to export
         key = key_of(run)
@@ -367,14 +367,14 @@ def test_secrets_are_passed_as_secrets(module) -> None:
 def test_the_merged_report_takes_each_profiles_row_over_the_inventory(module) -> None:
     merged = qualify(module, profile=["p1", "p2"])
     steps = plan(merged)
-    assert steps[-1] == ("Container", "directory", {"path": dagger_module.ARTIFACTS})
+    assert steps[-1] == ("Container", "directory", {"path": dagger_plan.ARTIFACTS})
     report = execs(merged)[-1]
-    assert report.argv == ["trtmc-videoqa", "report", dagger_module.ARTIFACTS, "--out", dagger_module.ARTIFACTS]
+    assert report.argv == ["trtmc-videoqa", "report", dagger_plan.ARTIFACTS, "--out", dagger_plan.ARTIFACTS]
     assert not report.gpu and report.image == PINS.images["cpu"].reference
-    base = report.directories[dagger_module.ARTIFACTS]
+    base = report.directories[dagger_plan.ARTIFACTS]
     assert any(n == "withExec" and runs_script_argv(a["args"], "inventory-rows.sh") for _, n, a in base)
     for profile in ("p1", "p2"):
-        row = report.directories[f"{dagger_module.ARTIFACTS}/checkpoints/{profile}"]
+        row = report.directories[f"{dagger_plan.ARTIFACTS}/checkpoints/{profile}"]
         assert row[-1] == ("Directory", "directory", {"path": f"checkpoints/{profile}"})
         assert any(n == "withExec" and a["args"][2:3] == [profile] for _, n, a in row)
     names = [n for _, n, _ in steps]
@@ -382,25 +382,25 @@ def test_the_merged_report_takes_each_profiles_row_over_the_inventory(module) ->
 
 
 def runs_script_argv(argv: list[str], script: str) -> bool:
-    return argv[:2] == ["sh", f"{dagger_module.RECIPES}/{script}"]
+    return argv[:2] == ["sh", f"{dagger_plan.RECIPES}/{script}"]
 
 
 def test_inventory_matrix_and_self_test_run_on_the_cpu_image(module) -> None:
     inventory = execs(module.inventory(workload="synthetic"))[-1]
     assert inventory.argv == [
         "sh",
-        f"{dagger_module.RECIPES}/inventory-rows.sh",
-        dagger_module.TRTMC_MOUNT,
-        dagger_module.ARTIFACTS,
+        f"{dagger_plan.RECIPES}/inventory-rows.sh",
+        dagger_plan.TRTMC_MOUNT,
+        dagger_plan.ARTIFACTS,
         "--workload",
         "synthetic",
     ]
     assert inventory.image == PINS.images["cpu"].reference
     given = dag.directory().with_new_file("README.md", "a TRTMC tree")
-    assert execs(module.inventory(trtmc=given))[-1].directories[dagger_module.TRTMC_MOUNT] == plan(given)
+    assert execs(module.inventory(trtmc=given))[-1].directories[dagger_plan.TRTMC_MOUNT] == plan(given)
     assert plan(module.matrix())[-1] == ("Directory", "file", {"path": "matrix.json"})
     self_test = execs(module.self_test())[-1]
-    assert self_test.argv == ["trtmc-videoqa", "qualify", "--out", dagger_module.ARTIFACTS]
+    assert self_test.argv == ["trtmc-videoqa", "qualify", "--out", dagger_plan.ARTIFACTS]
     assert self_test.image == PINS.images["cpu"].reference and not self_test.gpu
     assert "TRTMC_VIDEOQA_KEY_NONCE" in key_of(execs(module.self_test(force=True))[-1])
     with pytest.raises(ValueError, match="not built in"):
@@ -433,7 +433,7 @@ def test_profile_names_are_checked_before_they_become_paths(module, bad) -> None
         qualify(module, profile=[bad])
 
 
-# --- pin ---------------------------------------------------------------------------------------------------------------
+# --- pin --------------------------------------------------------------------------------------------------------------
 
 
 def test_pin_resolves_the_tags_and_prints_pin_file_lines(module) -> None:
@@ -442,14 +442,14 @@ def test_pin_resolves_the_tags_and_prints_pin_file_lines(module) -> None:
         n: image.base for n, image in PINS.images.items()
     }  # the tag, so the registry says today's digest
     digest = "sha256:" + "c3" * 32
-    text = dagger_module.pin_lines(PINS, {"cpu": digest, "runtime": None}, {"runtime": "not resolved (no registry)"})
+    text = dagger_plan.pin_lines(PINS, {"cpu": digest, "runtime": None}, {"runtime": "not resolved (no registry)"})
     parsed = tomllib.loads(text)["images"]
     assert parsed["cpu"] == {"base": PINS.images["cpu"].base, "digest": digest, "python": PINS.images["cpu"].python}
     assert parsed["runtime"]["digest"] == PINS.images["runtime"].digest  # never invented
     assert "# not resolved (no registry)" in text
 
 
-# --- the module's surface ------------------------------------------------------------------------------------------------
+# --- the module's surface ---------------------------------------------------------------------------------------------
 
 FUNCTIONS = {"cpu", "runtime", "inventory", "matrix", "self_test", "gpu_smoke", "qualify", "pin"}
 
@@ -490,8 +490,8 @@ def test_the_engine_version_is_the_pinned_one() -> None:
 
 def test_the_module_reads_its_own_pin_file_without_an_engine(monkeypatch) -> None:
     monkeypatch.delenv("TRTMC_VIDEOQA_PINS", raising=False)
-    assert dagger_module.pin_file() == REPO / "containers" / "pins.toml"
-    assert dagger_module.pins() == PINS
+    assert dagger_plan.pin_file() == REPO / "containers" / "pins.toml"
+    assert dagger_plan.pins() == PINS
 
 
 def test_the_module_registers_as_the_engine_would_see_it(monkeypatch) -> None:
@@ -538,4 +538,4 @@ def test_the_module_registers_as_the_engine_would_see_it(monkeypatch) -> None:
         "timeout",
     }
     source = constructor["args"]["source"]
-    assert source["defaultPath"] == "." and source["ignore"] == dagger_module.SOURCE_IGNORE
+    assert source["defaultPath"] == "." and source["ignore"] == dagger_plan.SOURCE_IGNORE

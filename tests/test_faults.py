@@ -1,11 +1,16 @@
-"""Faults, for real: each ends in a clear status or message (no traceback), keeps what was measured, and a re-run
-resumes. The servers are the reference endpoint (a test double) with its fault knobs, run as their own processes
-on 127.0.0.1, and the published AIPerf 0.13.0. Every wait is bounded in count and time.
+"""Faults, for real: each ends in a clear status or message (no traceback) and keeps what was measured; a re-run
+of the same command resumes. The servers are the reference endpoint (a test double) with its fault knobs, run as
+their own processes on 127.0.0.1, and the published AIPerf 0.13.0. Every wait is bounded in count and time.
 
 Runs are kept small (`--workload synthetic --repeats 1 --warmup 1`: one warmup and six profiling requests) where a
 test is not about volume. Chat requests reach the reference endpoint in this order: #1 the capability check, #2 the
-warmup request, #3..#8 the profiling requests. A healthy re-run on the same output directory (`completes`) costs
-one more AIPerf run, about 15 s, nearly all of it AIPerf's own start-up.
+warmup request, #3..#8 the profiling requests.
+
+Each fault test checks the fault itself: what was recorded, the message, the exit code, no traceback. Resuming is
+proven once, by `test_after_a_fault_the_same_command_resumes_and_measures_again`, over the faults whose resume path
+differs: a failed AIPerf run with exports to set aside (a crash mid-profiling, HTTP error answers), a row that
+failed before AIPerf ran (a TRTMC server never ready, where the built bundle is reused), and an interrupted run.
+A re-run costs one more AIPerf run, about 15 s, nearly all of it AIPerf's own start-up.
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from doubles.toolchain import install_doubles
+from helpers import QUICK, no_traceback, one_message, qualify, row
 
 from trtmc_videoqa.reference import (
     DEFAULT_MODEL_NAME,
@@ -32,49 +39,21 @@ from trtmc_videoqa.reference import (
     argv_for_subprocess,
     error_positions,
 )
-from trtmc_videoqa.results import ResultRow
 from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SYNTHETIC = Path(__file__).resolve().parents[1] / "src" / "trtmc_videoqa" / "workloads" / "data" / "synthetic"
-QUICK = ("--workload", "synthetic", "--repeats", "1", "--warmup", "1")
 MODEL = DEFAULT_MODEL_NAME
 LOCK = ".trtmc-videoqa.lock"
-SELF_TEST = "reference-self-test.synthetic"  # the row of a run without --endpoint or --trtmc
-
-
-def qualify(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trtmc_videoqa", "qualify", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
 
 
 def endpoint(url: str, out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return qualify("--endpoint", url, "--model", MODEL, *QUICK, "--out", str(out), *extra, env=env)
 
 
-def row(out: Path, profile: str = MODEL) -> ResultRow:
-    return ResultRow.model_validate_json((out / "checkpoints" / profile / "result.json").read_bytes())
-
-
 def requests_file(out: Path, profile: str = MODEL) -> list[dict]:
-    lines = (out / "checkpoints" / profile / "requests.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
-
-
-def no_traceback(done: subprocess.CompletedProcess[str]) -> None:
-    assert "Traceback" not in done.stdout + done.stderr, done.stderr
-
-
-def one_message(done: subprocess.CompletedProcess[str]) -> str:
-    """stderr is exactly one line, and it is that line."""
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, done.stderr
-    return lines[0]
+    path = out / "checkpoints" / profile / "requests.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
 @contextmanager
@@ -99,44 +78,52 @@ def server_records(tmp: Path, name: str = "reference") -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
-def completes(done: subprocess.CompletedProcess[str], out: Path, profile: str = MODEL) -> ResultRow:
-    """A healthy re-run on the same output directory: exit 0, no traceback, every planned request measured.
-    A failed row is never reused: it is measured again (its earlier exports are set aside, not lost)."""
-    assert done.returncode == 0, done.stderr
-    no_traceback(done)
-    assert "(reused)" not in done.stdout
-    resumed = row(out, profile)
-    assert resumed.status == "endpoint-qualified" and resumed.failed_requests == 0, resumed.status_reason
-    assert resumed.profiling_requests_completed == resumed.profiling_requests_planned == 6
-    assert not (out / LOCK).exists()
-    return resumed
+Rerun = Callable[[], tuple[subprocess.CompletedProcess[str], list[dict] | None]]
 
 
-def healthy_rerun(tmp: Path, out: Path, *extra: str, port: int | None = None) -> ResultRow:
-    """The fault is gone (a healthy endpoint, on the same address when given): the same command resumes."""
-    with reference(tmp, port=port, name="healthy") as url:
-        return completes(endpoint(url, out, *extra), out)
+@dataclass
+class Faulted:
+    """A run that met a fault (already checked), and how to run the same command again once the fault is gone."""
+
+    out: Path
+    profile: str
+    rerun: Rerun  # the re-run, and the records of the server that answered it (None: it keeps none)
+    resumed_status: str
+    planned: int | None  # profiling requests the re-run must measure (None: whatever the row planned)
+    exports_set_aside: bool  # the faulty attempt left AIPerf exports, to be moved to export.previous/
+    after: Callable[[subprocess.CompletedProcess[str]], None] = lambda again: None  # what only this fault shows
+
+
+def healthy_endpoint(tmp: Path, out: Path, *, port: int | None = None, name: str = "healthy") -> Rerun:
+    """The fault is gone (a healthy endpoint, on the same address when given): the same command again."""
+
+    def rerun() -> tuple[subprocess.CompletedProcess[str], list[dict]]:
+        with reference(tmp, port=port, name=name) as url:
+            done = endpoint(url, out)
+        return done, server_records(tmp, name)
+
+    return rerun
 
 
 # --- the server -----------------------------------------------------------------------------------------------
 
 
-def test_server_crash_during_profiling_keeps_what_completed_and_a_rerun_measures_again(tmp_path: Path) -> None:
-    out = tmp_path / "out"
+def crash_during_profiling(tmp: Path) -> Faulted:
+    out = tmp / "out"
     port = free_loopback_port()
     # Answers #1 (capability), #2 (warmup), #3 and #4 (profiling), then dies on #5 without answering it.
-    with reference(tmp_path, port=port, name="crashing", crash_after=4) as url:
+    with reference(tmp, port=port, name="crashing", crash_after=4) as url:
         done = endpoint(url, out)
     assert done.returncode == 0, done.stderr  # an honest status was reached: failed, with its evidence
     no_traceback(done)
-    crashed = row(out)
+    crashed = row(out, MODEL)
     assert (crashed.status, crashed.failed_stage) == ("failed", "aiperf")
     assert "request(s) failed" in crashed.status_reason
     assert crashed.profiling_requests_completed == 2 and crashed.failed_requests == 4
     kept = {r["session_id"]: r for r in requests_file(out)}
     assert len(kept) == 7  # every planned request is accounted for, the failed ones with their error
     completed = [r for r in kept.values() if r["phase"] == "profiling" and r["error"] is None]
-    served = {r["request_id"]: r for r in server_records(tmp_path, "crashing")}
+    served = {r["request_id"]: r for r in server_records(tmp, "crashing")}
     for request in completed:  # what completed is kept, measured and joined to the server's own record
         assert request["client_latency_ms"] > 0 and request["answer"] and request["grade"]
         assert request["server_task_ms"] == pytest.approx(served[request["x_request_id"]]["model_call_ms"], abs=0.01)
@@ -145,27 +132,18 @@ def test_server_crash_during_profiling_keeps_what_completed_and_a_rerun_measures
     }
     errors = [r["error"] for r in kept.values() if r["error"]]
     assert all(("Disconnect" in e) or ("Connect" in e) for e in errors), errors
-
-    # The server is back (same address): the failed row is not reused, it is measured again.
-    with reference(tmp_path, port=port, name="back") as url:
-        again = endpoint(url, out)
-    assert again.returncode == 0, again.stderr
-    assert "(reused)" not in again.stdout
-    resumed = row(out)
-    assert resumed.status == "endpoint-qualified" and resumed.failed_requests == 0
-    assert resumed.profiling_requests_completed == 6
-    assert (out / "checkpoints" / MODEL / "aiperf" / "export.previous").is_dir()  # the crashed attempt's exports
+    # The server is back, on the same address.
+    return Faulted(out, MODEL, healthy_endpoint(tmp, out, port=port), "endpoint-qualified", 6, True)
 
 
-@pytest.mark.parametrize("status", [500, 400], ids=["http-500", "http-400"])
-def test_http_error_answers_are_recorded_request_by_request_and_a_rerun_resumes(tmp_path: Path, status: int) -> None:
-    out = tmp_path / "out"
+def http_error_answers(tmp: Path, status: int) -> Faulted:
+    out = tmp / "out"
     port = free_loopback_port()
-    with reference(tmp_path, port=port, error_rate=0.5, error_status=status) as url:
+    with reference(tmp, port=port, error_rate=0.5, error_status=status) as url:
         done = endpoint(url, out)
     assert done.returncode == 0, done.stderr
     no_traceback(done)
-    result = row(out)
+    result = row(out, MODEL)
     failing = set(error_positions(0.5, 8))  # #2 warmup, #4 #6 #8 profiling
     assert failing == {2, 4, 6, 8}
     # The capability check (#1) passed, so a 4xx mid-run is a failed run, not a missing capability.
@@ -179,15 +157,19 @@ def test_http_error_answers_are_recorded_request_by_request_and_a_rerun_resumes(
     assert {r["session_id"] for r in bad} == {r.session_id for r in result.requests if r.http_status == status}
     good = [r for r in records if not r["error"]]
     assert all(r["client_latency_ms"] and r["server_task_ms"] for r in good)
-    served = {r["request_id"]: r["status"] for r in server_records(tmp_path)}
+    served = {r["request_id"]: r["status"] for r in server_records(tmp)}
     assert all(served[r["x_request_id"]] == status for r in bad)  # the same requests, by identity, on both sides
     assert result.client_latency.count == 3  # the figures cover what succeeded, nothing more
-
-    healthy_rerun(tmp_path, out, port=port)  # the server is healthy again, same address
-    # The failed attempt's AIPerf exports are kept beside the new ones.
-    assert any((out / "checkpoints" / MODEL / "aiperf" / "export.previous").glob("*.jsonl"))
+    # The server is healthy again, on the same address.
+    return Faulted(out, MODEL, healthy_endpoint(tmp, out, port=port), "endpoint-qualified", 6, True)
 
 
+@pytest.mark.e2e
+def test_http_400_answers_mid_run_are_a_failed_run_recorded_request_by_request(tmp_path: Path) -> None:
+    http_error_answers(tmp_path, 400)  # HTTP 500 answers, the same checks, then a re-run: in the resume test
+
+
+@pytest.mark.e2e
 def test_request_timeouts_are_recorded_with_the_fix(tmp_path: Path) -> None:
     out = tmp_path / "out"
     # The capability check may take its time (its own timeout); every AIPerf request runs past --request-timeout.
@@ -195,7 +177,7 @@ def test_request_timeouts_are_recorded_with_the_fix(tmp_path: Path) -> None:
         done = endpoint(url, out, "--request-timeout", "0.5")
     assert done.returncode == 0, done.stderr
     no_traceback(done)
-    result = row(out)
+    result = row(out, MODEL)
     assert (result.status, result.failed_stage) == ("failed", "aiperf")
     assert "7 request(s) failed (7 TimeoutError)" in result.status_reason
     assert "--request-timeout" in result.status_reason
@@ -203,14 +185,10 @@ def test_request_timeouts_are_recorded_with_the_fix(tmp_path: Path) -> None:
     # AIPerf writes no raw export when every request failed; its records export still counts, so nothing is lost.
     assert len(records) == 7 and all(r["x_request_id"] and "TimeoutError" in r["error"] for r in records)
 
-    healthy_rerun(tmp_path, out, "--request-timeout", "30")  # the server is quick again (and the fix applied)
-    assert any((out / "checkpoints" / MODEL / "aiperf" / "export.previous").glob("*.jsonl"))  # its exports kept
-
 
 def test_a_body_over_the_limit_is_refused_before_sending(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    port = free_loopback_port()
-    with reference(tmp_path, port=port) as url:
+    with reference(tmp_path) as url:
         done = endpoint(url, out, "--body-limit", "3000")
     assert done.returncode == 2
     message = one_message(done)
@@ -218,19 +196,16 @@ def test_a_body_over_the_limit_is_refused_before_sending(tmp_path: Path) -> None
     assert "--body-limit" in message and "--max-body-bytes" in message
     no_traceback(done)
     assert server_records(tmp_path) == []  # nothing was sent
-    assert not (out / "checkpoints").exists() and not (out / LOCK).exists()
-
-    healthy_rerun(tmp_path, out, port=port)  # the default limit: the same output directory is used as is
+    assert not (out / "checkpoints").exists() and not (out / LOCK).exists()  # nothing left: a re-run starts afresh
 
 
 def test_a_server_that_answers_413_is_recorded_with_the_fix(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    port = free_loopback_port()
-    with reference(tmp_path, port=port, max_body_bytes=3000) as url:  # the server's limit is lower than we were told
+    with reference(tmp_path, max_body_bytes=3000) as url:  # the server's limit is lower than we were told
         done = endpoint(url, out)
     assert done.returncode == 0, done.stderr
     no_traceback(done)
-    result = row(out)
+    result = row(out, MODEL)
     assert (result.status, result.failed_stage) == ("failed", "capability")  # not "unsupported": no capability gap
     assert "HTTP 413" in result.status_reason and "--max-body-bytes" in result.status_reason
     capability = json.loads((out / "checkpoints" / MODEL / "capability.json").read_text())
@@ -238,34 +213,29 @@ def test_a_server_that_answers_413_is_recorded_with_the_fix(tmp_path: Path) -> N
     assert [r["status"] for r in server_records(tmp_path)] == [413]
     assert not (out / "checkpoints" / MODEL / "aiperf").exists()
 
-    healthy_rerun(tmp_path, out, port=port)  # the fix applied: the server's limit raised, same address
-
 
 def test_an_endpoint_that_never_gets_ready_fails_at_the_capability_check(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    port = free_loopback_port()
-    with ReferenceServer(ReferenceConfig(port=port, faults=FaultKnobs(ready_after_s=3600))) as server:
+    with ReferenceServer(ReferenceConfig(faults=FaultKnobs(ready_after_s=3600))) as server:
         done = endpoint(server.url, out)
     assert done.returncode == 0, done.stderr
     no_traceback(done)
-    result = row(out)
+    result = row(out, MODEL)
     assert (result.status, result.failed_stage) == ("failed", "capability")
     assert "HTTP 503" in result.status_reason and "not ready" in result.status_reason
     assert not (out / "checkpoints" / MODEL / "aiperf").exists()
 
-    healthy_rerun(tmp_path, out, port=port)  # ready now, same address
 
-
-def test_trtmc_server_never_ready_fails_at_serve_and_a_rerun_resumes_without_leaking_secrets(tmp_path: Path) -> None:
+def trtmc_server_never_ready(tmp: Path) -> Faulted:
     """The TRTMC chain through labelled doubles. The hub token and the server's API key are set: the build double
     prints the hub token (as a careless tool would), the server double requires the key (as trtmc-server does)."""
     hub_token, api_key = "hf_TESTTOKEN_0123456789abcdef", "sk-serve-TESTKEY-0123456789"
-    key_file = tmp_path / "serve.key"
+    key_file = tmp / "serve.key"
     key_file.write_text(api_key + "\n")
-    env = install_doubles(tmp_path / "bin")
+    env = install_doubles(tmp / "bin")
     env.pop("TRTMC_SERVE_TOKEN", None)
     env["HF_TOKEN"] = hub_token
-    out = tmp_path / "out"
+    out = tmp / "out"
     args = (
         "--trtmc",
         str(FIXTURES / "trtmc_families"),
@@ -295,20 +265,23 @@ def test_trtmc_server_never_ready_fails_at_serve_and_a_rerun_resumes_without_lea
     assert len(bundles) == 1
     built_at = bundles[0].stat().st_mtime_ns
 
-    again = qualify(*args, env=env)  # the server gets ready now; the bundle is not built again
-    assert again.returncode == 0, again.stderr
-    resumed = row(out, "vidqa-2b")
-    assert resumed.status == "aiperf-qualified"  # the API key reached the server: it answers 401 without it
-    assert bundles[0].stat().st_mtime_ns == built_at
-    leaked = [
-        p
-        for p in out.rglob("*")
-        if p.is_file() and (hub_token.encode() in p.read_bytes() or api_key.encode() in p.read_bytes())
-    ]
-    assert leaked == []
-    for text in (done.stdout, done.stderr, again.stdout, again.stderr):
-        assert hub_token not in text and api_key not in text
-    assert "$TRTMC_SERVE_TOKEN" in (row_dir / "command.txt").read_text()
+    def rerun() -> tuple[subprocess.CompletedProcess[str], None]:
+        return qualify(*args, env=env), None  # the server double gets ready now
+
+    def after(again: subprocess.CompletedProcess[str]) -> None:
+        # The status above says the API key reached the server (it answers 401 without it); the bundle is reused.
+        assert bundles[0].stat().st_mtime_ns == built_at
+        leaked = [
+            p
+            for p in out.rglob("*")
+            if p.is_file() and (hub_token.encode() in p.read_bytes() or api_key.encode() in p.read_bytes())
+        ]
+        assert leaked == []
+        for text in (done.stdout, done.stderr, again.stdout, again.stderr):
+            assert hub_token not in text and api_key not in text
+        assert "$TRTMC_SERVE_TOKEN" in (row_dir / "command.txt").read_text()
+
+    return Faulted(out, "vidqa-2b", rerun, "aiperf-qualified", None, False, after)
 
 
 # --- the user's inputs ----------------------------------------------------------------------------------------
@@ -386,8 +359,8 @@ def test_a_missing_aiperf_is_bad_input_before_anything_starts(tmp_path: Path) ->
     elsewhere = qualify(*QUICK, "--out", str(out), env=env)
     assert elsewhere.returncode == 2 and not out.exists()
     no_traceback(elsewhere)
-
-    completes(qualify(*QUICK, "--out", str(out)), out, SELF_TEST)  # the published aiperf found: the run goes ahead
+    # With nothing configured the published aiperf is found and the run goes ahead: every self-test shows that
+    # (test_qualify.py's `self_test` fixture runs the README's command as is).
 
 
 def test_an_aiperf_of_the_wrong_version_is_bad_input_before_anything_starts(tmp_path: Path) -> None:
@@ -404,9 +377,7 @@ def test_an_aiperf_of_the_wrong_version_is_bad_input_before_anything_starts(tmp_
     assert done.returncode == 2
     assert "is aiperf 0.12.0, but this tool needs the published 0.13.0" in one_message(done)
     no_traceback(done)
-    assert not out.exists()
-
-    completes(qualify(*QUICK, "--out", str(out)), out, SELF_TEST)  # the published 0.13.0: the run goes ahead
+    assert not out.exists()  # with the published 0.13.0 the run goes ahead, as every self-test shows
 
 
 # --- the run itself -------------------------------------------------------------------------------------------
@@ -449,9 +420,9 @@ def _members(group: int) -> list[int]:
     return members
 
 
-def test_sigint_during_aiperf_ends_its_group_exits_130_and_a_rerun_resumes(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    with reference(tmp_path, added_task_ms=400) as url:
+def sigint_during_aiperf(tmp: Path) -> Faulted:
+    out = tmp / "out"
+    with reference(tmp, added_task_ms=400) as url:
         process = subprocess.Popen(
             [
                 sys.executable,
@@ -477,7 +448,7 @@ def test_sigint_during_aiperf_ends_its_group_exits_130_and_a_rerun_resumes(tmp_p
             # Bounded wait: the capability check and the warmup have been served, AIPerf is in its profiling phase.
             while time.monotonic() < deadline and process.poll() is None:
                 groups |= _aiperf_groups(str(out))
-                if groups and len(server_records(tmp_path)) >= 3:
+                if groups and len(server_records(tmp)) >= 3:
                     break
                 time.sleep(0.05)
             assert process.poll() is None and groups, "AIPerf never reached its profiling phase"
@@ -496,14 +467,52 @@ def test_sigint_during_aiperf_ends_its_group_exits_130_and_a_rerun_resumes(tmp_p
     row_dir = out / "checkpoints" / MODEL
     for kept in ("capability.json", "aiperf/plan.json", "aiperf/inputs.jsonl", "aiperf/aiperf.log", "requests.jsonl"):
         assert (row_dir / kept).is_file(), kept
-    interrupted = row(out)
+    interrupted = row(out, MODEL)
     assert (interrupted.status, interrupted.failed_stage) == ("failed", "aiperf")
     assert "interrupted" in interrupted.status_reason
+    # A new server (a new address): the user starts it again and runs the same command.
+    return Faulted(out, MODEL, healthy_endpoint(tmp, out, name="again"), "endpoint-qualified", 6, True)
 
-    with reference(tmp_path, name="again") as url:
-        again = endpoint(url, out)
+
+RESUMABLE: dict[str, Callable[[Path], Faulted]] = {
+    "crash-during-profiling": crash_during_profiling,
+    "http-500-answers": lambda tmp: http_error_answers(tmp, 500),
+    "trtmc-server-never-ready": trtmc_server_never_ready,
+    "sigint-during-aiperf": sigint_during_aiperf,
+}
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("fault", list(RESUMABLE))
+def test_after_a_fault_the_same_command_resumes_and_measures_again(tmp_path: Path, fault: str) -> None:
+    """The fault first, with every check on it; then the same command once the fault is gone. It exits 0 without a
+    traceback, reuses nothing of the failed row (a failed row is never reused), measures every planned request
+    again, keeps nothing stale as its own (no request of the faulty attempt, whose exports are set aside, not lost)
+    and releases the lock."""
+    faulted = RESUMABLE[fault](tmp_path)
+    stale = {r["x_request_id"] for r in requests_file(faulted.out, faulted.profile)}
+    again, served = faulted.rerun()
     assert again.returncode == 0, again.stderr
-    assert row(out).status == "endpoint-qualified"
+    no_traceback(again)
+    assert "(reused)" not in again.stdout
+    assert not (faulted.out / LOCK).exists()
+    resumed = row(faulted.out, faulted.profile)
+    assert resumed.status == faulted.resumed_status and resumed.failed_stage is None, resumed.status_reason
+    assert resumed.failed_requests == 0 and resumed.profiling_requests_completed == resumed.profiling_requests_planned
+    assert resumed.profiling_requests_planned == (faulted.planned or resumed.profiling_requests_planned) > 0
+    records = requests_file(faulted.out, faulted.profile)
+    assert records and all(r["error"] is None for r in records)
+    assert {r["session_id"] for r in records} == {r.session_id for r in resumed.requests}
+    assert not stale & {r["x_request_id"] for r in records}  # every request is this attempt's own
+    if served is not None:  # ... and was answered by the healthy server, joined to its record by identity
+        by_id = {r["request_id"]: r for r in served}
+        for request in records:
+            assert request["server_task_ms"] == pytest.approx(by_id[request["x_request_id"]]["model_call_ms"], abs=0.01)
+    previous = faulted.out / "checkpoints" / faulted.profile / "aiperf" / "export.previous"
+    assert previous.is_dir() == faulted.exports_set_aside  # the faulty attempt's AIPerf exports, kept beside
+    if faulted.exports_set_aside:
+        assert any(previous.glob("*.jsonl"))
+    faulted.after(again)
 
 
 HOLD_LOCK = (

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # the scenario's runs on a writable output directory launch AIPerf
+
 SCENARIO = Path(__file__).with_name("fs_fault_scenario.py")
 
 

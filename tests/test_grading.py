@@ -1,4 +1,6 @@
-"""The strict, ordered, deterministic answer grader (media.md sections 6.4 and 7.4)."""
+"""The strict, ordered, deterministic answer grader: the letter is taken by a fixed order of rules (a whole letter,
+a leading letter, an answer phrase, the option text, a unique alias), each recorded, and a question passes only when
+every repeat of both its forward and its reversed variant is right."""
 
 from __future__ import annotations
 

@@ -81,7 +81,7 @@ def test_the_config_files_are_read_with_pips_precedence(tmp_path: Path) -> None:
 
 
 def test_the_dockerignore_uploads_what_the_dagger_module_does() -> None:
-    from trtmc_videoqa.dagger_module import SOURCE_IGNORE
+    from trtmc_videoqa.dagger_plan import SOURCE_IGNORE
 
     lines = [line for line in (REPO / ".dockerignore").read_text().splitlines() if line and not line.startswith("#")]
     assert lines == SOURCE_IGNORE  # the classic builder sends the same context the module uploads: no .venv

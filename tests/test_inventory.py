@@ -163,7 +163,7 @@ def test_a_logging_timestamp_beside_video_frames_is_no_time_axis(new_inventory: 
         ("struct LogRecord {\n  double timestamp;\n};", False),
         ("class Request:\n    timestamp: float\n", False),
         ("record.timestamp = now()", False),
-        ("temporal_patch_size = 2", False),  # patch layout of image-only Qwen-VL families (trtmc.md section 2)
+        ("temporal_patch_size = 2", False),  # a patch layout (image-only Qwen-VL families have it too)
         ("image_grid_thw = grid(image)", False),
         ("time_axis = -1  # a series", False),
     ],

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from media_clips import Clips, clips  # noqa: F401  (clips is a fixture)
+from media_clips import Clips
 
 from trtmc_videoqa.media import (
     ClipError,

@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.request import Request, urlopen
 
 import pytest
-from media_clips import Clips, clips  # noqa: F401  (clips is a fixture)
+from media_clips import Clips
 
 from trtmc_videoqa.media import (
     TRTMC_SERVER_BODY_LIMIT,
@@ -163,7 +163,7 @@ def test_encoded_size_is_what_a_server_receives(clips: Clips) -> None:
 def test_base64_size_is_predicted_without_encoding() -> None:
     for size in [0, 1, 2, 3, 4, 5, 100, 1_055_736]:
         assert base64_size(size) == len(base64.b64encode(bytes(size)))
-    assert base64_size(1_055_736) == 1_407_648  # bigbuckbunny.mp4, media.md §3
+    assert base64_size(1_055_736) == 1_407_648  # bigbuckbunny.mp4: 1,055,736 bytes, 1,407,648 in base64
 
 
 @pytest.mark.parametrize("name", ["mp4", "webm", "gif"])

@@ -7,7 +7,7 @@ import re
 
 import av
 import pytest
-from media_clips import FRAMES, HEIGHT, WIDTH, Clips, clips  # noqa: F401  (clips is a fixture)
+from media_clips import FRAMES, HEIGHT, WIDTH, Clips
 
 from trtmc_videoqa.media import (
     COUNT_BY_DECODING,
@@ -35,8 +35,9 @@ EXPECTED = {
         0.0,
         1.958333,
     ),
-    # MPEG-PS: the muxer starts the clock at 0.54 s (media.md: cityCC0.mpg too), declares no frame count, and
-    # for this clip stamps frame 35 as 36, so the last of the 48 frames sits at 2.0 s after the first
+    # MPEG-PS: the muxer starts the clock at 0.54 s (real MPEG-PS files, e.g. cityCC0.mpg, start late too),
+    # declares no frame count, and for this clip stamps frame 35 as 36, so the last of the 48 frames sits at 2.0 s
+    # after the first
     "mpg": (
         "mpeg",
         "mpeg2video",

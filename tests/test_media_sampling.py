@@ -1,4 +1,5 @@
-"""Sampling policies against media.md's measured tables (§2.5, §5.4) and their edge cases."""
+"""Sampling policies against frame picks measured on the reference loaders (Qwen's rounding, vLLM's OpenCV loader
+truncating, the Qwen fps defaults on real clips: the expected values below) and their edge cases."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def test_fps_2_on_the_48_frame_24_fps_clip() -> None:
         ("cockatoo.mp4", 280, 20, 28),
     ],
 )
-def test_qwen_defaults_give_media_md_frame_counts(clip: str, frame_count: int, fps: int, expected_count: int) -> None:
+def test_qwen_defaults_give_measured_frame_counts(clip: str, frame_count: int, fps: int, expected_count: int) -> None:
     resolved = SamplingPolicy.parse(QWEN_FPS).resolve(frame_count, fps)
     assert len(resolved.indices) == expected_count, clip
     assert resolved.indices[0] == 0 and resolved.indices[-1] == frame_count - 1

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from media_clips import HEIGHT, WIDTH, Clips, clips, measured_square_x, square_x  # noqa: F401  (clips: fixture)
+from media_clips import HEIGHT, WIDTH, Clips, measured_square_x, square_x
 from PIL import Image
 
 from trtmc_videoqa.media import SamplingPolicy, decode_frames, probe_clip, write_strip
@@ -17,7 +17,7 @@ def test_decoded_frames_are_rgb_in_the_asked_order(name: str, clips: Clips) -> N
     indices = [47, 0, 20, 20, 7]
     frames = decode_frames(getattr(clips, name), indices)
     assert len(frames) == len(indices)
-    for index, pixels in zip(indices, frames):
+    for index, pixels in zip(indices, frames, strict=True):
         assert pixels.shape == (HEIGHT, WIDTH, 3) and pixels.dtype == np.uint8
         assert abs(measured_square_x(pixels) - square_x(index)) <= 1, (name, index)
 
@@ -31,7 +31,7 @@ def test_square_moves_left_to_right_over_the_uniform_8_frames(clips: Clips) -> N
 def test_bytes_and_path_decode_the_same(clips: Clips) -> None:
     from_path = decode_frames(clips.mp4, [3, 30])
     from_bytes = decode_frames(clips.mp4.read_bytes(), [3, 30])
-    assert all(np.array_equal(a, b) for a, b in zip(from_path, from_bytes))
+    assert all(np.array_equal(a, b) for a, b in zip(from_path, from_bytes, strict=True))
     assert decode_frames(clips.mp4, []) == []
 
 

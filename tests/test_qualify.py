@@ -15,24 +15,12 @@ from pathlib import Path
 import pytest
 import self_test_checks as checks
 from doubles.toolchain import install_doubles
+from helpers import cli, qualify, row
 
 from trtmc_videoqa.results import ResultRow
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DOUBLES = Path(__file__).parent / "doubles"
-
-
-def qualify(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trtmc_videoqa", "qualify", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
-
-
-row = checks.row
 
 
 @pytest.fixture(scope="module")
@@ -44,36 +32,37 @@ def self_test(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subproces
     return out, done, time.monotonic() - start
 
 
+@pytest.mark.e2e
 def test_self_test_writes_every_report(self_test) -> None:
     out, done, _ = self_test
     assert done.returncode == 0, done.stderr
     checks.check_every_report_written(out)
 
 
+@pytest.mark.e2e
 def test_every_request_accounted_for_and_warmup_apart(self_test) -> None:
     checks.check_every_request_accounted_for(self_test[0])
 
 
+@pytest.mark.e2e
 def test_client_latency_and_server_task_time_are_joined_by_identity(self_test) -> None:
     checks.check_latency_and_task_time_joined_by_identity(self_test[0])
 
 
+@pytest.mark.e2e
 def test_answers_graded_with_reversed_controls(self_test) -> None:
     checks.check_answers_graded_with_reversed_controls(self_test[0])
 
 
+@pytest.mark.e2e
 def test_the_server_applies_the_declared_sampling_and_the_real_clip_is_transport_only(self_test) -> None:
     checks.check_sampling_is_the_servers_and_the_real_clip_is_transport_only(self_test[0])
 
 
+@pytest.mark.e2e
 def test_a_report_rebuilt_from_the_artifacts_shows_the_same_frame_strip(self_test, tmp_path: Path) -> None:
     out = self_test[0]
-    done = subprocess.run(
-        [sys.executable, "-m", "trtmc_videoqa", "report", str(out), "--out", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = cli("report", str(out), "--out", str(tmp_path), timeout=120)
     assert done.returncode == 0, done.stderr
 
     def strip(html: str) -> str:
@@ -82,6 +71,7 @@ def test_a_report_rebuilt_from_the_artifacts_shows_the_same_frame_strip(self_tes
     assert strip((tmp_path / "report.html").read_text()) == strip((out / "report.html").read_text())
 
 
+@pytest.mark.e2e
 def test_rerun_with_unchanged_inputs_reuses_without_aiperf(self_test) -> None:
     out, _, _ = self_test
     row_dir = out / "checkpoints" / "reference-self-test.synthetic"
@@ -94,6 +84,7 @@ def test_rerun_with_unchanged_inputs_reuses_without_aiperf(self_test) -> None:
     assert {name: (row_dir / name).stat().st_mtime_ns for name in before} == before  # nothing measured again
 
 
+@pytest.mark.e2e
 def test_force_measures_again(tmp_path: Path) -> None:
     args = ("--out", str(tmp_path), "--workload", "synthetic", "--repeats", "1", "--warmup", "1")
     assert qualify(*args).returncode == 0
@@ -104,6 +95,7 @@ def test_force_measures_again(tmp_path: Path) -> None:
     assert log.stat().st_mtime_ns != before
 
 
+@pytest.mark.e2e
 def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
     env = install_doubles(tmp_path / "bin")
     out = tmp_path / "out"
@@ -181,6 +173,7 @@ def test_a_family_command_that_builds_its_own_bundle_does_not_validate_ours(tmp_
     assert f"ours {ours}; the family's sha256:" in failed.stages[-1].detail
 
 
+@pytest.mark.e2e
 def test_the_checkpoints_own_tokenizer_is_taken_from_the_hub_cache(tmp_path: Path) -> None:
     from trtmc_videoqa.aiperf.tokenizer import ensure_local_tokenizer
 
@@ -202,6 +195,7 @@ def test_a_family_run_that_only_skips_validates_nothing(tmp_path: Path) -> None:
     assert "no test passed: Bundle not found" in skipped.status_reason
 
 
+@pytest.mark.e2e
 def test_a_build_that_dies_leaves_no_bundle_to_reuse(tmp_path: Path) -> None:
     env = install_doubles(tmp_path / "bin")
     out = tmp_path / "out"
@@ -315,31 +309,46 @@ def test_busy_output_directory_fails_fast(tmp_path: Path) -> None:
 CONTENDER = """
 import sys, time
 from pathlib import Path
-from trtmc_videoqa.qualify import OutputBusy, OutputLock
-out, go = Path(sys.argv[1]), Path(sys.argv[2])
-while not go.exists():
-    time.sleep(0.005)
+from trtmc_videoqa.output_lock import OutputBusy, OutputLock
+out, go, release = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+def wait_for(path):
+    deadline = time.monotonic() + 60
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
+print("waiting", flush=True)
+wait_for(go)
 try:
     with OutputLock(out):
         print("held", flush=True)
-        time.sleep(1.5)
+        wait_for(release)  # held until every other contender has tried
 except OutputBusy:
-    print("busy")
+    print("busy", flush=True)
 """
 
 
 def test_runs_starting_together_never_share_an_output_directory(tmp_path: Path) -> None:
-    go = tmp_path / "go"
+    go, release = tmp_path / "go", tmp_path / "release"
     contenders = [
         subprocess.Popen(
-            [sys.executable, "-c", CONTENDER, str(tmp_path / "out"), str(go)], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", CONTENDER, str(tmp_path / "out"), str(go), str(release)],
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for _ in range(4)
     ]
-    time.sleep(2.0)  # every contender imported and waiting
-    go.touch()
-    said = sorted(p.communicate(timeout=60)[0].strip() for p in contenders)
-    assert said == ["busy", "busy", "busy", "held"]
+    try:
+        assert [p.stdout.readline().strip() for p in contenders] == ["waiting"] * 4  # every one imported, waiting
+        go.touch()
+        said = sorted(p.stdout.readline().strip() for p in contenders)  # each tried the lock once
+        release.touch()
+        assert said == ["busy", "busy", "busy", "held"]
+        assert all(p.wait(timeout=60) == 0 for p in contenders)
+    finally:
+        release.touch()
+        for p in contenders:
+            if p.poll() is None:
+                p.kill()
+            p.communicate()
     assert not (tmp_path / "out" / ".trtmc-videoqa.lock").exists()  # released by its holder
 
 
@@ -362,6 +371,7 @@ def test_endpoint_needs_a_model(tmp_path: Path) -> None:
     assert done.returncode == 2 and "--model" in done.stderr
 
 
+@pytest.mark.e2e
 def test_an_api_key_reaches_the_server_but_no_artifact(tmp_path: Path) -> None:
     from trtmc_videoqa.reference import ReferenceConfig, ReferenceServer
 
@@ -392,8 +402,8 @@ def test_an_api_key_reaches_the_server_but_no_artifact(tmp_path: Path) -> None:
     measured = row(tmp_path / "out", "trtmc-videoqa-reference")
     assert measured.status == "endpoint-qualified"
     # The server samples uniform:16; the workload declares uniform:8: the row says which one the server applied.
-    assert measured.sampling["applied_by_server"].startswith("uniform:16")
-    assert "not one of the workload's declared policies" in measured.sampling["mismatch"]
+    assert measured.sampling.applied_by_server.startswith("uniform:16")
+    assert "not one of the workload's declared policies" in measured.sampling.mismatch
     leaked = [p for p in (tmp_path / "out").rglob("*") if p.is_file() and token.encode() in p.read_bytes()]
     assert leaked == []
     assert token not in done.stdout + done.stderr
@@ -419,7 +429,7 @@ def test_capable_variants_are_held_with_a_reason(tmp_path: Path) -> None:
 
 def test_smoke_variants_are_planned_unless_named() -> None:
     from trtmc_videoqa.inventory import run_inventory
-    from trtmc_videoqa.qualify import variant_hold
+    from trtmc_videoqa.trtmc_checks import variant_hold
 
     entry = next(e for e in run_inventory(FIXTURES / "trtmc_families").entries if e.profile == "vidqa-2b")
     smoke = entry.model_copy(update={"profile": "vidqa-2b-l0", "variant_kinds": ["l0"]})
@@ -475,8 +485,9 @@ def test_progress_shows_on_a_terminal_and_stays_quiet_in_ci(tmp_path: Path) -> N
 
 
 def test_a_revision_that_is_not_a_plain_name_runs_nothing() -> None:
-    from trtmc_videoqa.qualify import hub_snapshot, manifest_path_problem
+    from trtmc_videoqa.hub_cache import hub_snapshot
     from trtmc_videoqa.results import CheckpointEntry
+    from trtmc_videoqa.trtmc_checks import manifest_path_problem
 
     entry = CheckpointEntry(
         profile="p",

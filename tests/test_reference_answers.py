@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import httpx
@@ -55,12 +56,6 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "flat": _write(root / "flat.mp4", [np.full((SCENE.height, SCENE.width, 3), 128, np.uint8)] * SCENE.frames),
     }
     return {name: video_data_url(path) for name, path in paths.items()}
-
-
-@pytest.fixture(scope="module")
-def server():
-    with ReferenceServer(ReferenceConfig()) as running:
-        yield running
 
 
 def ask(server: ReferenceServer, prompt: str, url: str, **extra) -> dict:
@@ -128,7 +123,7 @@ def test_direction_tolerates_tracking_jitter_but_not_a_step_back(step_back, told
 def test_direction_sees_small_steps_back_that_add_up():
     # Each step back is within the jitter tolerance, but together they fall 4 px behind the furthest position.
     xs = [16.0, 30.0, 44.0, 43.0, 42.0, 41.0, 40.0, 60.0, 80.0, 100.0]
-    assert max(a - b for a, b in zip(xs, xs[1:])) <= JITTER_PX
+    assert max(a - b for a, b in itertools.pairwise(xs)) <= JITTER_PX
     assert _computed(DIRECTION, _track(xs)) == CANNOT_TELL
 
 

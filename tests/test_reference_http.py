@@ -48,12 +48,6 @@ def video(clip: Path) -> str:
     return video_data_url(clip)
 
 
-@pytest.fixture(scope="module")
-def server():
-    with ReferenceServer(ReferenceConfig()) as running:
-        yield running
-
-
 def chat_body(url: str, **extra) -> dict:
     return chat_request_body(MODEL, PROMPT, url, max_tokens=16, extra=extra or None)
 

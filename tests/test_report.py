@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from xml.etree import ElementTree as ET
+
+from helpers import cli
 
 from trtmc_videoqa.results import LatencyStats, Provenance, Report, RequestRow, ResultRow
 
@@ -54,12 +54,6 @@ def _write(out: Path, rows: list[ResultRow]) -> Path:
     return out
 
 
-def report_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trtmc_videoqa", "report", *args], capture_output=True, text=True, timeout=60, env=env
-    )
-
-
 def test_two_runs_merge_side_by_side_in_every_format(tmp_path: Path) -> None:
     first = _write(
         tmp_path / "a",
@@ -74,7 +68,8 @@ def test_two_runs_merge_side_by_side_in_every_format(tmp_path: Path) -> None:
     )
     summary = tmp_path / "summary.md"
     merged = tmp_path / "merged"
-    done = report_cli(
+    done = cli(
+        "report",
         str(first),
         str(second),
         "--out",
@@ -110,10 +105,10 @@ def test_two_runs_merge_side_by_side_in_every_format(tmp_path: Path) -> None:
 
 
 def test_report_of_a_directory_without_results_is_bad_input(tmp_path: Path) -> None:
-    done = report_cli(str(tmp_path))
+    done = cli("report", str(tmp_path))
     assert done.returncode == 2 and "holds no checkpoints/*/result.json" in done.stderr
     bad = tmp_path / "checkpoints" / "x" / "result.json"
     bad.parent.mkdir(parents=True)
     bad.write_text(json.dumps({"profile": "x"}))
-    done = report_cli(str(tmp_path))
+    done = cli("report", str(tmp_path))
     assert done.returncode == 2 and "is not a result of this tool" in done.stderr and "Traceback" not in done.stderr

@@ -8,12 +8,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from doubles.toolchain import install_doubles
+from helpers import QUICK, qualify, row
 
 from trtmc_videoqa.reference import (
     DEFAULT_MODEL_NAME,
@@ -28,22 +27,12 @@ from trtmc_videoqa.trtmc_steps import Toolchain, server_argv
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "trtmc_videoqa"
 FIXTURES = Path(__file__).parent / "fixtures"
-QUICK = ("--workload", "synthetic", "--repeats", "1", "--warmup", "1")
-
-
-def qualify(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trtmc_videoqa", "qualify", *args], capture_output=True, text=True, timeout=300, env=env
-    )
-
-
-def row(out: Path, profile: str) -> ResultRow:
-    return ResultRow.model_validate_json((out / "checkpoints" / profile / "result.json").read_bytes())
 
 
 # --- secrets --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_an_api_key_from_a_file_reaches_the_server_but_no_artifact_log_or_command(tmp_path: Path, monkeypatch) -> None:
     key = "sk-file-TESTKEY-9876543210fedcba"
     key_file = tmp_path / "api.key"
@@ -68,6 +57,7 @@ def test_an_api_key_from_a_file_reaches_the_server_but_no_artifact_log_or_comman
             str(tmp_path / "out"),
             env=env,
         )
+    assert without.returncode == 0, without.stderr  # a refused capability check is a status, not an error
     refused = row(tmp_path / "without", DEFAULT_MODEL_NAME)  # the server does want the key ...
     assert (refused.status, refused.failed_stage) == ("failed", "capability")
     assert "HTTP 401" in refused.status_reason and "--api-key-file" in refused.status_reason
