@@ -62,7 +62,7 @@ def _progress(quiet: bool) -> Callable[[str], None]:
 
 
 def _settings(args: argparse.Namespace) -> RunSettings:
-    """The run's settings; RunSettings refuses a value out of range (a ValidationError, named by qualify_args.OPTION_FOR_FIELD)."""
+    """The run's settings; RunSettings refuses a value out of range (a ValidationError, named by its option)."""
     from .run_settings import RunSettings
 
     return RunSettings(
