@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from trtmc_videoqa.reference import FaultKnobs, ReferenceConfig, argv_for_subprocess
 from trtmc_videoqa.results import ResultRow
+from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
 
 # A small run where a test is not about volume: the synthetic workload, one warmup and six profiling requests.
 QUICK = ("--workload", "synthetic", "--repeats", "1", "--warmup", "1")
@@ -39,3 +43,20 @@ def one_message(done: subprocess.CompletedProcess[str]) -> str:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
     return lines[0]
+
+
+@contextmanager
+def reference(
+    tmp: Path, *, port: int | None = None, name: str = "reference", max_body_bytes: int = 4 << 20, **faults: object
+) -> Iterator[str]:
+    """The reference endpoint as its own process (so the crash knob ends only it), ready before it is used."""
+    port = port or free_loopback_port()
+    url = f"http://127.0.0.1:{port}"
+    config = ReferenceConfig(
+        port=port,
+        records_path=tmp / f"{name}-records.jsonl",
+        max_body_bytes=max_body_bytes,
+        faults=FaultKnobs(**faults),
+    )
+    with ServerProcess(argv_for_subprocess(config), url=url, log_path=tmp / f"{name}.log", startup_timeout_s=60):
+        yield url

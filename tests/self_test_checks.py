@@ -79,8 +79,32 @@ def check_sampling_is_the_servers_and_the_real_clip_is_transport_only(out: Path)
     real = row(out, "reference-self-test.bigbuckbunny")
     assert (
         "transport and timing only" in real.status_reason
-        and "40 of 40 answers were no answer, as expected" in real.status_reason
+        and "40 of 40 answers were the declared no-answer 'cannot tell'" in real.status_reason
     )
+    # the exception is the self-test plan's declaration, shown on the row; every answer still had to be complete
+    assert real.output_check.passed and real.output_check.by_outcome["declared-no-answer"] == 40
+    assert "cannot tell" in real.output_check.declared_no_answer
+    assert synthetic.output_check.passed and synthetic.output_check.declared_no_answer is None
+    assert synthetic.output_check.by_outcome["resolved"] == synthetic.output_check.checked > 0
+
+
+def check_identity_and_group_line(out: Path) -> None:
+    """Both rows checked native/HTTP identity for real against the endpoint's native route; every report opens
+    with what the run is, never "qualified"."""
+    for profile in ("reference-self-test.synthetic", "reference-self-test.bigbuckbunny"):
+        checked = row(out, profile)
+        assert checked.identity.verdict == "held", checked.identity
+        assert checked.identity.pairs and all(p.verdict == "same" for p in checked.identity.pairs)
+        pair = checked.identity.pairs[0]
+        assert pair.chat.route == "POST /v1/chat/completions" and pair.native.route.startswith("POST /v1/tasks/")
+        assert pair.chat.request_id != pair.native.request_id
+        assert (out / "checkpoints" / profile / "identity.json").is_file()
+        assert [s.name for s in checked.stages][-1] == "identity"
+    report = Report.model_validate_json((out / "report.json").read_bytes())
+    assert report.group.status == "reference-self-test"
+    assert "no TRTMC model was qualified" in report.group.line
+    markdown = (out / "report.md").read_text().splitlines()
+    assert report.group.line in "\n".join(markdown[:4])
 
 
 def check_self_test(out: Path) -> Report:
@@ -90,4 +114,5 @@ def check_self_test(out: Path) -> Report:
     check_latency_and_task_time_joined_by_identity(out)
     check_answers_graded_with_reversed_controls(out)
     check_sampling_is_the_servers_and_the_real_clip_is_transport_only(out)
+    check_identity_and_group_line(out)
     return report

@@ -199,11 +199,25 @@ def test_the_servers_task_time_comes_from_its_response_else_its_records_by_reque
 
     records = {"req-1": {"request_id": "req-1", "handler_ms": 41.5}}
     plain = ClientRecord(session_id="s", x_request_id="req-1", phase="profiling")
-    assert server_task_time(plain, records) == (41.5, "records.handler_ms")  # trtmc-server --records
+    plain_time = server_task_time(plain, records)  # trtmc-server --records: a handler-wide time, named so
+    assert (plain_time.ms, plain_time.field) == (41.5, "records.handler_ms")
+    assert plain_time.scope.startswith("handler: wider than the task call")
     timed = plain.model_copy(update={"response_fields": {"trtmc_timing": {"model_call_ms": 39.0}}})
-    assert server_task_time(timed, records) == (39.0, "response.trtmc_timing.model_call_ms")
+    timed_time = server_task_time(timed, records)
+    assert (timed_time.ms, timed_time.field, timed_time.scope) == (
+        39.0,
+        "response.trtmc_timing.model_call_ms",
+        "public_task_call_wall",
+    )
     other = plain.model_copy(update={"x_request_id": "req-2"})
-    assert server_task_time(other, records) == (None, None)  # never another request's figure
+    assert server_task_time(other, records).ms is None  # never another request's figure
+    # perf_serving's records nest the times under "timing"; its model_call_ms is the task call itself
+    nested = {"req-3": {"request_id": "req-3", "timing": {"model_call_ms": 12.0, "handler_ms": 15.0}}}
+    perf = server_task_time(plain.model_copy(update={"x_request_id": "req-3"}), nested)
+    assert (perf.ms, perf.field, perf.scope) == (12.0, "records.timing.model_call_ms", "public_task_call_wall")
+    said = {"req-4": {"request_id": "req-4", "task_ms": 9.0, "timing_scope": "decode+generate"}}
+    own = server_task_time(plain.model_copy(update={"x_request_id": "req-4"}), said)
+    assert (own.field, own.scope) == ("records.task_ms", "decode+generate")  # the server's own word wins
 
 
 def test_a_records_file_with_lines_that_are_not_records_is_read_around_them(tmp_path: Path) -> None:

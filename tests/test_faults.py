@@ -22,24 +22,22 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from doubles.toolchain import install_doubles
-from helpers import QUICK, no_traceback, one_message, qualify, row
+from helpers import QUICK, no_traceback, one_message, qualify, reference, row
 
 from trtmc_videoqa.reference import (
     DEFAULT_MODEL_NAME,
     FaultKnobs,
     ReferenceConfig,
     ReferenceServer,
-    argv_for_subprocess,
     error_positions,
 )
-from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
+from trtmc_videoqa.serving.process import free_loopback_port
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SYNTHETIC = Path(__file__).resolve().parents[1] / "src" / "trtmc_videoqa" / "workloads" / "data" / "synthetic"
@@ -54,23 +52,6 @@ def endpoint(url: str, out: Path, *extra: str, env: dict[str, str] | None = None
 def requests_file(out: Path, profile: str = MODEL) -> list[dict]:
     path = out / "checkpoints" / profile / "requests.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
-
-
-@contextmanager
-def reference(
-    tmp: Path, *, port: int | None = None, name: str = "reference", max_body_bytes: int = 4 << 20, **faults: object
-) -> Iterator[str]:
-    """The reference endpoint as its own process (so the crash knob ends only it), ready before it is used."""
-    port = port or free_loopback_port()
-    url = f"http://127.0.0.1:{port}"
-    config = ReferenceConfig(
-        port=port,
-        records_path=tmp / f"{name}-records.jsonl",
-        max_body_bytes=max_body_bytes,
-        faults=FaultKnobs(**faults),
-    )
-    with ServerProcess(argv_for_subprocess(config), url=url, log_path=tmp / f"{name}.log", startup_timeout_s=60):
-        yield url
 
 
 def server_records(tmp: Path, name: str = "reference") -> list[dict]:

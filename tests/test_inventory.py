@@ -375,6 +375,23 @@ def test_markdown_lists_models_variants_and_gaps(new_inventory: Inventory) -> No
     assert "`families/vlm/tests/manifests/vlm-3b.json:" in models
     assert "Capable of temporal video QA: vidqa-2b, vidqa-2b-native" in text
     assert "## Ambiguous evidence" in text and "flatvlm-1b" in text
+    # which row is its checkpoint's normal profile, and which one is for the others
+    assert re.search(r"^\| vidqa-2b \|.*\| \*\*normal\*\* \|", models, re.M)
+    assert re.search(r"^\| vidqa-2b-native \|.*\| no \(normal: `vidqa-2b`\) \|", models, re.M)
+    assert re.search(r"^\| vidqa-2b-tp2 \|.*\| no \(normal: `vidqa-2b`\) \|", variants, re.M)
+
+
+def test_every_entry_carries_its_normal_profile_choice(new_inventory: Inventory, old_inventory: Inventory) -> None:
+    rows = _rows(new_inventory)
+    assert rows["vlm-3b"].normal_profile and not rows["vlm-3b-l0"].normal_profile
+    assert not rows["broken"].normal_profile and rows["broken"].profile_gap is None
+    assert _rows(old_inventory)["olddiff-video-l0"].profile_gap == "no full-model profile in this checkout"
+    text = render_inventory_markdown(old_inventory)
+    assert "no full-model profile in this checkout: olddiff-video-l0, oldlm-tiny-random" in text
+    assert re.search(r"^\| olddiff-video-l0 \|.*\| no full-model profile in this checkout \|", text, re.M)
+    # the summary keeps its meaning: models are distinct checkpoints over rows without variants
+    assert (new_inventory.summary.models, new_inventory.summary.variant_rows) == (11, 3)
+    assert (old_inventory.summary.models, old_inventory.summary.variant_rows) == (5, 4)
 
 
 def test_committed_json_schemas_are_current() -> None:

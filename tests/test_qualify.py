@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import self_test_checks as checks
 from doubles.toolchain import install_doubles
-from helpers import cli, qualify, row
+from helpers import QUICK, cli, qualify, row
 
 from trtmc_videoqa.results import ResultRow
 
@@ -57,6 +57,11 @@ def test_answers_graded_with_reversed_controls(self_test) -> None:
 @pytest.mark.e2e
 def test_the_server_applies_the_declared_sampling_and_the_real_clip_is_transport_only(self_test) -> None:
     checks.check_sampling_is_the_servers_and_the_real_clip_is_transport_only(self_test[0])
+
+
+@pytest.mark.e2e
+def test_identity_is_checked_on_both_rows_and_the_report_opens_with_the_group_line(self_test) -> None:
+    checks.check_identity_and_group_line(self_test[0])
 
 
 @pytest.mark.e2e
@@ -108,10 +113,7 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
         "vidqa-2b",
         "--profile",
         "vlm-3b",
-        "--repeats",
-        "1",
-        "--warmup",
-        "1",
+        *QUICK,  # the synthetic workload, which the doubles answer for real
         env=env,
     )
     assert done.returncode == 0, done.stderr
@@ -123,9 +125,23 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
         ("serve", "passed"),
         ("capability", "passed"),
         ("aiperf", "passed"),
+        ("timing", "passed"),
         ("grading", "passed"),
+        ("output-check", "passed"),
+        ("identity", "passed"),
     ]
     assert capable.status == "aiperf-qualified"
+    # every gate is shown earned: task times joined (and what they measure), answers resolved, identity held
+    assert capable.timing_scope == "public_task_call_wall"
+    assert capable.task_time_field == "response.trtmc_timing.model_call_ms"
+    assert capable.server_task_time.count == capable.profiling_requests_planned
+    assert capable.output_check.passed
+    assert capable.identity.verdict == "held"
+    assert capable.identity.native_route == "perf_serving POST /v1/tasks/generate"
+    assert capable.identity.request_fields and "video_path" in capable.identity.request_fields
+    assert capable.identity.request_source.startswith("apps/benchmark/trtmc_benchmark/task_adapters.py:")
+    assert "perf_serving" in capable.commands["native"] and "--bundle" in capable.commands["native"]
+    assert capable.normal_profile is True and capable.variant_kinds == []
     assert capable.provenance.bundle_digest.startswith("sha256:")
     # built with the manifest's precision, as the family's runner builds it, and read back from the bundle
     assert "--precision bf16" in capable.commands["build"]
@@ -155,10 +171,7 @@ def vidqa_through_doubles(tmp_path: Path, **env: str) -> ResultRow:
         str(tmp_path / "out"),
         "--profile",
         "vidqa-2b",
-        "--repeats",
-        "1",
-        "--warmup",
-        "1",
+        *QUICK,
         env=dict(install_doubles(tmp_path / "bin"), **env),
     )
     assert done.returncode == 0, done.stderr
@@ -206,10 +219,7 @@ def test_a_build_that_dies_leaves_no_bundle_to_reuse(tmp_path: Path) -> None:
         str(out),
         "--profile",
         "vidqa-2b",
-        "--repeats",
-        "1",
-        "--warmup",
-        "1",
+        *QUICK,
     )
     done = qualify(*args, env=dict(env, TRTMC_BUILD_DOUBLE_DIES_AFTER_WRITING="1"))
     assert done.returncode == 0, done.stderr
@@ -355,7 +365,11 @@ def test_runs_starting_together_never_share_an_output_directory(tmp_path: Path) 
 def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path) -> None:
     done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path / "out"), "--dry-run")
     assert done.returncode == 0
-    assert "vidqa-2b: build -> correctness -> serve -> capability -> aiperf -> grading" in done.stdout
+    assert (
+        "vidqa-2b: build -> correctness -> serve -> capability -> aiperf -> timing -> grading -> output-check -> "
+        "identity" in done.stdout
+    )
+    assert "vidqa-2b-native: planned: variant of example/VidQA-2B" in done.stdout  # not a second model
     assert "vlm-3b: unsupported" in done.stdout
     assert "vidqa-2b-tp2: blocked: distributed variant" in done.stdout  # held as the real run holds it
     assert not (tmp_path / "out").exists()

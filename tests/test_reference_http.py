@@ -154,6 +154,7 @@ def test_records_hold_one_line_per_request_id(tmp_path, clip, video):
     assert [line["request_id"] for line in lines] == ["id-1", "id-2", "id-3", "id-bad"]
     assert [line["status"] for line in lines] == [200, 200, 200, 400]
     assert [line["sequence"] for line in lines] == [1, 2, 3, 4]
+    assert {line["route"] for line in lines} == {CHAT}
     clip_sha256 = hashlib.sha256(clip.read_bytes()).hexdigest()
     for line in lines[:3]:
         response = bodies[line["request_id"]]
@@ -289,7 +290,15 @@ def test_flags_carry_a_config_to_a_subprocess_unchanged(tmp_path):
         max_body_bytes=5000,
         records_path=tmp_path / "r.jsonl",
         url_file=tmp_path / "url",
-        faults=FaultKnobs(added_task_ms=12.5, error_rate=0.1, crash_after=3, ready_after_s=2.0),
+        faults=FaultKnobs(
+            added_task_ms=12.5,
+            error_rate=0.1,
+            crash_after=3,
+            ready_after_s=2.0,
+            identity_drift_rate=0.25,
+            answer_text="-- I cannot tell from this clip.",  # a text that looks like a flag survives too
+            omit_task_time_rate=0.5,
+        ),
     )
     assert config_from_arguments(build_parser().parse_args(argv_from_config(config))) == config
     assert config_from_arguments(build_parser().parse_args(argv_from_config(ReferenceConfig()))) == ReferenceConfig()

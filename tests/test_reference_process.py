@@ -1,5 +1,5 @@
-"""The reference endpoint as a separate process: slow readiness, the error knob's status carried by its flags, and
-the crash knob that kills it mid-run."""
+"""The reference endpoint as a separate process: slow readiness, the error knob's status carried by its flags, the
+crash knob that kills it mid-run, and the trtmc-server test double's knobs that reach it."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from doubles.toolchain import install_doubles
 from pydantic import ValidationError
 
 from trtmc_videoqa.media import chat_request_body, video_data_url
 from trtmc_videoqa.reference import (
+    CHAT_ROUTE,
     CRASH_EXIT_CODE,
     TEST_DOUBLE_LABEL,
     FaultKnobs,
@@ -26,6 +28,7 @@ from trtmc_videoqa.reference import (
     config_from_arguments,
 )
 from trtmc_videoqa.reference.cli_args import build_parser
+from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
 from trtmc_videoqa.workloads import builtin_workload
 from trtmc_videoqa.workloads.synthetic import make_clip
 
@@ -120,3 +123,23 @@ def test_error_status_outside_4xx_and_5xx_is_refused(status):
         FaultKnobs(error_status=status)
     with pytest.raises(ValidationError, match="error_status"):
         config_from_arguments(build_parser().parse_args(["--error-status", str(status)]))
+
+
+def test_the_trtmc_server_double_passes_its_task_time_and_answer_knobs_through(tmp_path, chat_body):
+    env = install_doubles(tmp_path / "bin") | {
+        "TRTMC_SERVER_DOUBLE_OMIT_TASK_TIME_RATE": "1",
+        "TRTMC_SERVER_DOUBLE_ANSWER_TEXT": "I cannot tell from this clip.",
+    }
+    bundle = tmp_path / "m.bundle"
+    bundle.write_bytes(json.dumps({"test_double": True}).encode() + b"\n")
+    port = free_loopback_port()
+    records = tmp_path / "records.jsonl"
+    argv = [str(tmp_path / "bin" / "trtmc-server"), str(bundle), "--model-name", "vidqa-2b", "--port", str(port)]
+    url = f"http://127.0.0.1:{port}"
+    argv += ["--records", str(records)]
+    with ServerProcess(argv, url=url, log_path=tmp_path / "server.log", startup_timeout_s=60, env=env):
+        body = httpx.post(url + "/v1/chat/completions", json=chat_body, timeout=30).json()
+    assert body["choices"][0]["message"]["content"] == "I cannot tell from this clip."
+    assert "trtmc_timing" not in body
+    (line,) = [json.loads(line) for line in records.read_text().splitlines()]
+    assert (line["answer"], line["model_call_ms"], line["route"]) == ("I cannot tell from this clip.", None, CHAT_ROUTE)

@@ -8,7 +8,24 @@ from xml.etree import ElementTree as ET
 
 from helpers import cli
 
-from trtmc_videoqa.results import LatencyStats, Provenance, Report, RequestRow, ResultRow
+from trtmc_videoqa.report import build_report
+from trtmc_videoqa.report.group import group_line
+from trtmc_videoqa.report.html import render_html
+from trtmc_videoqa.report.junit import render_junit
+from trtmc_videoqa.report.markdown import render_markdown, render_step_summary
+from trtmc_videoqa.results import (
+    AnswerExample,
+    IdentityAnswer,
+    IdentityCheck,
+    IdentityPair,
+    LatencyStats,
+    OutputCheck,
+    Provenance,
+    Report,
+    RequestRow,
+    ResultRow,
+    StageResult,
+)
 
 
 def _row(profile: str, status: str, endpoint: str, **extra) -> ResultRow:
@@ -87,9 +104,11 @@ def test_two_runs_merge_side_by_side_in_every_format(tmp_path: Path) -> None:
     assert report.counts == {"blocked": 1, "endpoint-qualified": 1, "failed": 1, "unsupported": 1}
     assert not report.reference_self_test
     suite = ET.parse(merged / "junit.xml").getroot()
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("4", "1", "2")
+    # four rows and the group's testcase (an endpoint run: it passes, saying what the run is)
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("5", "1", "2")
     failure = suite.find("testcase/failure")
     assert failure is not None and "failed at aiperf" in failure.get("message")
+    assert report.group.status == "endpoint" and "no TRTMC model was qualified" in report.group.line
     skipped = [
         case.find("skipped").get("message") for case in suite.iter("testcase") if case.find("skipped") is not None
     ]
@@ -112,3 +131,291 @@ def test_report_of_a_directory_without_results_is_bad_input(tmp_path: Path) -> N
     bad.write_text(json.dumps({"profile": "x"}))
     done = cli("report", str(tmp_path))
     assert done.returncode == 2 and "is not a result of this tool" in done.stderr and "Traceback" not in done.stderr
+
+
+# --- the group line, models apart from variants, and the row details ------------------------------------------------
+
+
+def _trtmc(profile: str, status: str, *, verdict: str = "temporal-video-qa", normal: bool | None = True, **extra):
+    """A row of a TRTMC run; an unsupported row carries no provenance, as the inventory's unsupported rows do."""
+    provenance = Provenance(tool_versions={}, workload="synthetic", workload_digest="0" * 64, mode="trtmc")
+    return ResultRow(
+        profile=profile,
+        family="vidqa",
+        checkpoint=f"example/{profile}",
+        revision="1" * 40,
+        verdict=verdict,
+        normal_profile=normal,
+        status=status,
+        status_reason=extra.pop("status_reason", f"{status} because"),
+        **({"provenance": None if status == "unsupported" else provenance} | extra),
+    )
+
+
+def _gap(profile: str, reason: str, evidence: str) -> ResultRow:
+    return _trtmc(profile, "unsupported", verdict="image-only", status_reason=reason, status_evidence=[evidence])
+
+
+def _report(tmp_path: Path, rows: list[ResultRow]) -> Report:
+    return build_report([_write(tmp_path / "run", rows)])
+
+
+def _junit_group(report: Report) -> ET.Element:
+    suite = ET.fromstring(render_junit(report))
+    cases = [case for case in suite.iter("testcase") if case.get("name") == "group"]
+    assert len(cases) == 1 and cases[0].get("classname") == "trtmc-videoqa.group"
+    assert suite.get("tests") == str(len(report.rows) + 1)
+    return cases[0]
+
+
+def test_a_group_without_capability_is_blocked_with_the_most_common_gap_and_its_evidence(tmp_path: Path) -> None:
+    one_image = "answers about one image per request"
+    rows = [
+        _gap("vlm-a", one_image, "families/vlm/tests/manifests/vlm-a.json:6"),
+        _gap("vlm-b", one_image, "families/vlm/tests/manifests/vlm-b.json:7"),
+        _gap("gen", "generates video", "families/gen/tests/manifests/gen.json:3"),
+        _trtmc("outside", "unsupported", verdict="text-or-speech", in_group=False),
+    ]
+    report = _report(tmp_path, rows)
+    assert report.group.status == "blocked"
+    assert report.group.line.startswith("Group: blocked: 3 in-group rows, 0 with an existing native temporal video QA")
+    assert one_image in report.group.line and "families/vlm/tests/manifests/vlm-a.json:6" in report.group.line
+    assert "2 of 3 unsupported" in report.group.line
+    case = _junit_group(report)
+    assert case.find("skipped").get("message") == report.group.line
+    suite = ET.fromstring(render_junit(report))
+    assert suite.get("skipped") == "5"  # four unsupported rows and the group
+
+
+def test_a_capable_normal_profile_that_failed_fails_the_group(tmp_path: Path) -> None:
+    rows = [
+        _trtmc("vidqa-2b", "failed", failed_stage="output-check", status_reason="8 of 8 answers unparseable"),
+        _trtmc("other-7b", "aiperf-qualified"),
+        _trtmc("vidqa-2b-fp8", "failed", normal=False, failed_stage="aiperf"),  # a variant never fails the group
+    ]
+    report = _report(tmp_path, rows)
+    assert report.group.status == "failed"
+    assert report.group.line == (
+        "Group: failed: 1 of 2 capable checkpoint(s) failed (vidqa-2b at output-check: 8 of 8 answers unparseable)"
+    )
+    case = _junit_group(report)
+    assert case.find("failure").get("message") == report.group.line
+    assert ET.fromstring(render_junit(report)).get("failures") == "3"  # two failed rows and the group
+
+
+def test_every_capable_normal_profile_qualified_qualifies_the_group(tmp_path: Path) -> None:
+    rows = [
+        _trtmc("vidqa-2b", "aiperf-qualified"),
+        _trtmc("other-7b", "aiperf-qualified"),
+        _trtmc("vidqa-2b-native", "planned", normal=False),
+        _gap("vlm-3b", "answers about one image per request", "families/vlm/tests/manifests/vlm-3b.json:6"),
+    ]
+    report = _report(tmp_path, rows)
+    assert report.group.status == "qualified"
+    assert report.group.line == "Group: qualified: every capable checkpoint's normal profile (2) is aiperf-qualified"
+    case = _junit_group(report)
+    assert case.find("skipped") is None and case.find("failure") is None
+    # models and variants are counted apart, as the inventory counts them; counts stay every row by status
+    assert report.models == {"aiperf-qualified": 2, "unsupported": 1}
+    assert report.variants == {"planned": 1}
+    assert report.counts == {"aiperf-qualified": 2, "planned": 1, "unsupported": 1}
+    markdown = render_markdown(report)
+    assert (
+        "Counts: models aiperf-qualified 2, unsupported 1; variants planned 1; all rows aiperf-qualified 2" in markdown
+    )
+    assert "Counts: models aiperf-qualified 2" in render_html(report)
+
+
+def test_a_capable_profile_short_of_qualified_blocks_the_group_and_is_named(tmp_path: Path) -> None:
+    rows = [
+        _trtmc("vidqa-2b", "aiperf-qualified"),
+        _trtmc("other-7b", "blocked", status_reason="no GPU on this machine"),
+        _trtmc("tiny", "planned", normal=None, provenance=None),  # an old row without a normal-profile answer
+    ]
+    group = group_line(rows)
+    assert group.status == "blocked"
+    assert group.line == (
+        "Group: blocked: 1 of 2 capable checkpoint(s) not aiperf-qualified: other-7b (blocked: no GPU on this machine)"
+    )
+    report = _report(tmp_path, rows)
+    assert report.models == {"aiperf-qualified": 1, "blocked": 1} and report.variants == {}
+    assert report.counts == {"aiperf-qualified": 1, "blocked": 1, "planned": 1}
+
+
+def test_the_self_test_says_what_it_is_and_never_qualified(tmp_path: Path) -> None:
+    rows = [
+        _row("reference-self-test.synthetic", "endpoint-qualified", "http://127.0.0.1:1", reference_self_test=True),
+        _row("reference-self-test.bigbuckbunny", "endpoint-qualified", "http://127.0.0.1:1", reference_self_test=True),
+    ]
+    report = _report(tmp_path, rows)
+    assert report.group.status == "reference-self-test"
+    assert report.group.line == (
+        "Reference self-test: the tool checked against a test double; no TRTMC model was qualified; "
+        "2 row(s), statuses: endpoint-qualified 2"
+    )
+    case = _junit_group(report)
+    assert case.find("system-out").text == report.group.line
+    assert case.find("skipped") is None and case.find("failure") is None
+    assert report.models == report.variants == {}  # no TRTMC checkpoint behind a test double
+    assert "qualified: every" not in render_markdown(report)
+
+
+def test_an_endpoint_run_says_what_it_is_and_a_mixed_report_counts_only_trtmc_rows(tmp_path: Path) -> None:
+    endpoint = [_row("served", "endpoint-qualified", "http://127.0.0.1:1"), _row("x", "failed", "http://127.0.0.1:1")]
+    group = group_line(endpoint)
+    assert group.status == "endpoint"
+    assert group.line == (
+        "Endpoint run: 2 row(s) of a server this tool did not build (statuses endpoint-qualified 1, failed 1); "
+        "no TRTMC model was qualified"
+    )
+    case = _junit_group(_report(tmp_path, endpoint))
+    assert case.find("system-out").text == group.line and case.find("failure") is None
+    mixed = group_line([*endpoint, _trtmc("vidqa-2b", "aiperf-qualified")])
+    assert mixed.status == "qualified"
+    assert mixed.line.endswith("; plus 2 self-test/endpoint row(s), not counted")
+
+
+def test_every_report_opens_with_the_group_line(tmp_path: Path) -> None:
+    report = _report(tmp_path, [_trtmc("vidqa-2b", "blocked", status_reason="no GPU")])
+    line = report.group.line
+    markdown = render_markdown(report).splitlines()
+    assert markdown[0].startswith("# ") and markdown[2] == f"**{line}**"
+    summary = render_step_summary(report).splitlines()
+    assert summary[0].startswith("## ") and summary[2] == f"**{line}**"
+    html = render_html(report)
+    assert html.index(line) < html.index("<table>")
+    assert json.loads(report.model_dump_json())["group"] == {"status": "blocked", "line": line}
+
+
+def _ran(status: str = "endpoint-qualified", **extra) -> ResultRow:
+    stages = [StageResult(name="aiperf", status="passed"), StageResult(name="timing", status="skipped")]
+    return _row("served", status, "http://127.0.0.1:1", stages=stages, **extra)
+
+
+def test_a_task_time_the_server_did_not_report_is_said_and_client_latency_stands_alone() -> None:
+    row = _ran(timing_scope="not reported by this server")
+    report = Report(
+        title="t",
+        generated_by="g",
+        sources=[],
+        reference_self_test=False,
+        group=group_line([row]),
+        rows=[row],
+        counts={},
+    )
+    markdown = render_markdown(report)
+    assert "- server task time: not reported by this server; client latency stands alone" in markdown
+    assert "Server task time (`" not in markdown
+    assert "server task time: not reported by this server" in render_html(report)
+    timed = _ran(
+        server_task_time=LatencyStats(count=3, mean_ms=9.0, p50_ms=9.0),
+        task_time_field="task_ms",
+        timing_scope="public_task_call_wall",
+    )
+    report = report.model_copy(update={"rows": [timed]})
+    markdown = render_markdown(report)
+    assert "- Server task time (`task_ms`, public_task_call_wall): mean 9.0 ms, p50 9.0" in markdown
+    assert "not reported by this server" not in markdown
+
+
+def _pair(question: str, chat: str, native: str) -> IdentityPair:
+    return IdentityPair(
+        question_id=question,
+        clip_id="forward",
+        chat=IdentityAnswer(route="POST /v1/chat/completions", request_id=f"chat-{question}", answer=chat),
+        native=IdentityAnswer(route="POST /v1/tasks/generate", request_id=f"native-{question}", answer=native),
+        verdict="same" if chat == native else "different",
+    )
+
+
+def test_identity_is_shown_as_it_is_and_not_applicable_is_never_a_pass() -> None:
+    reason = "no native route named (--native-url)"
+    row = _ran(identity=IdentityCheck(verdict="not-applicable", reason=reason))
+    report = Report(
+        title="t",
+        generated_by="g",
+        sources=[],
+        reference_self_test=False,
+        group=group_line([row]),
+        rows=[row],
+        counts={},
+    )
+    markdown = render_markdown(report)
+    assert f"identity: not-applicable ({reason}); not a pass" in markdown
+    table_row = next(line for line in markdown.splitlines() if line.startswith("| served |"))
+    assert "| not-applicable |" in table_row and "held" not in table_row and "passed" not in table_row
+    html = render_html(report)
+    assert "identity: not-applicable (" in html and "<td>not-applicable</td>" in html
+    drift = _ran(
+        identity=IdentityCheck(
+            verdict="differs",
+            reason="1 of 2 pairs differ",
+            native_route="POST /v1/tasks/generate",
+            pairs=[_pair("q1", "A", "A"), _pair("q2", "B", "C because")],
+        )
+    )
+    report = report.model_copy(update={"rows": [drift]})
+    markdown = render_markdown(report)
+    assert "identity: differs (1 of 2 pairs differ)" in markdown
+    assert "Native route: `POST /v1/tasks/generate`" in markdown and "Pairs: 2 (same 1, different 1)" in markdown
+    assert "First differing pair (question q2, clip forward, different): chat `B`" in markdown
+    assert "native `C because`" in markdown
+    html = render_html(report)
+    assert "<th>chat answer</th><th>native answer</th>" in html and "C because" in html and "chat-q1" in html
+
+
+def test_output_check_counts_and_examples_are_shown() -> None:
+    examples = [
+        AnswerExample(
+            session_id=f"q{i}.forward.r00", question_id=f"q{i}", clip_id="forward", outcome=outcome, answer=answer
+        )
+        for i, (outcome, answer) in enumerate(
+            [("unparseable", "zebra | banana"), ("cut-off", "B because the"), ("resolved", "A")]
+        )
+    ]
+    check = OutputCheck(
+        passed=False, checked=8, by_outcome={"resolved": 6, "unparseable": 1, "cut-off": 1}, examples=examples
+    )
+    row = _ran(status="failed", failed_stage="output-check", output_check=check)
+    report = Report(
+        title="t",
+        generated_by="g",
+        sources=[],
+        reference_self_test=False,
+        group=group_line([row]),
+        rows=[row],
+        counts={},
+    )
+    markdown = render_markdown(report)
+    assert "- Output check: failed, 8 answer(s) checked: resolved 6, unparseable 1, cut-off 1" in markdown
+    assert "  - unparseable: `q0.forward.r00` (question q0, clip forward): `zebra | banana`" in markdown
+    assert "`B because the`" in markdown and "  - resolved: `q2.forward.r00`" in markdown
+    table_row = next(line for line in markdown.splitlines() if line.startswith("| served |"))
+    assert "| failed (resolved 6, unparseable 1, cut-off 1) |" in table_row
+    html = render_html(report)
+    assert "zebra | banana" in html and "<th>outcome</th>" in html
+    declared = check.model_copy(update={"passed": True, "declared_no_answer": "'cannot tell' on a real clip"})
+    report = report.model_copy(update={"rows": [_ran(output_check=declared)]})
+    assert "Declared no-answer (the run's own plan): 'cannot tell' on a real clip" in render_markdown(report)
+
+
+def test_row_details_say_normal_profile_or_variant_and_the_profile_gap(tmp_path: Path) -> None:
+    rows = [
+        _trtmc("vidqa-2b", "aiperf-qualified"),
+        _trtmc("vidqa-2b-tp2", "planned", normal=False, variant_kinds=["tp"]),
+        _trtmc(
+            "olddiff-video-l0",
+            "unsupported",
+            verdict="video-generation",
+            normal=False,
+            variant_kinds=["l0"],
+            profile_gap="no full-model profile in this checkout",
+        ),
+    ]
+    report = _report(tmp_path, rows)
+    markdown = render_markdown(report)
+    assert "- Profile: normal profile of its checkpoint (example/vidqa-2b@111111111111), counted as a model" in markdown
+    assert "- Profile: variant of its checkpoint: not counted as a model; variant kinds: tp" in markdown
+    assert "- Profile gap: no full-model profile in this checkout" in markdown
+    html = render_html(report)
+    assert "variant of its checkpoint: not counted as a model" in html and "Profile gap: no full-model" in html

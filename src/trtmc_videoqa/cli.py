@@ -87,7 +87,9 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     from .inventory import run_inventory
 
     inventory = run_inventory(args.trtmc)
-    print(json.dumps(inventory.summary.capable))
+    # One job per checkpoint: its normal profile. A capable variant runs only when named with --profile.
+    capable = set(inventory.summary.capable)
+    print(json.dumps([e.profile for e in inventory.entries if e.profile in capable and e.normal_profile]))
     return EXIT_OK
 
 
@@ -226,9 +228,10 @@ def _add_inventory_parser(commands: _Commands) -> None:
 def _add_matrix_parser(commands: _Commands) -> None:
     matrix = commands.add_parser(
         "matrix",
-        help="print the JSON list of profiles to qualify (capable checkpoints), for a CI matrix",
+        help="print the JSON list of profiles to qualify (each capable checkpoint's normal profile), for a CI matrix",
         description="Audit the checkout and print, as one JSON list, the profiles with a temporal video QA "
-        "capability (variants excluded). An empty list is a valid answer.",
+        "capability: the normal profile of each such checkpoint (variants run only when named). An empty list is "
+        "a valid answer.",
     )
     matrix.add_argument("--trtmc", type=Path, required=True, metavar="PATH", help="root of the TRTMC checkout")
     matrix.set_defaults(handler=cmd_matrix)

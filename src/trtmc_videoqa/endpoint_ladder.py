@@ -1,24 +1,31 @@
 """The endpoint ladder: an already running OpenAI-compatible video chat server, planned -> endpoint-qualified.
 
-capability -> AIPerf -> grading      (a server we did not build: no build, no family correctness, no serve)
+capability -> AIPerf -> timing -> grading -> output-check -> identity
+(a server we did not build: no build, no family correctness, no serve; a task time it does not report and a native
+route nobody named are stated on the row, never passed)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .cache_keys import endpoint_key, reusable
-from .endpoint_run import EndpointMeasurement, measure_endpoint
+from .endpoint_run import EndpointMeasurement, Gates, measure_endpoint
+from .identity_run import endpoint_identity, recorded
 from .qualify import (
     QualifyJob,
     finish_row,
     measured_fields,
     run_provenance,
-    status_after_measurement,
+    status_from_stages,
     with_workload_facts,
 )
-from .results import Accuracy, ResultRow, SamplingFacts, StageResult
+from .results import IdentityCheck, OutputCheck, ResultRow, SamplingFacts, StageResult
+
+if TYPE_CHECKING:
+    from .self_test_plan import DeclaredNoAnswer
 
 
 def qualify_endpoint(
@@ -32,13 +39,24 @@ def qualify_endpoint(
     reference_self_test: bool = False,
     server_records: Path | None = None,
     alive: Callable[[], bool] = lambda: True,
-    transport_only: str | None = None,
+    native_url: str | None = None,
+    native_key: str | None = None,
+    declared_no_answer: DeclaredNoAnswer | None = None,
 ) -> ResultRow:
     """An already running OpenAI-compatible video chat server: planned -> endpoint-qualified.
 
-    `transport_only` says why this server is not expected to answer the questions (the reference endpoint on a
-    real clip: it answers "cannot tell"); the row is then about transport and timing, and says so."""
-    key = endpoint_key(job, identity=identity or url, model=model, stated=stated)
+    `native_url` is the server's native Task route, if the user named one. `declared_no_answer` is the run plan's
+    own declaration that this server answers "cannot tell" here (the self-test's test double on a real clip): such
+    answers then pass the output check, and the row says it is about transport and timing only. No other run has
+    one."""
+    key = row_key(
+        job,
+        identity=identity or url,
+        model=model,
+        stated=stated,
+        native=native_key or native_url,
+        declared=declared_no_answer,
+    )
     row_dir = job.row_dir(profile)
     previous = reusable(row_dir, key, job.force)
     if previous is not None:
@@ -52,7 +70,38 @@ def qualify_endpoint(
         cache_key=key,
         stages=[StageResult(name="plan", status="passed", detail=f"endpoint {url}, model {model}")],
     )
-    row = with_server_sampling(with_workload_facts(job, row), job, stated)
+    row, measurement = _measure(
+        job,
+        with_server_sampling(with_workload_facts(job, row), job, stated),
+        url,
+        model,
+        server_records,
+        alive,
+        native_url,
+        declared_no_answer,
+    )
+    row = finish_row(
+        job,
+        _measured_row(job, row, measurement, url, stated, row.identity, declared_no_answer),
+        {"trtmc-videoqa": job.command, **measurement.commands},
+    )
+    if measurement.interrupted:
+        raise KeyboardInterrupt  # the row is written; the run stops here
+    return row
+
+
+def _measure(
+    job: QualifyJob,
+    row: ResultRow,
+    url: str,
+    model: str,
+    server_records: Path | None,
+    alive: Callable[[], bool],
+    native_url: str | None,
+    declared: DeclaredNoAnswer | None,
+) -> tuple[ResultRow, EndpointMeasurement]:
+    """The measurement, then identity (when every stage before it passed)."""
+    row_dir = job.row_dir(row.profile)
     measurement = measure_endpoint(
         url=url,
         model=model,
@@ -64,16 +113,29 @@ def qualify_endpoint(
         api_key=job.api_key,
         server_records=server_records,
         alive=alive,
-        progress=lambda m: job.progress(f"{profile}: {m}"),
+        progress=lambda m: job.progress(f"{row.profile}: {m}"),
+        gates=Gates(require_task_time=False, declared_no_answer=declared),
     )
-    row = finish_row(
-        job,
-        _measured_row(job, row, measurement, url, stated, transport_only),
-        {"trtmc-videoqa": job.command, **measurement.commands},
-    )
-    if measurement.interrupted:
-        raise KeyboardInterrupt  # the row is written; the run stops here
-    return row
+    if measurement.failed_stage is None and not measurement.interrupted:
+        identity_check = endpoint_identity(job, url=url, model=model, native_url=native_url)
+        measurement.stages.append(recorded(row_dir, identity_check))
+        row = row.model_copy(update={"identity": identity_check})
+    return row, measurement
+
+
+def row_key(
+    job: QualifyJob,
+    *,
+    identity: str,
+    model: str,
+    stated: dict[str, str],
+    native: str | None,
+    declared: DeclaredNoAnswer | None,
+) -> str:
+    """The row's cache key: the server, the model, its stated settings, the native route checked against (named
+    by `native_key` where its URL changes every run) and the no-answer the plan declares."""
+    extra = {"native_url": native or "", "declared": declared.phrase if declared else ""}
+    return endpoint_key(job, identity=identity, model=model, stated=stated | extra)
 
 
 def _measured_row(
@@ -82,12 +144,14 @@ def _measured_row(
     measurement: EndpointMeasurement,
     url: str,
     stated: dict[str, str],
-    transport_only: str | None,
+    identity: IdentityCheck | None,
+    declared: DeclaredNoAnswer | None,
 ) -> ResultRow:
     """The row with the measurement's figures and the status they earn."""
-    status, reason, failed, evidence = status_after_measurement(measurement, "endpoint-qualified")
-    if transport_only and status == "endpoint-qualified" and measurement.accuracy is not None:
-        reason = _transport_only_reason(transport_only, measurement.accuracy)
+    fields = measured_fields(row, measurement)
+    status, reason, failed, evidence = status_from_stages(fields["stages"], "endpoint-qualified")
+    if declared and status == "endpoint-qualified" and measurement.output_check is not None:
+        reason = _transport_only_reason(declared, measurement.output_check) + "; " + reason
     served_by = measurement.capability.served_by if measurement.capability else None
     provenance = run_provenance(
         job,
@@ -98,23 +162,23 @@ def _measured_row(
         tokenizer=job.tokenizer_label,
     )
     return row.model_copy(
-        update=measured_fields(row, measurement)
+        update=fields
         | dict(
             status=status,
             status_reason=reason,
             failed_stage=failed,
             status_evidence=evidence,
             provenance=provenance,
+            identity=identity,
         )
     )
 
 
-def _transport_only_reason(why: str, accuracy: Accuracy) -> str:
-    every = accuracy.unparseable == accuracy.graded
+def _transport_only_reason(declared: DeclaredNoAnswer, check: OutputCheck) -> str:
+    no_answer = check.by_outcome.get("declared-no-answer", 0)
     return (
-        f"complete AIPerf run, every request accounted for; transport and timing only: {why} "
-        f"({accuracy.unparseable} of {accuracy.graded} answers were no answer"
-        f"{', as expected' if every else '; the rest were not expected'})"
+        f"transport and timing only: {declared.why} ({no_answer} of {check.checked} answers were the declared "
+        f"no-answer {declared.phrase!r})"
     )
 
 

@@ -21,15 +21,27 @@ from .aiperf.locate import AiperfInstall
 from .aiperf.runner import RunOutcome, run_with_wall_limit
 from .atomic_write import write_model_atomic, write_text_atomic
 from .grading import GradedAnswer, grade_workload
+from .output_check import check_outputs, output_check_stage, write_output_check
 from .request_join import join_requests, read_server_records
-from .results import Accuracy, RequestRow, StageResult, StageStatus
+from .results import Accuracy, OutputCheck, RequestRow, StageResult, StageStatus
 from .run_settings import RunSettings
 from .scrub import known_secrets
 from .stats import latency_stats, requests_per_second
+from .task_timing import timing_stage
 from .workloads import Workload
 
 if TYPE_CHECKING:  # the capability check brings httpx; loaded when a measurement really starts
+    from .self_test_plan import DeclaredNoAnswer
     from .serving.capability import CapabilityResult
+
+
+@dataclass(frozen=True)
+class Gates:
+    """What a row must show beyond a complete AIPerf run: every task time (on trtmc-server), and the one no-answer
+    its run's own plan declares (the self-test's test double on a real clip), if any."""
+
+    require_task_time: bool = False
+    declared_no_answer: DeclaredNoAnswer | None = None
 
 
 @dataclass
@@ -39,7 +51,9 @@ class EndpointMeasurement:
     plan: RequestPlan | None = None
     records: list[RequestRow] = field(default_factory=list)
     accuracy: Accuracy | None = None
+    output_check: OutputCheck | None = None
     task_time_field: str | None = None
+    timing_scope: str | None = None
     commands: dict[str, str] = field(default_factory=dict)
     aiperf_exit: int | None = None
     figures: dict[str, Any] = field(default_factory=dict)
@@ -95,8 +109,10 @@ def measure_endpoint(
     server_records: Path | None = None,
     alive: Callable[[], bool] = lambda: True,
     progress: Callable[[str], None] = lambda _: None,
+    gates: Gates = Gates(),
 ) -> EndpointMeasurement:
-    """Capability, AIPerf, the join, grading, each recorded as a stage; the first that does not pass ends it."""
+    """Capability, AIPerf, the join, task timing, grading, the output check, each recorded as a stage; the first
+    that does not pass ends it."""
     result = EndpointMeasurement()
     target = Target(url, model, api_key)
     max_tokens = settings.max_tokens or workload.spec.generation.max_tokens
@@ -120,24 +136,52 @@ def measure_endpoint(
     result.aiperf_exit, result.interrupted = run.outcome.exit_code, run.interrupted
     joined = join_requests(plan, run.clients, read_server_records(server_records), workload, max_tokens)
     result.records, result.task_time_field = joined.records, joined.task_time_field
+    result.timing_scope = joined.timing_scope
     result.figures = _figures(result.records, run.clients)
     write_text_atomic(row_dir / "requests.jsonl", "".join(r.model_dump_json() + "\n" for r in result.records))
     aiperf_stage = _aiperf_stage(run.outcome, result.records, plan, settings, server_gone=not alive())
     result.stages.append(aiperf_stage)
     if aiperf_stage.status != "passed":
         return result
-    # Strict and deterministic; reversed-clip controls pair with the forward answers.
-    result.accuracy = _accuracy(workload, joined.graded)
+    timing = timing_stage(
+        result.records,
+        required=gates.require_task_time,
+        task_time_field=joined.task_time_field,
+        timing_scope=joined.timing_scope,
+    )
+    result.stages.append(timing)
+    if timing.status == "failed":
+        return result
+    _grade_and_check(result, workload, joined.graded, row_dir, gates, api_key)
+    return result
+
+
+def _grade_and_check(
+    result: EndpointMeasurement,
+    workload: Workload,
+    graded: list[GradedAnswer],
+    row_dir: Path,
+    gates: Gates,
+    api_key: str | None,
+) -> None:
+    """Grading (a figure: strict, deterministic, reversed-clip controls paired with the forward answers), then the
+    output check (a gate: every answer complete and resolving to exactly one option)."""
+    result.accuracy = _accuracy(workload, graded)
     write_model_atomic(row_dir / "grading.json", result.accuracy)
     result.stages.append(
         StageResult(
             name="grading",
             status="passed",
-            detail=f"{len(joined.graded)} answers graded; both-right {result.accuracy.both_right}",
+            detail=f"{len(graded)} answers graded; both-right {result.accuracy.both_right}",
             evidence=["grading.json"],
         )
     )
-    return result
+    check = check_outputs(
+        graded, result.records, declared=gates.declared_no_answer, secrets=sorted(known_secrets(api_key))
+    )
+    write_output_check(row_dir, check)
+    result.output_check = check
+    result.stages.append(output_check_stage(check))
 
 
 def check_video_capability(

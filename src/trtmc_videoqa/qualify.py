@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .atomic_write import write_model_atomic, write_text_atomic
 from .gpu import gpu_lines
 from .pins import tool_versions
-from .results import CheckpointEntry, Mode, Provenance, QualificationStatus, ResultRow, StageName
+from .results import CheckpointEntry, Mode, Provenance, QualificationStatus, ResultRow, StageName, StageResult
 from .safe_names import row_dir_name
 from .scrub import known_secrets, scrub_secrets
 
@@ -56,6 +56,7 @@ class QualifyJob:
     )
     progress: Callable[[str], None] = lambda _: None
     stage: StageName = "plan"  # the stage a TRTMC row is in now: where an unexpected error is recorded
+    inventory_digest: str | None = None  # of the TRTMC run's inventory.json; None off TRTMC
 
     def row_dir(self, profile: str) -> Path:
         return self.out / "checkpoints" / row_dir_name(profile)
@@ -76,6 +77,9 @@ def unsupported_row(entry: CheckpointEntry) -> ResultRow:
         revision=entry.revision,
         verdict=entry.verdict,
         in_group=entry.in_group,
+        variant_kinds=entry.variant_kinds,
+        normal_profile=entry.normal_profile,
+        profile_gap=entry.profile_gap,
         status="unsupported",
         status_reason=entry.gap or f"verdict {entry.verdict}",
         status_evidence=evidence,
@@ -124,13 +128,17 @@ def run_provenance(
         effective_precision=effective_precision,
         settings=job.settings.model_dump() | settings,
         tokenizer=tokenizer,
+        inventory_digest=job.inventory_digest,
     )
 
 
 def measured_fields(row: ResultRow, measurement: EndpointMeasurement) -> dict[str, Any]:
     """The fields a measurement fills in, whatever the ladder."""
+    from .task_timing import NOT_REPORTED
+
     figures = measurement.figures
     plan = measurement.plan
+    ran = any(s.name == "timing" for s in measurement.stages)
     return dict(
         stages=row.stages + measurement.stages,
         warmup_requests=len(plan.warmup) if plan else 0,
@@ -141,26 +149,46 @@ def measured_fields(row: ResultRow, measurement: EndpointMeasurement) -> dict[st
         client_latency=figures.get("client_latency"),
         server_task_time=figures.get("server_task_time"),
         task_time_field=measurement.task_time_field,
+        timing_scope=measurement.timing_scope or (NOT_REPORTED if ran else None),
         requests_per_s=figures.get("requests_per_s"),
         accuracy=measurement.accuracy,
+        output_check=measurement.output_check,
     )
 
 
-def status_after_measurement(
-    measurement: EndpointMeasurement, qualified: Qualified
+QUALIFIED_EVIDENCE = [
+    "result.json#requests",
+    "aiperf/outcome.json",
+    "grading.json",
+    "output_check.json",
+    "identity.json",
+]
+
+
+def status_from_stages(
+    stages: list[StageResult], qualified: Qualified
 ) -> tuple[QualificationStatus, str, StageName | None, list[str]]:
-    """(status, reason, failed stage, evidence) once capability, AIPerf and grading have run."""
-    bad = measurement.failed_stage
-    if bad is None:
-        return (
-            qualified,
-            "complete AIPerf run, every request accounted for, answers graded",
-            None,
-            ["result.json#requests", "grading.json", "aiperf/outcome.json"],
-        )
-    if bad.status == "rejected":
-        return "unsupported", f"the server rejected a video request: {bad.detail}", None, ["capability.json"]
-    return "failed", f"{bad.name}: {bad.detail}", bad.name, bad.evidence
+    """(status, reason, failed stage, evidence): the first stage that did not pass decides; a row whose every
+    stage passed (or, for identity without a native route, was not applicable) earns `qualified`."""
+    for stage in stages:
+        if stage.status == "rejected":
+            return "unsupported", f"the server rejected a video request: {stage.detail}", None, ["capability.json"]
+        if stage.status == "failed":
+            return "failed", f"{stage.name}: {stage.detail}", stage.name, stage.evidence
+        if stage.status == "blocked":
+            return "blocked", f"{stage.name}: {stage.detail}", None, stage.evidence
+    return qualified, earned_reason(stages), None, QUALIFIED_EVIDENCE
+
+
+def earned_reason(stages: list[StageResult]) -> str:
+    """What a qualified row showed, gate by gate, in words (a gate that was not applicable is named as such)."""
+    by_name = {stage.name: stage for stage in stages}
+    parts = ["complete AIPerf run, every request accounted for"]
+    for name in ("timing", "output-check", "identity"):
+        stage = by_name.get(name)
+        if stage is not None:
+            parts.append(f"{name}: {stage.detail}")
+    return "; ".join(parts)
 
 
 def finish_row(job: QualifyJob, row: ResultRow, commands: dict[str, str]) -> ResultRow:

@@ -13,6 +13,7 @@ OPTION_FOR_FIELD = {
     "request_timeout_s": "--request-timeout",
     "aiperf_wall_limit_s": "--aiperf-wall-limit",
     "body_limit": "--body-limit",
+    "max_tokens": "--max-tokens",
 }
 
 
@@ -32,6 +33,13 @@ def _add_source_arguments(source: argparse._ArgumentGroup) -> None:
         metavar="FILE",
         help="the per-request records file --endpoint's server writes (trtmc-server --records), "
         "read after the run for the server's task time when responses carry none",
+    )
+    source.add_argument(
+        "--native-url",
+        metavar="URL",
+        help="--endpoint's native Task route, in perf_serving's request shape (POST URL/v1/tasks/generate with "
+        '{"request": {"prompt", "video_path": {"$file": ...}, "max_new_tokens", "temperature"}}): each question and '
+        "clip once there and once through chat must give the same answer; without it identity is not-applicable",
     )
     source.add_argument(
         "--server-setting",
@@ -54,6 +62,9 @@ def _add_run_arguments(run: argparse._ArgumentGroup) -> None:
     run.add_argument("--warmup", type=int, default=2, help="warmup requests, kept out of the results (default 2)")
     run.add_argument("--concurrency", type=int, default=1, help="concurrent requests (default 1)")
     run.add_argument("--request-timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    run.add_argument(
+        "--max-tokens", type=int, metavar="N", help="the answers' token limit (default: the workload's own)"
+    )
     run.add_argument("--aiperf-wall-limit", type=float, default=900.0, help="seconds for one AIPerf run")
     run.add_argument(
         "--body-limit",

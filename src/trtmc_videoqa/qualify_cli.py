@@ -21,7 +21,7 @@ from .aiperf.tokenizer import choose_tokenizer
 from .atomic_write import write_model_atomic, write_text_atomic
 from .errors import EXIT_OK, EXIT_TOOL_ERROR, BadInput
 from .pins import load_pins
-from .results import ResultRow
+from .results import STAGE_ORDER, ResultRow
 
 if TYPE_CHECKING:
     from .aiperf.locate import AiperfInstall
@@ -30,14 +30,7 @@ if TYPE_CHECKING:
     from .workload_artifacts import WorkloadFacts
     from .workloads import Workload
 
-SELF_TEST_WORKLOADS = ("synthetic", "bigbuckbunny")
 SELF_TEST_PREFIX = "reference-self-test"
-# Why a self-test row on a real clip (a workload of kind "qualification") is about transport and timing only: the
-# reference endpoint answers only the synthetic questions; about a real clip its expected answer is that it cannot
-# tell.
-REAL_CLIP_TRANSPORT_ONLY_REASON = (
-    "the reference endpoint (a test double) cannot tell what happens in a real clip, and says so"
-)
 
 
 @dataclass(frozen=True)
@@ -72,6 +65,7 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         request_timeout_s=args.request_timeout,
         aiperf_wall_limit_s=args.aiperf_wall_limit,
         body_limit=args.body_limit,
+        max_tokens=args.max_tokens,
     )
 
 
@@ -91,9 +85,10 @@ def _our_command(argv: list[str]) -> str:
 
 def _workloads(args: argparse.Namespace, self_test: bool) -> list[Workload]:
     """The workloads to run; a file or name that cannot be used is a WorkloadError naming it and the fix."""
+    from .self_test_plan import load_self_test_plan
     from .workloads import load_workload
 
-    names = [args.workload] if args.workload else (list(SELF_TEST_WORKLOADS) if self_test else ["bigbuckbunny"])
+    names = [args.workload] if args.workload else (load_self_test_plan().workloads() if self_test else ["bigbuckbunny"])
     return [load_workload(name) for name in names]
 
 
@@ -187,6 +182,10 @@ def _checked_inputs(args: argparse.Namespace, self_test: bool) -> tuple[list[Wor
         raise BadInput("--endpoint needs --model NAME: the model name the server serves")
     if args.trtmc and args.endpoint:
         raise BadInput("give --trtmc or --endpoint, not both")
+    if args.native_url and not args.endpoint:
+        raise BadInput(
+            "--native-url goes with --endpoint (a --trtmc run starts the checkout's own perf_serving for it)"
+        )
     workloads = _workloads(args, self_test)
     _stated(args)
     _settings(args)
@@ -207,7 +206,8 @@ def _dry_run(args: argparse.Namespace, workloads: list[Workload], self_test: boo
         rows = len(workload.spec.questions) * len(workload.spec.clips) * settings.repeats
         print(
             f"per checkpoint on {workload.name}: capability check, then aiperf {settings.warmup} warmup + {rows} "
-            f"profiling requests (every question on every clip, {settings.repeats} times), then grading"
+            f"profiling requests (every question on every clip, {settings.repeats} times), then timing, grading, "
+            "the output check and native/HTTP identity"
         )
     if self_test:
         print(
@@ -229,15 +229,17 @@ def _dry_run_checkout(args: argparse.Namespace) -> None:
     unknown = sorted(set(args.profile or []) - {e.profile for e in inventory.entries})
     if unknown:
         raise BadInput(f"--profile {', '.join(unknown)} not in the inventory of {args.trtmc}")
+    normals = {(e.checkpoint, e.revision): e.profile for e in inventory.entries if e.normal_profile}
     for entry in inventory.entries:
         if entry.in_group and (not args.profile or entry.profile in args.profile):
-            held = variant_hold(entry, chosen=bool(args.profile and entry.profile in args.profile))
+            chosen = bool(args.profile and entry.profile in args.profile)
+            held = variant_hold(entry, chosen=chosen, normal=normals.get((entry.checkpoint, entry.revision)))
             if entry.verdict != "temporal-video-qa":
                 steps = f"unsupported: {entry.gap}"
             elif held is not None:
                 steps = f"{held.status}: {held.status_reason}"
             else:
-                steps = "build -> correctness -> serve -> capability -> aiperf -> grading"
+                steps = " -> ".join(STAGE_ORDER[1:])
             print(f"  {entry.profile}: {steps}")
 
 
@@ -297,13 +299,14 @@ def _endpoint(args: argparse.Namespace, workload: Workload, tools: _RunTools) ->
         profile=args.model.replace("/", "--"),
         stated=_stated(args),
         server_records=args.server_records,
+        native_url=args.native_url,
     )
 
 
 def _trtmc(args: argparse.Namespace, workload: Workload, tools: _RunTools) -> list[ResultRow]:
     from .inventory import run_inventory
     from .inventory.markdown import render_inventory_markdown
-    from .trtmc_ladder import qualify_inventory
+    from .trtmc_rows import qualify_inventory
     from .trtmc_steps import find_toolchain
 
     inventory = run_inventory(args.trtmc)
@@ -320,12 +323,14 @@ def _trtmc(args: argparse.Namespace, workload: Workload, tools: _RunTools) -> li
 
 
 def _self_test(args: argparse.Namespace, workloads: list[Workload], tools: _RunTools) -> list[ResultRow]:
-    """Start the reference endpoint (a test double) once, qualify it on every self-test workload, stop it."""
-    from .cache_keys import endpoint_key, reusable
-    from .endpoint_ladder import qualify_endpoint
+    """Start the reference endpoint (a test double) once, qualify it on every self-test workload, stop it. What it
+    is expected to answer, and that its native route is checked too, is the self-test plan's (data, not code)."""
+    from .cache_keys import reusable
+    from .endpoint_ladder import qualify_endpoint, row_key
     from .reference import DEFAULT_MODEL_NAME, DEFAULT_SAMPLING_POLICY
+    from .self_test_plan import load_self_test_plan
 
-    identity = "reference endpoint of trtmc-videoqa (test double)"
+    plan = load_self_test_plan()
     # The endpoint samples with the workloads' own declared policy where they share one, so the row's resolved
     # frames and strip are the frames it really looks at.
     firsts = {workload.sampling_policies()[0].spec for workload in workloads}
@@ -333,14 +338,16 @@ def _self_test(args: argparse.Namespace, workloads: list[Workload], tools: _RunT
     stated = {"sampling_policy": policy, "sampling_where": "server", "media_cache": "none"}
     jobs = [_job(args, workload, tools) for workload in workloads]
     profiles = [f"{SELF_TEST_PREFIX}.{workload.name}" for workload in workloads]
-    previous = [
-        reusable(
-            job.row_dir(profile),
-            endpoint_key(job, identity=identity, model=DEFAULT_MODEL_NAME, stated=stated),
-            args.force,
+
+    native_key = "self" if plan.native_route else None  # its own URL, which changes every run
+
+    def key(job: QualifyJob) -> str:  # as qualify_endpoint makes it: same inputs, the row is reused
+        declared = plan.declared_for(job.workload.name)
+        return row_key(
+            job, identity=plan.server, model=DEFAULT_MODEL_NAME, stated=stated, native=native_key, declared=declared
         )
-        for job, profile in zip(jobs, profiles, strict=True)
-    ]
+
+    previous = [reusable(job.row_dir(p), key(job), args.force) for job, p in zip(jobs, profiles, strict=True)]
     if all(previous):  # nothing changed: no server, no AIPerf (and none of their imports)
         return [row for row in previous if row is not None]
     from .reference import ReferenceConfig, argv_for_subprocess
@@ -362,13 +369,13 @@ def _self_test(args: argparse.Namespace, workloads: list[Workload], tools: _RunT
                 model=DEFAULT_MODEL_NAME,
                 profile=profile,
                 stated=stated,
-                identity=identity,
+                identity=plan.server,
                 reference_self_test=True,
                 server_records=records,
                 alive=lambda: server.alive,
-                # A self-test workload asks the questions the reference endpoint answers by computation; on any
-                # other the row is about transport and timing only.
-                transport_only=None if job.workload.spec.kind == "self-test" else REAL_CLIP_TRANSPORT_ONLY_REASON,
+                native_url=url if plan.native_route else None,
+                native_key=native_key,
+                declared_no_answer=plan.declared_for(job.workload.name),
             )
             for job, profile in zip(jobs, profiles, strict=True)
         ]

@@ -19,6 +19,16 @@ from .workloads import Workload
 # perf_serving / the reference endpoint (`trtmc_timing`), then a records file joined by X-Request-ID.
 RESPONSE_TASK_FIELDS = (("trtmc_timing", "model_call_ms"), ("trtmc_timing", "handler_ms"))
 RECORD_TASK_FIELDS = ("model_call_ms", "handler_ms", "task_ms")
+# perf_serving nests a record's times under "timing"; a flat record (trtmc-server, the reference endpoint) has them
+# at the top.
+RECORD_TIMING_OBJECT = "timing"
+# What each field measures, where the server does not say in its own word (a `timing_scope` or `scope` beside it).
+FIELD_SCOPES = {
+    "model_call_ms": "public_task_call_wall",
+    "handler_ms": "handler: wider than the task call, it includes the server's request handling",
+    "task_ms": "task time as the server names it (boundary not stated)",
+}
+SCOPE_KEYS = ("timing_scope", "scope")
 RECORD_ID_FIELDS = ("request_id", "x_request_id", "id")
 NO_RECORD = "no record: the request was never completed"
 
@@ -28,6 +38,7 @@ class JoinedRequests:
     records: list[RequestRow] = field(default_factory=list)  # one per planned request, in plan order
     graded: list[GradedAnswer] = field(default_factory=list)  # the steady-state answers that came back whole
     task_time_field: str | None = None  # where the server's task times were read, e.g. "records.handler_ms"
+    timing_scope: str | None = None  # what those times measure (the server's word, else the field's boundary)
 
 
 def read_server_records(path: Path | None) -> dict[str, dict[str, Any]]:
@@ -49,22 +60,38 @@ def read_server_records(path: Path | None) -> dict[str, dict[str, Any]]:
     return found
 
 
-def server_task_time(client: ClientRecord, records: dict[str, dict[str, Any]]) -> tuple[float | None, str | None]:
-    """The server's own task time for this request and the field it came from."""
+def server_task_time(client: ClientRecord, records: dict[str, dict[str, Any]]) -> TaskTime:
+    """The server's own task time for this request, the field it came from and what it measures."""
     for outer, inner in RESPONSE_TASK_FIELDS:
-        value = (
-            (client.response_fields.get(outer) or {}).get(inner)
-            if isinstance(client.response_fields.get(outer), dict)
-            else None
-        )
-        if isinstance(value, (int, float)):
-            return float(value), f"response.{outer}.{inner}"
+        timing = client.response_fields.get(outer)
+        if isinstance(timing, dict) and _is_number(timing.get(inner)):
+            return TaskTime(float(timing[inner]), f"response.{outer}.{inner}", _scope(timing, inner))
     record = records.get(client.x_request_id or "")
     if record:
-        for name in RECORD_TASK_FIELDS:
-            if isinstance(record.get(name), (int, float)):
-                return float(record[name]), f"records.{name}"
-    return None, None
+        nested = record.get(RECORD_TIMING_OBJECT)
+        for where, holder in ((f"records.{RECORD_TIMING_OBJECT}.", nested), ("records.", record)):
+            if not isinstance(holder, dict):
+                continue
+            for name in RECORD_TASK_FIELDS:
+                if _is_number(holder.get(name)):
+                    return TaskTime(float(holder[name]), where + name, _scope(holder, name))
+    return TaskTime(None, None, None)
+
+
+@dataclass(frozen=True)
+class TaskTime:
+    ms: float | None
+    field: str | None
+    scope: str | None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _scope(holder: dict[str, Any], name: str) -> str:
+    own = next((holder[k] for k in SCOPE_KEYS if isinstance(holder.get(k), str) and holder[k]), None)
+    return own or FIELD_SCOPES[name]
 
 
 def phase_problem(planned: str, sent_in: str, times: int) -> str | None:
@@ -92,20 +119,23 @@ def join_requests(
         sent[client.session_id] = sent.get(client.session_id, 0) + 1
     joined = JoinedRequests()
     task_fields: set[str] = set()
+    scopes: set[str] = set()
     for planned in {r.session_id: r for r in plan.requests}.values():
         record = by_session.get(planned.session_id)
         if record is None:
             joined.records.append(_planned_row(planned).model_copy(update={"error": NO_RECORD}))
             continue
-        row, answer, task_field = _joined_row(
+        row, answer, task_time = _joined_row(
             planned, record, sent[planned.session_id], server_records, workload, max_tokens
         )
         joined.records.append(row)
         if answer is not None:
             joined.graded.append(answer)
-        if task_field:
-            task_fields.add(task_field)
+        if task_time.field and task_time.scope:
+            task_fields.add(task_time.field)
+            scopes.add(task_time.scope)
     joined.task_time_field = ", ".join(sorted(task_fields)) or None
+    joined.timing_scope = "; ".join(sorted(scopes)) or None
     return joined
 
 
@@ -126,17 +156,17 @@ def _joined_row(
     server_records: dict[str, dict[str, Any]],
     workload: Workload,
     max_tokens: int,
-) -> tuple[RequestRow, GradedAnswer | None, str | None]:
-    """(the request's row, its graded answer when it is a trusted steady-state one, the task time's field)."""
+) -> tuple[RequestRow, GradedAnswer | None, TaskTime]:
+    """(the request's row, its graded answer when it is a trusted steady-state one, its task time)."""
     row = _planned_row(planned)
-    task_ms, task_field = server_task_time(client, server_records)
+    task_time = server_task_time(client, server_records)
     problem = phase_problem(planned.phase, client.phase, times_sent)
     update: dict[str, Any] = dict(
         x_request_id=client.x_request_id,
         start_ns=client.start_ns,
         end_ns=client.end_ns,
         client_latency_ms=client.latency_ms,
-        server_task_ms=task_ms,
+        server_task_ms=task_time.ms,
         http_status=client.http_status,
         error=client.error or problem,
         answer=client.answer,
@@ -145,7 +175,7 @@ def _joined_row(
     if client.ok and not problem and planned.phase == "profiling":
         answer = _grade(workload, row, client, max_tokens)
         update.update(expected=answer.expected, grade=answer.outcome, rule=answer.rule)
-    return row.model_copy(update=update), answer, task_field
+    return row.model_copy(update=update), answer, task_time
 
 
 def _grade(workload: Workload, row: RequestRow, client: ClientRecord, max_tokens: int) -> GradedAnswer:

@@ -22,8 +22,9 @@ from .trtmc_steps import (
 _NOT_BY_DEFAULT = ("l0", "random", "partial", "regression")
 
 
-def variant_hold(entry: CheckpointEntry, *, chosen: bool) -> ResultRow | None:
-    """A capable variant that this run does not take through the chain, and why; None when it runs."""
+def variant_hold(entry: CheckpointEntry, *, chosen: bool, normal: str | None = None) -> ResultRow | None:
+    """A capable variant that this run does not take through the chain, and why; None when it runs. `normal` is
+    the normal profile of the entry's checkpoint, if it has one."""
     sizes = {k: entry.build_settings.get(k, 1) for k in ("tensor_parallel_size", "context_parallel_size")}
     if "tp" in entry.variant_kinds or "cp" in entry.variant_kinds:
         return unsupported_row(entry).model_copy(
@@ -36,11 +37,23 @@ def variant_hold(entry: CheckpointEntry, *, chosen: bool) -> ResultRow | None:
         )
     held = [kind for kind in entry.variant_kinds if kind in _NOT_BY_DEFAULT]
     if held and not chosen:
+        gap = f" ({entry.profile_gap})" if entry.profile_gap else ""
         return unsupported_row(entry).model_copy(
             update=dict(
                 status="planned",
                 status_evidence=[entry.manifest],
-                status_reason=f"{'/'.join(held)} variant: listed, not qualified by default; name it with --profile",
+                status_reason=f"{'/'.join(held)} variant{gap}: listed, not qualified by default; name it with "
+                "--profile",
+            )
+        )
+    if not entry.normal_profile and not chosen and normal is not None:
+        return unsupported_row(entry).model_copy(
+            update=dict(
+                status="planned",
+                status_evidence=[entry.manifest],
+                status_reason=f"variant of {entry.checkpoint}@{(entry.revision or 'unpinned')[:12]}, whose normal "
+                f"profile is {normal}: listed, not counted as a model, not qualified by default; name it with "
+                "--profile",
             )
         )
     return None

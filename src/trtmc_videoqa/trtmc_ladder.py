@@ -1,6 +1,7 @@
 """The TRTMC ladder: one capable checkpoint of a TRTMC checkout, planned -> aiperf-qualified.
 
-    plan checks -> build -> family correctness (same bundle) -> trtmc-server -> capability -> AIPerf -> grading
+    plan checks -> build -> family correctness (same bundle) -> trtmc-server -> capability -> AIPerf -> timing
+    -> grading -> output-check -> identity (trtmc-server's chat against perf_serving's Task route, same bundle)
 
 Each stage takes the row as far as it has climbed and returns the next one, or a Stop that says where and why the
 row ends; the row is written once, by the stage that ends it.
@@ -16,19 +17,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .cache_keys import reusable, trtmc_key
-from .endpoint_run import EndpointMeasurement, measure_endpoint
+from .endpoint_run import EndpointMeasurement, Gates, measure_endpoint
 from .hub_cache import checkpoint_tokenizer, revision_check
+from .identity_run import chat_side, recorded
 from .qualify import (
     QualifyJob,
     finish_row,
     measured_fields,
     run_provenance,
-    status_after_measurement,
+    status_from_stages,
     unsupported_row,
     with_workload_facts,
 )
 from .results import (
     CheckpointEntry,
+    IdentityAnswer,
     Inventory,
     Provenance,
     QualificationStatus,
@@ -38,7 +41,8 @@ from .results import (
     StageStatus,
 )
 from .scrub import SERVER_TOKEN_ENV
-from .trtmc_checks import correctness_problem, manifest_path_problem, variant_hold
+from .trtmc_checks import correctness_problem, manifest_path_problem
+from .trtmc_identity import native_identity
 from .trtmc_steps import (
     Toolchain,
     build_argv,
@@ -257,7 +261,8 @@ def _correctness(cp: Checkpoint, climb: Climb, bundle: Bundle) -> Climb | Stop:
 
 
 def _serve_and_measure(cp: Checkpoint, climb: Climb, bundle: Bundle) -> ResultRow:
-    """trtmc-server on loopback, then the measurement beside it; the row ends here whatever the outcome."""
+    """trtmc-server on loopback, the measurement beside it and identity's chat side; then perf_serving for the
+    native side. The row ends here whatever the outcome."""
     from .serving.process import ServerProblem, ServerProcess, free_loopback_port
 
     job = cp.job
@@ -282,19 +287,35 @@ def _serve_and_measure(cp: Checkpoint, climb: Climb, bundle: Bundle) -> ResultRo
     job.stage = "serve"
     started = time.monotonic()
     log = cp.row_dir / "server.log"
+    chat: list[IdentityAnswer] | None = None
     try:
         with ServerProcess(
             argv, url=url, log_path=log, startup_timeout_s=job.stage_timeouts["startup"], env=env
         ) as server:
             served = _with_stage(climb, _serve_stage("passed", f"ready after {server.ready_after_s:.1f} s", started))
             measurement = _measure_served(cp, url, records, alive=lambda: server.alive)
+            if measurement.failed_stage is None and not measurement.interrupted:
+                job.stage = "identity"
+                chat = chat_side(job, url, served_model_name(cp, url))
     except ServerProblem as problem:  # raised only while it starts: it never got ready
         failed = _serve_stage("failed", str(problem), started)
         return _stopped(cp, Stop(climb, "failed", f"serve: {problem}", failed, failed="serve"))
-    row = finish_row(job, _measured_row(cp, served, measurement, url), served.commands | measurement.commands)
+    identity = None
+    if chat is not None:
+        identity, commands = native_identity(cp, bundle, chat)
+        measurement.stages.append(recorded(cp.row_dir, identity))
+        served = replace(served, commands=served.commands | commands)
+    row = _measured_row(cp, served, measurement, url).model_copy(update={"identity": identity})
+    row = finish_row(job, row, served.commands | measurement.commands)
     if measurement.interrupted:
         raise KeyboardInterrupt  # the row is written and the server stopped; the run stops here
     return row
+
+
+def served_model_name(cp: Checkpoint, url: str) -> str:
+    from .serving.process import served_model
+
+    return served_model(url, cp.entry.profile, api_key=cp.job.api_key)
 
 
 def _serve_stage(status: StageStatus, detail: str, started: float) -> StageResult:
@@ -307,14 +328,14 @@ def _with_stage(climb: Climb, stage: StageResult) -> Climb:
 
 
 def _measure_served(cp: Checkpoint, url: str, records: Path, alive: Callable[[], bool]) -> EndpointMeasurement:
-    """Capability, AIPerf and grading against the server we started (they record their own failures)."""
-    from .serving.process import served_model
-
+    """Capability, AIPerf, timing (every task time required), grading and the output check against the server we
+    started (they record their own failures)."""
     job = cp.job
     job.stage = "capability"
     return measure_endpoint(
+        gates=Gates(require_task_time=True),
         url=url,
-        model=served_model(url, cp.entry.profile, api_key=job.api_key),
+        model=served_model_name(cp, url),
         workload=job.workload,
         settings=job.settings,
         aiperf=job.aiperf,
@@ -329,12 +350,11 @@ def _measure_served(cp: Checkpoint, url: str, records: Path, alive: Callable[[],
 
 def _measured_row(cp: Checkpoint, climb: Climb, measurement: EndpointMeasurement, url: str) -> ResultRow:
     """The row with the measurement's figures and the status they earn."""
-    status, reason, failed, evidence = status_after_measurement(measurement, "aiperf-qualified")
-    if status == "failed" and failed is None:
-        failed = "aiperf"
+    fields = measured_fields(climb.row, measurement)
+    status, reason, failed, evidence = status_from_stages(fields["stages"], "aiperf-qualified")
     served_by = measurement.capability.served_by if measurement.capability else None
     return climb.row.model_copy(
-        update=measured_fields(climb.row, measurement)
+        update=fields
         | dict(
             status=status,
             status_reason=reason,
@@ -396,41 +416,3 @@ def _redacted(argv: list[str]) -> str:
     from .aiperf.command import reproducible_command
 
     return reproducible_command(argv)
-
-
-# --- the inventory: which rows run the ladder -----------------------------------------------------------------
-
-
-def qualify_inventory(
-    job: QualifyJob, inventory: Inventory, checkout: Path, toolchain: Toolchain, profiles: list[str] | None = None
-) -> list[ResultRow]:
-    """Every in-group row gets a result row; only capable ones run steps."""
-    selected = [e for e in inventory.entries if e.in_group and (not profiles or e.profile in profiles)]
-    return [_qualify_row(job, entry, inventory, checkout, toolchain, profiles) for entry in selected]
-
-
-def _qualify_row(
-    job: QualifyJob,
-    entry: CheckpointEntry,
-    inventory: Inventory,
-    checkout: Path,
-    toolchain: Toolchain,
-    profiles: list[str] | None,
-) -> ResultRow:
-    if entry.verdict != "temporal-video-qa":
-        return finish_row(job, unsupported_row(entry), {"trtmc-videoqa": job.command})
-    held = variant_hold(entry, chosen=bool(profiles and entry.profile in profiles))
-    if held is not None:
-        return finish_row(job, held, {"trtmc-videoqa": job.command})
-    job.stage = "plan"
-    try:
-        return qualify_entry(job, entry, inventory, checkout, toolchain)
-    except Exception as error:  # one row's crash never stops the others; it is recorded at its stage
-        crashed = unsupported_row(entry).model_copy(
-            update=dict(
-                status="failed",
-                status_reason=f"internal error at {job.stage}: {type(error).__name__}: {error}",
-                failed_stage=job.stage,
-            )
-        )
-        return finish_row(job, crashed, {"trtmc-videoqa": job.command})

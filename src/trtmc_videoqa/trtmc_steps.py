@@ -18,6 +18,10 @@ from .results import CheckpointEntry
 
 TRTMC_TOOLS = ("trtmc", "trtmc-server")
 GPU_PROBE = ("nvidia-smi", "-L")
+# perf_serving's persistent worker, built with -DTRTMC_BUILD_EXAMPLES=ON; it serves the native Task route.
+BENCHMARK_WORKER = "trtmc_benchmark_worker"
+PERF_SERVING_ROOT = Path("apps/perf_serving")
+PERF_SERVING_PACKAGE = PERF_SERVING_ROOT / "trtmc_perf_serving"
 
 
 class Toolchain(BaseModel):
@@ -27,6 +31,7 @@ class Toolchain(BaseModel):
     trtmc_server: str | None
     python: str = sys.executable  # runs the family's own tests (TRTMC's Python in the runtime image)
     gpu: str | None = None  # what nvidia-smi listed; None without a GPU
+    benchmark_worker: str | None = None  # perf_serving's worker, for the native side of the identity check
 
     def missing(self) -> list[str]:
         """Named missing prerequisites; a row that needs them is `blocked`, never faked."""
@@ -49,7 +54,11 @@ def find_toolchain(python: str | None = None) -> Toolchain:
         except (OSError, subprocess.TimeoutExpired):
             gpu = None
     return Toolchain(
-        trtmc=shutil.which("trtmc"), trtmc_server=shutil.which("trtmc-server"), python=python or sys.executable, gpu=gpu
+        trtmc=shutil.which("trtmc"),
+        trtmc_server=shutil.which("trtmc-server"),
+        python=python or sys.executable,
+        gpu=gpu,
+        benchmark_worker=shutil.which(BENCHMARK_WORKER),
     )
 
 
@@ -215,6 +224,64 @@ def server_argv(
         "--records",
         str(records),
     ]
+
+
+def perf_serving_problem(toolchain: Toolchain, checkout: Path) -> str | None:
+    """Why the checkout's perf_serving cannot serve the native Task route here, or None."""
+    if not (checkout / PERF_SERVING_PACKAGE / "__main__.py").is_file():
+        return f"the checkout has no perf_serving ({PERF_SERVING_PACKAGE}/), so no native Task route to compare with"
+    if toolchain.benchmark_worker is None:
+        return f"`{BENCHMARK_WORKER}` is not on PATH: build TRTMC with -DTRTMC_BUILD_EXAMPLES=ON"
+    return None
+
+
+def perf_serving_argv(
+    toolchain: Toolchain,
+    checkout: Path,
+    bundle: Path,
+    *,
+    profile: str,
+    port: int,
+    records: Path,
+    scratch: Path,
+    request_timeout_s: float,
+) -> list[str]:
+    """perf_serving's trtmc backend on loopback, serving the same bundle file through its own worker."""
+    worker = Path(toolchain.benchmark_worker or BENCHMARK_WORKER)
+    return [
+        toolchain.python,
+        "-m",
+        "trtmc_perf_serving",
+        "serve",
+        "--backend",
+        "trtmc",
+        "--profile",
+        profile,
+        "--manifest-root",
+        str(checkout / "families"),
+        "--bundle",
+        str(bundle),
+        "--runtime-root",
+        str(worker.parent),
+        "--worker",
+        str(worker),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--records",
+        str(records),
+        "--scratch",
+        str(scratch),
+        "--request-timeout",
+        f"{request_timeout_s:g}",
+    ]
+
+
+def perf_serving_env(checkout: Path, base: dict[str, str]) -> dict[str, str]:
+    env = dict(base)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(checkout / PERF_SERVING_ROOT), base.get("PYTHONPATH")) if p)
+    return env
 
 
 def file_digest(path: Path) -> str:

@@ -1,4 +1,5 @@
-"""Put the test doubles on a PATH: executables named trtmc, trtmc-server and nvidia-smi in a temporary bin."""
+"""Put the test doubles on a PATH: executables named trtmc, trtmc-server, trtmc_benchmark_worker and nvidia-smi in
+a temporary bin."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ DOUBLES = {
     "trtmc": "trtmc_build_double.py",
     "trtmc-server": "trtmc_server_double.py",
     "nvidia-smi": "nvidia_smi_double.py",
+    "trtmc_benchmark_worker": "benchmark_worker_double.py",
 }
 
 

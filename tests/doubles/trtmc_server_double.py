@@ -2,6 +2,9 @@
 
 It takes trtmc-server's flags, checks the bundle is a test-double bundle, and runs the reference endpoint (a
 labelled test double) on the same host, port, body limit and records file.
+
+Fault knobs, from the environment: TRTMC_SERVER_DOUBLE_READY_AFTER_S (--ready-after-s),
+TRTMC_SERVER_DOUBLE_OMIT_TASK_TIME_RATE (--omit-task-time-rate), TRTMC_SERVER_DOUBLE_ANSWER_TEXT (--answer-text).
 """
 
 import argparse
@@ -43,6 +46,10 @@ def main() -> int:
         argv += ["--api-key-env", "TRTMC_SERVE_TOKEN"]
     if os.environ.get("TRTMC_SERVER_DOUBLE_READY_AFTER_S"):  # a fault knob of the double: slow (or never) ready
         argv += ["--ready-after-s", os.environ["TRTMC_SERVER_DOUBLE_READY_AFTER_S"]]
+    if os.environ.get("TRTMC_SERVER_DOUBLE_OMIT_TASK_TIME_RATE"):  # a server that hides some task times
+        argv += ["--omit-task-time-rate", os.environ["TRTMC_SERVER_DOUBLE_OMIT_TASK_TIME_RATE"]]
+    if os.environ.get("TRTMC_SERVER_DOUBLE_ANSWER_TEXT"):  # a model that answers garbage
+        argv.append(f"--answer-text={os.environ['TRTMC_SERVER_DOUBLE_ANSWER_TEXT']}")
     os.execv(sys.executable, argv)
 
 

@@ -16,6 +16,7 @@ from ..results import (
     Evidence,
     Inventory,
     Layout,
+    NativeRequest,
     Skipped,
     Summary,
     TaskContract,
@@ -24,7 +25,9 @@ from .catalog import TaskRegistry, catalog_status, read_task_registry
 from .family_source import FamilyScan, scan_family
 from .inputs import media_controls, media_inputs, testcase_facts
 from .manifest import Manifest, ManifestError, profile_from_path, read_manifest
+from .normal_profile import with_normal_profiles
 from .server_source import read_serving_facts
+from .task_requests import native_requests
 from .tasks import FRAME_RUNTIME_MARKERS, VISUAL_INPUTS, contract_for
 from .tree import NEW_MANIFEST_GLOB, OLD_MANIFEST_GLOB, CheckoutTree, checkout_commit, open_checkout
 from .variants import variant_kinds
@@ -61,6 +64,7 @@ class _AuditContext:
     lacking: list[str] = field(default_factory=list)
     scans: dict[str, FamilyScan] = field(default_factory=dict)
     model_tomls: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
+    native: dict[str, NativeRequest] = field(default_factory=dict)  # by Task: its native request (task_requests.py)
 
     def lack(self, what: str) -> None:
         if what not in self.lacking:
@@ -84,6 +88,8 @@ def run_inventory(checkout: Path, *, pinned_commit: str | None = None) -> Invent
         read_task_registry(tree.root) if layout == "families" else (None, (), None)
     )
     context = _AuditContext(tree, layout, registry, registry_lines, registry_problem)
+    if layout == "families":
+        context.native = native_requests(tree.root)
     if registry_problem:
         context.lack(registry_problem)
     serving, serving_problem = read_serving_facts(tree.root)
@@ -97,6 +103,7 @@ def run_inventory(checkout: Path, *, pinned_commit: str | None = None) -> Invent
     if layout == "e2e-models":
         _check_listed_manifests(context, paths)
     entries.sort(key=lambda entry: (entry.family, entry.profile, entry.manifest))
+    entries = with_normal_profiles(entries)  # one normal profile per checkpoint@revision (normal_profile.py)
     for profile, count in Counter(entry.profile for entry in entries).items():
         if count > 1:
             context.lack(f"profile {profile!r} is named by {count} manifests: rows are told apart by manifest path")
@@ -165,6 +172,7 @@ def _judged_entry(context: _AuditContext, manifest: Manifest) -> CheckpointEntry
             source=facts.contract_source + (f"; {contract.note}" if contract.note else ""),
         ),
         variant_kinds=variant_kinds(manifest),
+        native_request=context.native.get(facts.task),
         catalog_status=status,
         catalog_reason=reason,
         in_group=judgement.in_group,

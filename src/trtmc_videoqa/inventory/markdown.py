@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..results import CheckpointEntry, Inventory
 from .audit import skipped_manifests
+from .normal_profile import normal_of
 
 
 def _cell(value: object) -> str:
@@ -16,10 +17,21 @@ def _evidence(entry: CheckpointEntry) -> str:
     return f"`{first.file}:{first.line}`" if first and first.line else (f"`{first.file}`" if first else "–")
 
 
-def _table(entries: list[CheckpointEntry]) -> list[str]:
+def _normal(entry: CheckpointEntry, everyone: list[CheckpointEntry]) -> str:
+    """Is this row its checkpoint's normal profile; else which one is, or the profile gap."""
+    if entry.normal_profile:
+        return "**normal**"
+    if entry.profile_gap:
+        return _cell(entry.profile_gap)
+    normal = normal_of(everyone, entry)
+    return f"no (normal: `{normal.profile}`)" if normal else "–"
+
+
+def _table(entries: list[CheckpointEntry], everyone: list[CheckpointEntry]) -> list[str]:
     lines = [
-        "| profile | checkpoint | revision | precision | Task | variants | catalog | verdict | gap | evidence |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| profile | checkpoint | revision | precision | Task | variants | normal profile | catalog | verdict | gap "
+        "| evidence |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in entries:
         verdict = f"**{e.verdict}**" + (" (ambiguous)" if e.ambiguous else "")
@@ -33,6 +45,7 @@ def _table(entries: list[CheckpointEntry]) -> list[str]:
                     _cell(e.precision),
                     _cell(e.task),
                     _cell(", ".join(e.variant_kinds)),
+                    _normal(e, everyone),
                     _cell(e.catalog_status),
                     verdict,
                     _cell(e.gap),
@@ -44,13 +57,26 @@ def _table(entries: list[CheckpointEntry]) -> list[str]:
     return lines
 
 
-def render_inventory_markdown(inventory: Inventory) -> str:
-    s = inventory.summary
-    pin = {
+def _normal_summary(entries: list[CheckpointEntry]) -> str:
+    normal = [e.profile for e in entries if e.normal_profile]
+    gaps = [e.profile for e in entries if e.profile_gap]
+    return (
+        f"- Normal profiles (one per checkpoint@revision, the one run by default): {len(normal)}; "
+        f"rows whose checkpoint has no full-model profile in this checkout: {', '.join(gaps) if gaps else 'none'}"
+    )
+
+
+def _pin(inventory: Inventory) -> str:
+    return {
         True: "matches the pin",
         False: f"differs from the pin {inventory.pinned_commit[:12]}",
         None: f"unknown (pin {inventory.pinned_commit[:12]})",
     }[inventory.matches_pin]
+
+
+def render_inventory_markdown(inventory: Inventory) -> str:
+    s = inventory.summary
+    pin = _pin(inventory)
     out = [
         "# TRTMC inventory",
         "",
@@ -59,6 +85,7 @@ def render_inventory_markdown(inventory: Inventory) -> str:
         f"- Rows: {s.rows} manifests, {s.in_group} in the vision/video group; {s.models} models "
         f"(distinct checkpoints without variants), {s.variant_rows} variant rows",
         f"- Capable of temporal video QA: {', '.join(s.capable) if s.capable else 'none'}",
+        _normal_summary(inventory.entries),
     ]
     if inventory.skipped:
         manifests = len(skipped_manifests(inventory))
@@ -79,12 +106,13 @@ def render_inventory_markdown(inventory: Inventory) -> str:
     group = [e for e in inventory.entries if e.in_group]
     models = [e for e in group if not e.is_variant]
     variants = [e for e in group if e.is_variant]
-    out += ["", "## In the group: models", "", *_table(models)]
+    everyone = inventory.entries
+    out += ["", "## In the group: models", "", *_table(models, everyone)]
     if variants:
-        out += ["", "## In the group: variants (not counted as models)", "", *_table(variants)]
+        out += ["", "## In the group: variants (not counted as models)", "", *_table(variants, everyone)]
     others = [e for e in inventory.entries if not e.in_group]
     if others:
-        out += ["", "## Outside the group", "", *_table(others)]
+        out += ["", "## Outside the group", "", *_table(others, everyone)]
     ambiguous = [e for e in inventory.entries if e.ambiguous]
     if ambiguous:
         out += ["", "## Ambiguous evidence", ""] + [f"- `{e.profile}`: {e.ambiguity}" for e in ambiguous]

@@ -1,4 +1,5 @@
 """The reference endpoint: a real OpenAI-compatible video chat server that is a TEST DOUBLE, not a TRTMC model.
+It also serves a native Task route, ``POST /v1/tasks/generate``, in the request shape of TRTMC's perf_serving.
 
 It decodes the clip in each request with PyAV, samples frames by its own policy, tracks the synthetic scene's
 red and blue squares by colour, and answers the synthetic workload's questions by computation (any other clip or
@@ -15,8 +16,16 @@ Choices, in brief:
   request n with ``error_status`` (500 unless set) when floor(n*rate) > floor((n-1)*rate) (after the body
   validated); ``crash_after=N`` answers N requests and calls os._exit(CRASH_EXIT_CODE) when request N+1 arrives,
   leaving it unanswered.
-- Records: one JSONL line per chat request (RequestRecord), flushed as it finishes; a client that reuses an
-  X-Request-ID gets one line per request, told apart by ``sequence``.
+- Native Task requests (native.py): ``{"request": {"prompt", "video_path": {"$file": {"suffix", "b64"}},
+  "max_new_tokens"?, "temperature"?}}``, answered without any chat parsing by the same task on the same lane,
+  as ``{"id", "object": "task.result", "operation", "text", "trtmc_timing", "trtmc_observation"}``. They are
+  numbered on their own count, so chat's fault positions never move; the error and crash knobs are chat's only.
+- Identity faults: ``identity_drift_rate`` makes native answers at its positions differ from chat's (the answer
+  behind DRIFT_MARKER), so chat and native disagree on that share of (question, clip) pairs; ``answer_text``
+  replaces every answer on both routes; ``omit_task_time_rate`` drops ``trtmc_timing`` (and the record's times)
+  from chat responses at its positions.
+- Records: one JSONL line per request (RequestRecord) naming its ``route``, flushed as it finishes; a client that
+  reuses an X-Request-ID gets one line per request, told apart by ``route`` and ``sequence``.
 """
 
 from typing import TYPE_CHECKING
@@ -30,15 +39,19 @@ from .config import (
     NonLoopbackHostError,
     ReferenceConfig,
 )
-from .faults import CRASH_EXIT_CODE, error_positions
+from .faults import CRASH_EXIT_CODE, DRIFT_MARKER, error_positions
 from .labels import (
     CANNOT_TELL,
+    CHAT_ROUTE,
     DEFAULT_MODEL_NAME,
+    NATIVE_OBSERVATION_FIELD,
+    NATIVE_ROUTE_PREFIX,
     OBSERVATION_FIELD,
     RECORD_SCHEMA,
     REQUEST_ID_HEADER,
     SERVED_BY,
     SERVED_BY_HEADER,
+    SERVED_OPERATION,
     TASK_TIME_FIELD,
     TASK_TIME_KEY,
     TEST_DOUBLE_LABEL,
@@ -58,15 +71,20 @@ __getattr__ = lazy_getattr(__name__, _LAZY)
 
 __all__ = [
     "CANNOT_TELL",
+    "CHAT_ROUTE",
     "CRASH_EXIT_CODE",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MODEL_NAME",
     "DEFAULT_SAMPLING_POLICY",
+    "DRIFT_MARKER",
+    "NATIVE_OBSERVATION_FIELD",
+    "NATIVE_ROUTE_PREFIX",
     "OBSERVATION_FIELD",
     "RECORD_SCHEMA",
     "REQUEST_ID_HEADER",
     "SERVED_BY",
     "SERVED_BY_HEADER",
+    "SERVED_OPERATION",
     "TASK_TIME_FIELD",
     "TASK_TIME_KEY",
     "TEST_DOUBLE_LABEL",

@@ -1,9 +1,11 @@
-"""The FastAPI app: health, models and the video chat route, on one execution lane, with records and faults.
+"""The FastAPI app: health, models, the video chat route and the native Task route, on one execution lane, with
+records and faults.
 
 Chat requests, in order: number it (the fault knobs count arrivals); crash here if the crash knob says so;
-503 before ready; read the body under the limit (413); validate it (400); 404 for another model; parse the data
-URL (400); the error knob's status (500 by default); then the timed task on the lane. Every outcome but the crash
-writes a record.
+401 without the key; 503 before ready; read the body under the limit (413); validate it (400); 404 for another
+model; parse the data URL (400); the error knob's status (500 by default); then the timed task on the lane.
+Native Task requests (native.py) are numbered on their own count and take the same key, readiness, body limit and
+lane. Every outcome but the crash writes a record naming its route.
 """
 
 from __future__ import annotations
@@ -11,9 +13,8 @@ from __future__ import annotations
 import hmac
 import os
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -25,16 +26,17 @@ from starlette.requests import Request
 
 from .answering import TaskResult, run_task
 from .body import read_body_limited
-from .chat_request import ChatRequest, parse_chat_request
+from .chat_request import parse_chat_request
 from .clip import RequestClip, clip_from_data_url
 from .config import ReferenceConfig
 from .errors import ApiKeyEnvUnset, RequestRejected
+from .exchange import Exchange
 from .faults import FaultPlan
 from .identity import IdentityMiddleware
-from .labels import TEST_DOUBLE_LABEL
-from .records import RecordWriter, RequestRecord
+from .labels import CHAT_ROUTE, NATIVE_ROUTE_PREFIX, TEST_DOUBLE_LABEL
+from .native import answer_native
+from .records import RecordWriter
 from .responses import (
-    Timing,
     chat_completion_body,
     cut_to_tokens,
     error_body,
@@ -44,25 +46,7 @@ from .responses import (
 )
 
 
-@dataclass
-class _Exchange:
-    """What one chat request has gathered so far, for its response and its record."""
-
-    request_id: str
-    sequence: int
-    received_at: datetime
-    started: float
-    chat: ChatRequest | None = None
-    clip: RequestClip | None = None
-    result: TaskResult | None = None
-    content: str | None = None
-    finish_reason: str | None = None
-
-    def elapsed_ms(self) -> float:
-        return (time.monotonic() - self.started) * 1000
-
-
-class _Endpoint:
+class Endpoint:
     def __init__(self, config: ReferenceConfig) -> None:
         self.config = config
         self.policy = config.sampling
@@ -74,16 +58,23 @@ class _Endpoint:
         self.api_key = _api_key(config)
 
     async def chat(self, request: Request) -> JSONResponse:
-        exchange = _Exchange(
-            request_id=request.state.request_id,
-            sequence=self.plan.next_sequence(),
-            received_at=datetime.now(UTC),
-            started=time.monotonic(),
-        )
-        if self.plan.crashes_at(exchange.sequence):
+        sequence = self.plan.next_sequence()
+        exchange = Exchange.arriving(request.state.request_id, CHAT_ROUTE, sequence)
+        exchange.reports_task_time = not self.plan.omits_task_time(sequence)
+        if self.plan.crashes_at(sequence):
             self.plan.crash()
+        return await self.answered(exchange, partial(self._answer_chat, request, exchange))
+
+    async def native(self, request: Request, operation: str) -> JSONResponse:
+        exchange = Exchange.arriving(
+            request.state.request_id, NATIVE_ROUTE_PREFIX + operation, self.plan.next_native_sequence()
+        )
+        return await self.answered(exchange, partial(answer_native, self, request, exchange, operation))
+
+    async def answered(self, exchange: Exchange, answer: Callable[[], Awaitable[dict[str, Any]]]) -> JSONResponse:
+        """The response to one request, and its record, whatever the outcome."""
         try:
-            body = await self._answer(request, exchange)
+            body = await answer()
             status = 200
             response = JSONResponse(body)
             error = None
@@ -93,7 +84,8 @@ class _Endpoint:
         except Exception as failure:  # a bug must still be a recorded 500, not a lost request
             status, error = 500, f"internal error: {type(failure).__name__}: {failure}"
             response = JSONResponse(error_body(status, error, "server_error"), status_code=status)
-        self.records.write(self._record(exchange, status, error))
+        model, spec = self.config.model_name, self.policy.spec
+        self.records.write(exchange.record(status=status, error=error, model=model, sampling_spec=spec))
         return response
 
     def check_key(self, request: Request) -> None:
@@ -107,18 +99,34 @@ class _Endpoint:
                 401, "missing or wrong API key (send 'Authorization: Bearer <key>')", "authentication_error"
             )
 
-    async def _answer(self, request: Request, exchange: _Exchange) -> dict[str, Any]:
+    def admit(self, request: Request) -> None:
+        """The checks every task request passes first, on either route: its key, then readiness."""
         self.check_key(request)
         if not self.plan.is_ready():
             raise RequestRejected(503, "the reference endpoint is not ready yet", "service_unavailable")
-        exchange.chat = parse_chat_request(await read_body_limited(request, self.config.max_body_bytes))
-        if exchange.chat.model is not None and exchange.chat.model != self.config.model_name:
+
+    async def run_on_lane(self, clip: RequestClip, prompt: str) -> TaskResult:
+        """The timed task, on the one lane both routes share, so both compute their answers the same way."""
+        task = partial(
+            run_task,
+            clip,
+            prompt,
+            self.policy,
+            added_task_ms=self.config.faults.added_task_ms,
+            submitted=time.monotonic(),
+        )
+        return await anyio.to_thread.run_sync(task, limiter=self.lane)
+
+    async def _answer_chat(self, request: Request, exchange: Exchange) -> dict[str, Any]:
+        self.admit(request)
+        chat = parse_chat_request(await read_body_limited(request, self.config.max_body_bytes))
+        if chat.model is not None and chat.model != self.config.model_name:
             raise RequestRejected(
                 404,
-                f"model {exchange.chat.model!r} is not served here; this endpoint serves {self.config.model_name!r}",
+                f"model {chat.model!r} is not served here; this endpoint serves {self.config.model_name!r}",
                 "model_not_found",
             )
-        exchange.clip = clip_from_data_url(exchange.chat.video_url)
+        exchange.clip = clip_from_data_url(chat.video_url)
         if self.plan.injects_error(exchange.sequence):
             raise RequestRejected(
                 self.config.faults.error_status,
@@ -126,57 +134,17 @@ class _Endpoint:
                 f"error-rate knob ({self.config.faults.error_rate})",
                 self.plan.error_type,
             )
-        task = partial(
-            run_task,
-            exchange.clip,
-            exchange.chat.question_text,
-            self.policy,
-            added_task_ms=self.config.faults.added_task_ms,
-            submitted=time.monotonic(),
-        )
-        exchange.result = result = await anyio.to_thread.run_sync(task, limiter=self.lane)
-        exchange.content, exchange.finish_reason = cut_to_tokens(result.answer.text, exchange.chat.max_tokens)
+        exchange.result = await self.run_on_lane(exchange.clip, chat.question_text)
+        sent = self.plan.sent_answer(exchange.result.answer.text)
+        exchange.content, exchange.finish_reason = cut_to_tokens(sent, chat.max_tokens)
         return chat_completion_body(
             request_id=exchange.request_id,
             model=self.config.model_name,
             content=exchange.content,
             finish_reason=exchange.finish_reason,
-            prompt_text=exchange.chat.question_text,
-            timing=Timing(
-                queue_ms=result.queue_ms, model_call_ms=result.model_call_ms, handler_ms=exchange.elapsed_ms()
-            ),
-            observation={
-                "sampling_policy": result.sampling.spec,
-                "frame_count": result.sampling.frame_count,
-                "frame_indices": result.sampling.indices,
-                "question_id": result.answer.question_id,
-                "outcome": result.answer.outcome,
-                "cannot_tell_because": result.answer.reason,
-                "clip_sha256": exchange.clip.sha256,
-            },
-        )
-
-    def _record(self, exchange: _Exchange, status: int, error: str | None) -> RequestRecord:
-        result, clip = exchange.result, exchange.clip
-        return RequestRecord(
-            request_id=exchange.request_id,
-            sequence=exchange.sequence,
-            received_at=exchange.received_at,
-            finished_at=datetime.now(UTC),
-            status=status,
-            error=error,
-            model=self.config.model_name,
-            handler_ms=round(exchange.elapsed_ms(), 3),
-            queue_ms=round(result.queue_ms, 3) if result else None,
-            model_call_ms=round(result.model_call_ms, 3) if result else None,
-            sampling_policy=result.sampling.spec if result else self.policy.spec,
-            frame_count=result.sampling.frame_count if result else None,
-            frame_indices=result.sampling.indices if result else None,
-            question_id=result.answer.question_id if result else None,
-            answer=exchange.content,
-            finish_reason=exchange.finish_reason,
-            clip_sha256=clip.sha256 if clip else None,
-            clip_bytes=len(clip.data) if clip else None,
+            prompt_text=chat.question_text,
+            timing=exchange.timing(),
+            observation=exchange.observation(),
         )
 
 
@@ -190,7 +158,7 @@ def _api_key(config: ReferenceConfig) -> str | None:
 
 
 def create_app(config: ReferenceConfig) -> FastAPI:
-    endpoint = _Endpoint(config)
+    endpoint = Endpoint(config)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
@@ -232,8 +200,12 @@ def create_app(config: ReferenceConfig) -> FastAPI:
             )
         return JSONResponse(models_body(config.model_name, endpoint.created))
 
-    @app.post("/v1/chat/completions")
+    @app.post(CHAT_ROUTE)
     async def chat(request: Request) -> JSONResponse:
         return await endpoint.chat(request)
+
+    @app.post(NATIVE_ROUTE_PREFIX + "{operation}")
+    async def task(operation: str, request: Request) -> JSONResponse:
+        return await endpoint.native(request, operation)
 
     return app

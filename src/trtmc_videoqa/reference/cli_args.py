@@ -38,12 +38,17 @@ def add_reference_arguments(parser: argparse.ArgumentParser) -> argparse.Argumen
         default=DEFAULT_MAX_BODY_BYTES,
         help=f"larger request bodies get HTTP 413 (default {DEFAULT_MAX_BODY_BYTES})",
     )
-    serving.add_argument("--records", type=Path, help="append one JSONL record per chat request here")
+    serving.add_argument("--records", type=Path, help="append one JSONL record per chat or native request here")
     serving.add_argument(
         "--api-key-env",
         metavar="NAME",
         help="require 'Authorization: Bearer <key>' on /v1/*, the key read from this variable",
     )
+    _add_fault_arguments(parser)
+    return parser
+
+
+def _add_fault_arguments(parser: argparse.ArgumentParser) -> None:
     faults = parser.add_argument_group("fault knobs (tests)")
     faults.add_argument("--added-task-ms", type=float, default=0.0, help="sleep this long inside the timed task")
     faults.add_argument(
@@ -60,7 +65,25 @@ def add_reference_arguments(parser: argparse.ArgumentParser) -> argparse.Argumen
     )
     faults.add_argument("--crash-after", type=int, help="answer N chat requests, then exit hard on the next")
     faults.add_argument("--ready-after-s", type=float, default=0.0, help="/health/ready says 503 until then")
-    return parser
+    faults.add_argument(
+        "--identity-drift-rate",
+        type=float,
+        default=0.0,
+        help="native Task request n answers other than chat would (the answer behind a marker word) when "
+        "floor(n*rate) > floor((n-1)*rate): chat and native disagree on that share of (question, clip) pairs",
+    )
+    faults.add_argument(
+        "--answer-text",
+        metavar="TEXT",
+        help="answer every chat and native request with TEXT instead of the computed answer",
+    )
+    faults.add_argument(
+        "--omit-task-time-rate",
+        type=float,
+        default=0.0,
+        help="chat request n carries no trtmc_timing (and its record no task times) when "
+        "floor(n*rate) > floor((n-1)*rate)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,6 +113,9 @@ def config_from_arguments(arguments: argparse.Namespace) -> ReferenceConfig:
             error_status=arguments.error_status,
             crash_after=arguments.crash_after,
             ready_after_s=arguments.ready_after_s,
+            identity_drift_rate=arguments.identity_drift_rate,
+            answer_text=arguments.answer_text,
+            omit_task_time_rate=arguments.omit_task_time_rate,
         ),
     )
 
@@ -114,6 +140,10 @@ def argv_from_config(config: ReferenceConfig) -> list[str]:
         str(config.faults.error_status),
         "--ready-after-s",
         repr(config.faults.ready_after_s),
+        "--identity-drift-rate",
+        repr(config.faults.identity_drift_rate),
+        "--omit-task-time-rate",
+        repr(config.faults.omit_task_time_rate),
     ]
     if config.allow_non_loopback:
         argv.append("--allow-non-loopback")
@@ -125,4 +155,6 @@ def argv_from_config(config: ReferenceConfig) -> list[str]:
         argv += ["--api-key-env", config.api_key_env]
     if config.faults.crash_after is not None:
         argv += ["--crash-after", str(config.faults.crash_after)]
+    if config.faults.answer_text is not None:
+        argv += [f"--answer-text={config.faults.answer_text}"]  # one token, even for a text that starts with '-'
     return argv

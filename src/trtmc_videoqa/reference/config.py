@@ -30,8 +30,10 @@ def check_loopback(host: str, *, allow_non_loopback: bool) -> None:
 
 
 class FaultKnobs(BaseModel):
-    """Faults for tests. Chat requests are numbered 1, 2, 3, ... in arrival order; every position counts,
-    whatever the request's own outcome."""
+    """Faults for tests. Chat requests are numbered 1, 2, 3, ... in arrival order, and native Task requests
+    (/v1/tasks/...) 1, 2, 3, ... on their own count, so one route's traffic never moves the other's positions;
+    every position counts, whatever the request's own outcome. A rate picks request n of its route when
+    floor(n*rate) > floor((n-1)*rate) (0.5 -> 2, 4, 6, ...; 0.25 -> 4, 8, ...; 1 -> all)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -56,6 +58,26 @@ class FaultKnobs(BaseModel):
         "without answering it",
     )
     ready_after_s: float = Field(default=0.0, ge=0.0, description="/health/ready says 503 until this long after start")
+    identity_drift_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="fraction of native Task answers, at fixed positions among native requests, that differ from "
+        "what chat answers for the same (question, clip): the computed answer behind a marker word, so chat and "
+        "native disagree on that share of pairs",
+    )
+    answer_text: str | None = Field(
+        default=None,
+        description="every chat and native answer is this text instead of the computed one (a model that answers "
+        "garbage, or always 'I cannot tell from this clip.'); records keep what was sent",
+    )
+    omit_task_time_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="fraction of chat requests, at fixed positions, whose response has no trtmc_timing and whose "
+        "record has no queue_ms, model_call_ms or handler_ms: a server that does not report every task time",
+    )
 
 
 class ReferenceConfig(BaseModel):

@@ -1,4 +1,5 @@
-"""The fault knobs as decisions: which chat request fails, when the process dies, when it becomes ready.
+"""The fault knobs as decisions: which chat request fails or hides its task time, which native answer drifts,
+when the process dies, when it becomes ready.
 
 Deterministic on purpose, so a test (or a qualification self-check) can say in advance which request ids must
 come back as errors: positions, not probabilities.
@@ -17,6 +18,10 @@ from .config import FaultKnobs
 # Distinct from Python's own exit codes, so a supervisor can tell the injected crash from a real failure.
 CRASH_EXIT_CODE = 86
 
+# Put before a drifted native answer: still a non-empty answer, but never the same text as chat's after whitespace
+# and case are normalised.
+DRIFT_MARKER = "drifted"
+
 
 def error_positions(rate: float, count: int) -> list[int]:
     """The 1-based chat request positions (up to ``count``) that ``rate`` answers with the error status."""
@@ -34,6 +39,7 @@ class FaultPlan:
     def __init__(self, knobs: FaultKnobs) -> None:
         self.knobs = knobs
         self._sequence = itertools.count(1)
+        self._native_sequence = itertools.count(1)
         self._started = time.monotonic()
 
     def restart_clock(self) -> None:
@@ -41,13 +47,28 @@ class FaultPlan:
         self._started = time.monotonic()
 
     def next_sequence(self) -> int:
+        """The next chat request's position."""
         return next(self._sequence)
+
+    def next_native_sequence(self) -> int:
+        """The next native Task request's position, counted apart so chat's fault positions do not move."""
+        return next(self._native_sequence)
 
     def is_ready(self) -> bool:
         return time.monotonic() - self._started >= self.knobs.ready_after_s
 
     def injects_error(self, sequence: int) -> bool:
         return self.knobs.error_rate > 0 and injects_error(self.knobs.error_rate, sequence)
+
+    def omits_task_time(self, sequence: int) -> bool:
+        return self.knobs.omit_task_time_rate > 0 and injects_error(self.knobs.omit_task_time_rate, sequence)
+
+    def drifts(self, native_sequence: int) -> bool:
+        return self.knobs.identity_drift_rate > 0 and injects_error(self.knobs.identity_drift_rate, native_sequence)
+
+    def sent_answer(self, computed: str) -> str:
+        """The answer text that goes out: the computed one, unless the answer_text knob replaces it."""
+        return computed if self.knobs.answer_text is None else self.knobs.answer_text
 
     @property
     def error_type(self) -> str:

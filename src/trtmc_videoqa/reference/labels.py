@@ -17,8 +17,15 @@ TIMING_FIELD = "trtmc_timing"
 TASK_TIME_KEY = "model_call_ms"
 TASK_TIME_FIELD = f"{TIMING_FIELD}.{TASK_TIME_KEY}"
 
-# What the endpoint saw and did for one request, next to the OpenAI fields of the response.
+# What the endpoint saw and did for one request, next to the OpenAI fields of the response; a native Task result
+# carries the same keys under the name perf_serving uses.
 OBSERVATION_FIELD = "reference_observation"
+NATIVE_OBSERVATION_FIELD = "trtmc_observation"
+
+# The routes a record names.
+CHAT_ROUTE = "/v1/chat/completions"
+NATIVE_ROUTE_PREFIX = "/v1/tasks/"
+SERVED_OPERATION = "generate"  # the one native Task operation served, as perf_serving's vision-language generate
 
 RECORD_SCHEMA = "trtmc-videoqa.reference-record/v1"
 CANNOT_TELL = "I cannot tell from this clip."

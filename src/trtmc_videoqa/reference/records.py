@@ -1,5 +1,5 @@
-"""One JSONL line per chat request, written and flushed as the request finishes, in the style of trtmc-server's
---records: a crash loses at most the request in flight, never the lines before it."""
+"""One JSONL line per request (chat or native), written and flushed as the request finishes, in the style of
+trtmc-server's --records: a crash loses at most the request in flight, never the lines before it."""
 
 from __future__ import annotations
 
@@ -22,13 +22,15 @@ class RequestRecord(BaseModel):
     label: str = TEST_DOUBLE_LABEL
     test_double: bool = True
     request_id: str
-    sequence: int  # 1-based arrival position among chat requests (the fault knobs count these)
+    route: str  # "/v1/chat/completions" or "/v1/tasks/<operation>"
+    sequence: int  # 1-based arrival position among requests of its kind, chat or native (the fault knobs count these)
     received_at: datetime  # wall clock, UTC
     finished_at: datetime
     status: int
     error: str | None
     model: str
-    handler_ms: float
+    # All three None where the omit-task-time knob hid them; queue and task time also where no task ran.
+    handler_ms: float | None
     queue_ms: float | None
     model_call_ms: float | None  # the task time: decode start to answer, monotonic clock
     sampling_policy: str

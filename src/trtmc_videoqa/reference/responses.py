@@ -1,4 +1,5 @@
-"""The JSON bodies the endpoint answers with: OpenAI chat completion (plus timing and observation), errors, health."""
+"""The JSON bodies the endpoint answers with: OpenAI chat completion and native Task result (each with timing and
+observation), errors, health."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .labels import (
+    NATIVE_OBSERVATION_FIELD,
     NOT_A_MODEL_NOTE,
     OBSERVATION_FIELD,
     SERVED_BY,
@@ -52,12 +54,13 @@ def chat_completion_body(
     content: str,
     finish_reason: str,
     prompt_text: str,
-    timing: Timing,
+    timing: Timing | None,
     observation: dict[str, Any],
 ) -> dict[str, Any]:
+    """``timing`` None leaves trtmc_timing out altogether, as a server that does not report this task time."""
     completion_tokens = word_count(content)
     prompt_tokens = word_count(prompt_text)  # text only; the clip is not tokenised by a test double
-    return {
+    body: dict[str, Any] = {
         "id": f"chatcmpl-{request_id}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -69,8 +72,29 @@ def chat_completion_body(
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         },
+        OBSERVATION_FIELD: observation_body(request_id, observation),
+    }
+    if timing is not None:
+        body[TIMING_FIELD] = timing.body()
+    return body
+
+
+def observation_body(request_id: str, observation: dict[str, Any]) -> dict[str, Any]:
+    return {**label_fields(), "note": NOT_A_MODEL_NOTE, "request_id": request_id, **observation}
+
+
+def task_result_body(
+    *, request_id: str, operation: str, text: str, timing: Timing, observation: dict[str, Any]
+) -> dict[str, Any]:
+    """A native Task result in perf_serving's shape, its observation under perf_serving's own field name."""
+    return {
+        "id": request_id,
+        "object": "task.result",
+        "operation": operation,
+        "text": text,
         TIMING_FIELD: timing.body(),
-        OBSERVATION_FIELD: {**label_fields(), "note": NOT_A_MODEL_NOTE, "request_id": request_id, **observation},
+        NATIVE_OBSERVATION_FIELD: observation_body(request_id, observation),
+        **label_fields(),
     }
 
 

@@ -10,6 +10,7 @@ from .. import __version__
 from ..atomic_write import write_model_atomic, write_text_atomic
 from ..errors import UserError
 from ..results import Report, ResultRow
+from .group import group_line
 from .html import render_html
 from .junit import render_junit
 from .markdown import render_markdown, render_step_summary
@@ -56,9 +57,16 @@ def build_report(directories: list[Path], title: str | None = None) -> Report:
         generated_by=f"trtmc-videoqa {__version__}",
         sources=[str(d) for d in directories],
         reference_self_test=self_test,
+        group=group_line(rows),
         rows=rows,
-        counts=dict(sorted(Counter(row.status for row in rows).items())),
+        counts=_by_status(rows),
+        models=_by_status([row for row in rows if row.normal_profile is True]),
+        variants=_by_status([row for row in rows if row.normal_profile is False]),
     )
+
+
+def _by_status(rows: list[ResultRow]) -> dict[str, int]:
+    return dict(sorted(Counter(row.status for row in rows).items()))
 
 
 def frame_strip(report: Report, directories: list[Path]) -> Path | None:

@@ -7,7 +7,24 @@ import base64
 from html import escape
 from pathlib import Path
 
-from ..results import Report, ResultRow
+from ..results import IdentityCheck, OutputCheck, Report, ResultRow
+from .details import (
+    EXAMPLES,
+    NOT_REPORTED_LINE,
+    counts_line,
+    figures,
+    flat,
+    has_task_time,
+    identity_cell,
+    identity_summary,
+    output_check_cell,
+    output_check_summary,
+    pair_counts,
+    profile_note,
+    ran_aiperf,
+    side,
+    timing_scope,
+)
 from .markdown import served_by, served_by_test_double
 
 _STATUS_COLOURS = {
@@ -25,7 +42,10 @@ table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f6f8fa}
 .status{color:#fff;border-radius:4px;padding:1px 6px;white-space:nowrap}.note{background:#fff8c5;padding:.6em 1em;
 border:1px solid #d4a72c;border-radius:6px}img.strip{max-width:100%;image-rendering:pixelated;border:1px solid #d0d7de}
-.wrong{color:#cf222e}.correct{color:#1a7f37}code{font-size:12px}"""
+.wrong{color:#cf222e}.correct{color:#1a7f37}code{font-size:12px}
+.group{font-size:1.2em;font-weight:600;padding:.6em 1em;border-radius:6px;border:2px solid #57606a}
+.group-qualified{border-color:#1a7f37}.group-failed{border-color:#cf222e}.group-blocked{border-color:#9a6700}"""
+_GROUP_COLOURS = {"qualified": "#dafbe1", "failed": "#ffebe9", "blocked": "#fff8c5"}
 
 
 def _status(row: ResultRow) -> str:
@@ -91,10 +111,113 @@ def _answers(row: ResultRow) -> str:
     )
 
 
+def _output_check(check: OutputCheck) -> str:
+    parts = [f"<p>Output check: {escape(output_check_summary(check))}</p>"]
+    if check.declared_no_answer:
+        parts.append(f"<p>Declared no-answer (the run's own plan): {escape(check.declared_no_answer)}</p>")
+    if check.examples:
+        body = "".join(
+            f"<tr><td>{escape(e.outcome)}</td><td><code>{escape(e.session_id)}</code></td>"
+            f"<td>{escape(e.question_id)}</td><td>{escape(e.clip_id)}</td><td>{escape(flat(e.answer))}</td></tr>"
+            for e in check.examples[:EXAMPLES]
+        )
+        parts.append(
+            "<table><tr><th>outcome</th><th>request</th><th>question</th><th>clip</th><th>answer</th></tr>"
+            f"{body}</table>"
+        )
+    return "".join(parts)
+
+
+def _identity(identity: IdentityCheck) -> str:
+    parts = [f"<p>Native/HTTP {escape(identity_summary(identity))}</p>"]
+    if identity.native_route:
+        source = f" ({escape(identity.request_source)})" if identity.request_source else ""
+        fields = escape(", ".join(identity.request_fields)) or "–"
+        parts.append(
+            f"<p>Native route <code>{escape(identity.native_route)}</code>; request fields {fields}{source}; "
+            f"compared {escape(identity.normalisation)}; pairs: {escape(pair_counts(identity))}</p>"
+        )
+    if identity.pairs:
+        body = "".join(
+            f"<tr><td>{escape(p.question_id)}</td><td>{escape(p.clip_id)}</td>"
+            f"<td>{escape(side(p.chat.answer, p.chat.error, p.chat.http_status))}<br><code>"
+            f"{escape(p.chat.request_id)}</code></td>"
+            f"<td>{escape(side(p.native.answer, p.native.error, p.native.http_status))}<br><code>"
+            f"{escape(p.native.request_id)}</code></td><td>{escape(p.verdict)}</td></tr>"
+            for p in identity.pairs
+        )
+        parts.append(
+            "<table><tr><th>question</th><th>clip</th><th>chat answer</th><th>native answer</th><th>pair</th></tr>"
+            f"{body}</table>"
+        )
+    return "".join(parts)
+
+
+def _timing(row: ResultRow) -> str:
+    parts = []
+    if row.client_latency and row.client_latency.count:
+        parts.append(f"<p>Client end-to-end latency (AIPerf): {escape(figures(row.client_latency))}</p>")
+    if row.server_task_time and has_task_time(row):
+        field = escape(row.task_time_field or "field not stated")
+        parts.append(
+            f"<p>Server task time (<code>{field}</code>, {escape(timing_scope(row))}): "
+            f"{escape(figures(row.server_task_time))}</p>"
+        )
+    elif ran_aiperf(row):
+        parts.append(f"<p>{escape(NOT_REPORTED_LINE)}</p>")
+    return "".join(parts)
+
+
+def _row_section(row: ResultRow) -> list[str]:
+    parts = [f"<h2>{escape(row.profile)} {_status(row)}</h2><p>{escape(row.status_reason)}</p>"]
+    if served_by_test_double(row):
+        parts.append('<p class="note">Reference endpoint (test double): not a TRTMC model qualification.</p>')
+    note = profile_note(row)
+    if note:
+        parts.append(f"<p>Profile: {escape(note)}</p>")
+    if row.profile_gap:
+        parts.append(f"<p>Profile gap: {escape(row.profile_gap)}</p>")
+    stages = "".join(f"<li>{escape(s.name)}: {escape(s.status)} — {escape(s.detail)}</li>" for s in row.stages)
+    parts.append(f"<ul>{stages}</ul>")
+    parts.append(_timing(row))
+    if row.output_check is not None:
+        parts.append(_output_check(row.output_check))
+    if row.identity is not None:
+        parts.append(_identity(row.identity))
+    if row.requests:
+        parts.append(latency_svg(row))
+    parts.append(_answers(row))
+    if row.commands:
+        commands = "".join(f"<li>{escape(k)}: <code>{escape(v)}</code></li>" for k, v in row.commands.items())
+        parts.append(f"<details><summary>Reproduce</summary><ul>{commands}</ul></details>")
+    return parts
+
+
+def _status_table(report: Report) -> str:
+    header = (
+        "<tr><th>profile</th><th>served by</th><th>status</th><th>reason</th><th>output check</th><th>identity</th>"
+        "<th>p50 client ms</th><th>p50 task ms</th><th>req/s</th><th>both right</th></tr>"
+    )
+    cells = "".join(
+        f"<tr><td>{escape(r.profile)}</td><td>{escape(served_by(r))}</td><td>{_status(r)}</td>"
+        f"<td>{escape(r.status_reason)}</td><td>{escape(output_check_cell(r))}</td>"
+        f"<td>{escape(identity_cell(r))}</td>"
+        f"<td>{'' if not r.client_latency or r.client_latency.p50_ms is None else r.client_latency.p50_ms}</td>"
+        f"<td>{'' if not r.server_task_time or r.server_task_time.p50_ms is None else r.server_task_time.p50_ms}</td>"
+        f"<td>{r.requests_per_s or ''}</td>"
+        f"<td>{'' if not r.accuracy or r.accuracy.both_right is None else f'{r.accuracy.both_right:.0%}'}</td></tr>"
+        for r in report.rows
+    )
+    return f"<table>{header}{cells}</table>"
+
+
 def render_html(report: Report, frames_png: Path | None = None) -> str:
+    group = report.group
+    background = _GROUP_COLOURS.get(group.status, "#f6f8fa")
     parts = [
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(report.title)}</title>"
         f"<style>{_STYLE}</style></head><body><h1>{escape(report.title)}</h1>",
+        f'<p class="group group-{escape(group.status)}" style="background:{background}">{escape(group.line)}</p>',
         f"<p>{escape(report.generated_by)}; built from {escape(', '.join(report.sources))}.</p>",
     ]
     if report.reference_self_test:
@@ -102,20 +225,8 @@ def render_html(report: Report, frames_png: Path | None = None) -> str:
             '<p class="note">Every row was served by the reference endpoint, a <b>test double</b> that '
             "answers the synthetic clip by computation. It checks the tool, not a model.</p>"
         )
-    header = (
-        "<tr><th>profile</th><th>served by</th><th>status</th><th>reason</th><th>p50 client ms</th>"
-        "<th>p50 task ms</th><th>req/s</th><th>both right</th></tr>"
-    )
-    cells = "".join(
-        f"<tr><td>{escape(r.profile)}</td><td>{escape(served_by(r))}</td><td>{_status(r)}</td>"
-        f"<td>{escape(r.status_reason)}</td>"
-        f"<td>{'' if not r.client_latency or r.client_latency.p50_ms is None else r.client_latency.p50_ms}</td>"
-        f"<td>{'' if not r.server_task_time or r.server_task_time.p50_ms is None else r.server_task_time.p50_ms}</td>"
-        f"<td>{r.requests_per_s or ''}</td>"
-        f"<td>{'' if not r.accuracy or r.accuracy.both_right is None else f'{r.accuracy.both_right:.0%}'}</td></tr>"
-        for r in report.rows
-    )
-    parts.append(f"<table>{header}{cells}</table>")
+    parts.append(f"<p>{escape(counts_line(report))}</p>")
+    parts.append(_status_table(report))
     if frames_png is not None and frames_png.is_file():
         encoded = base64.b64encode(frames_png.read_bytes()).decode()
         parts.append(
@@ -123,16 +234,6 @@ def render_html(report: Report, frames_png: Path | None = None) -> str:
             f'the first clip.</p><img class="strip" alt="frame strip" src="data:image/png;base64,{encoded}">'
         )
     for row in report.rows:
-        parts.append(f"<h2>{escape(row.profile)} {_status(row)}</h2><p>{escape(row.status_reason)}</p>")
-        if served_by_test_double(row):
-            parts.append('<p class="note">Reference endpoint (test double): not a TRTMC model qualification.</p>')
-        stages = "".join(f"<li>{escape(s.name)}: {escape(s.status)} — {escape(s.detail)}</li>" for s in row.stages)
-        parts.append(f"<ul>{stages}</ul>")
-        if row.requests:
-            parts.append(latency_svg(row))
-        parts.append(_answers(row))
-        if row.commands:
-            commands = "".join(f"<li>{escape(k)}: <code>{escape(v)}</code></li>" for k, v in row.commands.items())
-            parts.append(f"<details><summary>Reproduce</summary><ul>{commands}</ul></details>")
+        parts += _row_section(row)
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -1,26 +1,44 @@
-"""junit.xml: qualified = pass, failed = failure, unsupported and blocked = skipped with the gap or reason."""
+"""junit.xml: qualified = pass, failed = failure, unsupported and blocked = skipped with the gap or reason.
+
+One more testcase, `trtmc-videoqa.group` / `group`, carries the group line: skipped when the group is blocked, a
+failure when it failed, passing when qualified; a run without TRTMC rows (the reference self-test, an endpoint run)
+passes it with the line in `system-out`, which says what the run is and never claims a qualification.
+"""
 
 from __future__ import annotations
 
 from xml.etree import ElementTree as ET
 
-from ..results import Report
+from ..results import GroupLine, Report
 
 PASSING = frozenset({"aiperf-qualified", "endpoint-qualified"})
 SKIPPED = frozenset({"unsupported", "blocked"})
+GROUP_CLASSNAME = "trtmc-videoqa.group"
+
+
+def _group_case(suite: ET.Element, group: GroupLine) -> None:
+    case = ET.SubElement(suite, "testcase", classname=GROUP_CLASSNAME, name="group")
+    if group.status == "blocked":
+        ET.SubElement(case, "skipped", message=group.line)
+    elif group.status == "failed":
+        ET.SubElement(case, "failure", message=group.line).text = group.line
+    else:
+        ET.SubElement(case, "system-out").text = group.line
 
 
 def render_junit(report: Report) -> str:
-    failures = sum(1 for r in report.rows if r.status == "failed")
+    failures = sum(1 for r in report.rows if r.status == "failed") + (report.group.status == "failed")
     skipped = sum(1 for r in report.rows if r.status in SKIPPED or r.status not in PASSING | {"failed"})
+    skipped += report.group.status == "blocked"
     suite = ET.Element(
         "testsuite",
         name="trtmc-videoqa",
-        tests=str(len(report.rows)),
+        tests=str(len(report.rows) + 1),
         failures=str(failures),
         skipped=str(skipped),
         errors="0",
     )
+    _group_case(suite, report.group)
     for row in report.rows:
         case = ET.SubElement(suite, "testcase", classname=f"trtmc-videoqa.{row.family or 'endpoint'}", name=row.profile)
         if row.status == "failed":

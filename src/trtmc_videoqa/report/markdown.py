@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
-from ..results import Report, ResultRow, SamplingFacts
+import re
+
+from ..results import IdentityCheck, OutputCheck, Report, ResultRow, SamplingFacts
+from .details import (
+    EXAMPLES,
+    NOT_REPORTED_LINE,
+    counts_line,
+    figures,
+    first_differing,
+    flat,
+    has_task_time,
+    identity_cell,
+    identity_summary,
+    ms,
+    output_check_cell,
+    output_check_summary,
+    pair_counts,
+    profile_note,
+    ran_aiperf,
+    side,
+    timing_scope,
+)
 
 
 def served_by_test_double(row: ResultRow) -> bool:
@@ -19,37 +40,116 @@ def served_by(row: ResultRow) -> str:
     return f"{p.served_by or p.server_version or p.mode}{where}"
 
 
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1f}"
-
-
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:.0f}%"
 
 
+def _cell(text: str) -> str:
+    return text.replace("|", "/").replace("\n", " ")
+
+
+def _code(text: str | None) -> str:
+    """An inline code span that holds any text: a fence longer than any run of backticks in it."""
+    one = flat(text)
+    if not one:
+        return "(empty)"
+    longest = max((len(run) for run in re.findall("`+", one)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {one} {fence}" if longest else f"`{one}`"
+
+
 def status_table(report: Report) -> list[str]:
     lines = [
-        "| profile | served by | status | reason | p50 client ms | p50 task ms | req/s | forward | reversed | "
-        "both right |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| profile | served by | status | reason | output check | identity | p50 client ms | p50 task ms | req/s | "
+        "forward | reversed | both right |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report.rows:
         c, t, a = row.client_latency, row.server_task_time, row.accuracy
         stage = f" (at {row.failed_stage})" if row.failed_stage else ""
         lines.append(
-            f"| {row.profile} | {served_by(row).replace('|', '/')} | **{row.status}**{stage} | "
-            f"{row.status_reason.replace('|', '/')} | "
-            f"{_ms(c.p50_ms if c else None)} | {_ms(t.p50_ms if t else None)} | "
+            f"| {row.profile} | {_cell(served_by(row))} | **{row.status}**{stage} | "
+            f"{_cell(row.status_reason)} | {_cell(output_check_cell(row))} | {identity_cell(row)} | "
+            f"{ms(c.p50_ms if c else None)} | {ms(t.p50_ms if t else None)} | "
             f"{row.requests_per_s or '–'} | {_pct(a.forward if a else None)} | "
             f"{_pct(a.reversed if a else None)} | {_pct(a.both_right if a else None)} |"
         )
     return lines
 
 
+def _profile_lines(row: ResultRow) -> list[str]:
+    note = profile_note(row)
+    out = [f"- Profile: {note}"] if note else []
+    if row.profile_gap:
+        out.append(f"- Profile gap: {row.profile_gap}")
+    return out
+
+
+def _timing_lines(row: ResultRow) -> list[str]:
+    out = []
+    if row.client_latency and row.client_latency.count:
+        out.append(f"- Client end-to-end latency (AIPerf): {figures(row.client_latency)}")
+    if row.server_task_time and has_task_time(row):
+        out.append(
+            f"- Server task time (`{row.task_time_field or 'field not stated'}`, {timing_scope(row)}): "
+            f"{figures(row.server_task_time)}"
+        )
+    elif ran_aiperf(row):
+        out.append(f"- {NOT_REPORTED_LINE}")
+    return out
+
+
+def _output_check_lines(check: OutputCheck) -> list[str]:
+    out = [f"- Output check: {output_check_summary(check)}"]
+    if check.declared_no_answer:
+        out.append(f"  - Declared no-answer (the run's own plan): {flat(check.declared_no_answer, 400)}")
+    for example in check.examples[:EXAMPLES]:
+        out.append(
+            f"  - {example.outcome}: `{example.session_id}` (question {example.question_id}, clip "
+            f"{example.clip_id}): {_code(example.answer)}"
+        )
+    return out
+
+
+def _identity_lines(identity: IdentityCheck) -> list[str]:
+    out = [f"- Native/HTTP {identity_summary(identity)}"]
+    if identity.native_route:
+        fields = f"; request fields {', '.join(identity.request_fields)}" if identity.request_fields else ""
+        source = f" (`{identity.request_source}`)" if identity.request_source else ""
+        out.append(f"  - Native route: `{identity.native_route}`{fields}{source}")
+    if identity.pairs:
+        out.append(f"  - Pairs: {len(identity.pairs)} ({pair_counts(identity)}); compared {identity.normalisation}")
+    pair = first_differing(identity)
+    if pair is not None:
+        chat = side(pair.chat.answer, pair.chat.error, pair.chat.http_status)
+        native = side(pair.native.answer, pair.native.error, pair.native.http_status)
+        out.append(
+            f"  - First differing pair (question {pair.question_id}, clip {pair.clip_id}, {pair.verdict}): "
+            f"chat {_code(chat)} (`{pair.chat.request_id}`) vs native {_code(native)} (`{pair.native.request_id}`)"
+        )
+    return out
+
+
+def _provenance_lines(row: ResultRow) -> list[str]:
+    p = row.provenance
+    if p is None:
+        return []
+    source = f" ({p.settings['precision_source']})" if "precision_source" in p.settings else ""
+    inventory = f", inventory {p.inventory_digest}" if p.inventory_digest else ""
+    return [
+        f"- Provenance: workload {p.workload} ({p.workload_digest[:12]}), aiperf "
+        f"{p.aiperf.get('version')}, mode {p.mode}, served by {served_by(row)}, server version "
+        f"{p.server_version or 'unknown'}, bundle {p.bundle_digest or '–'}, TRTMC {p.trtmc_commit or '–'}, "
+        f"precision {p.effective_precision or '–'}{source}{inventory}",
+        f"- Tokenizer (token counts only): {p.tokenizer or 'unknown'}",
+    ]
+
+
 def _row_details(row: ResultRow) -> list[str]:
     out = [f"### {row.profile}", "", f"- Status: **{row.status}** — {row.status_reason}"]
     if served_by_test_double(row):
         out.append("- Served by the reference endpoint, a **test double**: not a TRTMC model qualification")
+    out += _profile_lines(row)
     if row.status_evidence:
         out.append(f"- Evidence: {', '.join(f'`{e}`' for e in row.status_evidence)}")
     for stage in row.stages:
@@ -60,17 +160,11 @@ def _row_details(row: ResultRow) -> list[str]:
             f"- Requests: {row.warmup_requests} warmup (kept apart), {row.profiling_requests_completed}/"
             f"{row.profiling_requests_planned} profiling completed, {row.failed_requests} failed"
         )
-    if row.client_latency and row.client_latency.count:
-        c = row.client_latency
-        out.append(
-            f"- Client end-to-end latency (AIPerf): mean {_ms(c.mean_ms)} ms, p50 {_ms(c.p50_ms)}, "
-            f"p90 {_ms(c.p90_ms)}, p99 {_ms(c.p99_ms)} (n={c.count})"
-        )
-    if row.server_task_time and row.server_task_time.count:
-        t = row.server_task_time
-        out.append(
-            f"- Server task time (`{row.task_time_field}`): mean {_ms(t.mean_ms)} ms, p50 {_ms(t.p50_ms)} (n={t.count})"
-        )
+    out += _timing_lines(row)
+    if row.output_check is not None:
+        out += _output_check_lines(row.output_check)
+    if row.identity is not None:
+        out += _identity_lines(row.identity)
     for clip_id, clip in row.clips.items():
         out.append(
             f"- Clip `{clip_id}`: {clip.frames_counted} frames, {clip.width}x{clip.height}, "
@@ -81,30 +175,22 @@ def _row_details(row: ResultRow) -> list[str]:
         out.append(f"- Sampling: `{sampling.applied_by_server or sampling.policy}` applied by the {sampling.where}")
         if sampling.mismatch:
             out.append(f"- Sampling mismatch: {sampling.mismatch}")
-    if row.provenance:
-        p = row.provenance
-        source = f" ({p.settings['precision_source']})" if "precision_source" in p.settings else ""
-        out.append(
-            f"- Provenance: workload {p.workload} ({p.workload_digest[:12]}), aiperf "
-            f"{p.aiperf.get('version')}, mode {p.mode}, served by {served_by(row)}, server version "
-            f"{p.server_version or 'unknown'}, bundle {p.bundle_digest or '–'}, TRTMC {p.trtmc_commit or '–'}, "
-            f"precision {p.effective_precision or '–'}{source}"
-        )
-        out.append(f"- Tokenizer (token counts only): {p.tokenizer or 'unknown'}")
+    out += _provenance_lines(row)
     for name, command in row.commands.items():
         out += [f"- Reproduce ({name}):", "", "  ```", f"  {command}", "  ```"]
     return out + [""]
 
 
 def render_markdown(report: Report) -> str:
-    out = [f"# {report.title}", "", f"Generated by {report.generated_by} from {', '.join(report.sources)}.", ""]
+    out = [f"# {report.title}", "", f"**{report.group.line}**", ""]
+    out += [f"Generated by {report.generated_by} from {', '.join(report.sources)}.", ""]
     if report.reference_self_test:
         out += [
             "> Every row here was served by the reference endpoint, a test double that answers the synthetic "
             "clip by computation. It checks the tool, not a model.",
             "",
         ]
-    out += ["Counts: " + ", ".join(f"{k} {v}" for k, v in report.counts.items()), ""]
+    out += [counts_line(report), ""]
     out += status_table(report) + ["", "## Checkpoints", ""]
     for row in report.rows:
         out += _row_details(row)
@@ -112,4 +198,4 @@ def render_markdown(report: Report) -> str:
 
 
 def render_step_summary(report: Report) -> str:
-    return "\n".join([f"## {report.title}", "", *status_table(report), ""]) + "\n"
+    return "\n".join([f"## {report.title}", "", f"**{report.group.line}**", "", *status_table(report), ""]) + "\n"

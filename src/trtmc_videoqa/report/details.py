@@ -1,0 +1,114 @@
+"""What report.md and report.html both say about a row, as plain text: each format escapes and marks it up."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ..results import IdentityCheck, IdentityPair, LatencyStats, OutputCheck, Report, ResultRow
+
+NOT_REPORTED: Final = "not reported by this server"
+NOT_REPORTED_LINE: Final = f"server task time: {NOT_REPORTED}; client latency stands alone"
+EXAMPLES: Final = 5
+_ANSWER_CHARS: Final = 200
+
+
+def ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
+
+
+def flat(text: str | None, limit: int = _ANSWER_CHARS) -> str:
+    """One line, at most `limit` characters."""
+    one = " ".join((text or "").split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def by_status(counts: dict[str, int]) -> str:
+    return ", ".join(f"{status} {count}" for status, count in counts.items()) or "none"
+
+
+def counts_line(report: Report) -> str:
+    """Models and variants apart, as the inventory counts them, then every row."""
+    return (
+        f"Counts: models {by_status(report.models)}; variants {by_status(report.variants)}; "
+        f"all rows {by_status(report.counts)}"
+    )
+
+
+def profile_note(row: ResultRow) -> str | None:
+    """Whether the row is its checkpoint's normal profile, with its variant kinds; None off TRTMC without kinds."""
+    kinds = ", ".join(row.variant_kinds)
+    if row.normal_profile is True:
+        where = f" ({row.checkpoint}@{(row.revision or 'no revision')[:12]})" if row.checkpoint else ""
+        return f"normal profile of its checkpoint{where}, counted as a model; variant kinds: {kinds or 'none'}"
+    if row.normal_profile is False:
+        return f"variant of its checkpoint: not counted as a model; variant kinds: {kinds or 'none'}"
+    return f"variant kinds: {kinds}" if kinds else None
+
+
+def ran_aiperf(row: ResultRow) -> bool:
+    """The row ran AIPerf: its aiperf stage passed or failed, or it has client latency."""
+    if any(stage.name == "aiperf" and stage.status in ("passed", "failed") for stage in row.stages):
+        return True
+    return bool(row.client_latency and row.client_latency.count)
+
+
+def figures(stats: LatencyStats) -> str:
+    return (
+        f"mean {ms(stats.mean_ms)} ms, p50 {ms(stats.p50_ms)}, p90 {ms(stats.p90_ms)}, p99 {ms(stats.p99_ms)} "
+        f"(n={stats.count})"
+    )
+
+
+def has_task_time(row: ResultRow) -> bool:
+    return bool(row.server_task_time and row.server_task_time.count)
+
+
+def timing_scope(row: ResultRow) -> str:
+    return row.timing_scope or "scope not stated"
+
+
+def outcomes(check: OutputCheck) -> str:
+    return ", ".join(f"{outcome} {count}" for outcome, count in check.by_outcome.items() if count) or "none"
+
+
+def output_check_summary(check: OutputCheck) -> str:
+    verdict = "passed" if check.passed else "failed"
+    return f"{verdict}, {check.checked} answer(s) checked: {outcomes(check)}"
+
+
+def output_check_cell(row: ResultRow) -> str:
+    check = row.output_check
+    if check is None:
+        return "–"
+    if check.passed:
+        return f"passed ({check.checked})"
+    return f"failed ({outcomes(check)})"
+
+
+def identity_cell(row: ResultRow) -> str:
+    """The identity verdict as it is: `not-applicable` and `blocked` are never shown as a pass."""
+    return row.identity.verdict if row.identity else "–"
+
+
+def identity_summary(identity: IdentityCheck) -> str:
+    never = "; not a pass" if identity.verdict == "not-applicable" else ""
+    return f"identity: {identity.verdict} ({flat(identity.reason, 400)}){never}"
+
+
+def pair_counts(identity: IdentityCheck) -> str:
+    counts: dict[str, int] = {}
+    for pair in identity.pairs:
+        counts[pair.verdict] = counts.get(pair.verdict, 0) + 1
+    return ", ".join(f"{verdict} {count}" for verdict, count in counts.items()) or "none"
+
+
+def first_differing(identity: IdentityCheck) -> IdentityPair | None:
+    return next((pair for pair in identity.pairs if pair.verdict != "same"), None)
+
+
+def side(answer_text: str | None, error: str | None, http_status: int | None) -> str:
+    """One side of an identity pair: its answer, else its error and HTTP status."""
+    if answer_text is not None:
+        return flat(answer_text)
+    status = f"HTTP {http_status}" if http_status is not None else ""
+    return flat(" ".join(part for part in (status, error or "") if part)) or "no answer"

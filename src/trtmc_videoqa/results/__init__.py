@@ -1,0 +1,67 @@
+"""Versioned schemas of the artifacts: the inventory (and, later, result rows and the report).
+
+This module imports nothing of ours, so every other room (and the report rebuilt from artifacts alone) can use it.
+"""
+
+# The schemas live in three modules by subject; every name is importable from here, as before.
+from .clips import (  # noqa: F401
+    BitRateSource,
+    ClipManifest,
+    CodecInfo,
+    DurationSource,
+    FpsSource,
+    FrameCountMethod,
+    NoSampling,
+    PickedFrames,
+    ProbeTool,
+    SamplingFacts,
+    SamplingWhere,
+)
+from .inventory import (  # noqa: F401
+    INVENTORY_SCHEMA,
+    LAYOUT_DESCRIPTIONS,
+    VERDICTS,
+    CatalogStatus,
+    CheckpointEntry,
+    Evidence,
+    FieldChange,
+    GapEvidence,
+    Inventory,
+    Layout,
+    MediaControl,
+    NativeRequest,
+    Reconciliation,
+    ServingFacts,
+    Skipped,
+    Summary,
+    TaskContract,
+    TestcaseFacts,
+    VariantKind,
+    Verdict,
+)
+from .rows import (  # noqa: F401
+    REPORT_SCHEMA,
+    RESULT_SCHEMA,
+    STAGE_ORDER,
+    Accuracy,
+    AnswerExample,
+    AnswerOutcome,
+    GroupLine,
+    GroupStatus,
+    IdentityAnswer,
+    IdentityCheck,
+    IdentityPair,
+    IdentityVerdict,
+    LatencyStats,
+    Mode,
+    OutputCheck,
+    Provenance,
+    QualificationStatus,
+    Report,
+    RequestRow,
+    ResultRow,
+    StageName,
+    StageResult,
+    StageStatus,
+    json_schemas,
+)

@@ -1,0 +1,187 @@
+"""The inventory's schema: one CheckpointEntry per manifest, with its verdict and evidence."""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import Field
+
+from .base import _Model
+
+INVENTORY_SCHEMA: Final = "trtmc-videoqa.inventory/v1"
+
+# What the source shows about the capability (docs/architecture.md, "The vocabularies").
+Verdict = Literal[
+    "temporal-video-qa",
+    "partial",
+    "image-only",
+    "video-generation",
+    "segmentation-tracking",
+    "not-generative",
+    "text-or-speech",
+    "invalid",
+]
+VERDICTS: tuple[str, ...] = Verdict.__args__  # type: ignore[attr-defined]
+
+# TRTMC's own catalog.py status for the newer layout; "n/a" for the older layout, which has no catalog;
+# "unknown" when the checkout lacks the Task registry the rule needs (the reason says so).
+CatalogStatus = Literal["ready", "distributed", "unsupported", "invalid", "n/a", "unknown"]
+
+Layout = Literal["families", "e2e-models"]
+LAYOUT_DESCRIPTIONS: dict[str, str] = {
+    "families": "newer layout: families/<family>/tests/manifests/*.json",
+    "e2e-models": "older layout: tests/e2e/models/<family>/manifests/*.json + MODEL.toml",
+}
+
+VariantKind = Literal["tp", "cp", "quantized", "l0", "regression", "random", "partial", "local-only"]
+
+
+class Evidence(_Model):
+    """One line of the checkout that shows a fact."""
+
+    file: str = Field(description="path relative to the checkout root")
+    line: int | None = Field(default=None, description="1-based line number; None when the fact is the file itself")
+    excerpt: str = ""
+    shows: str = Field(default="", description="what this line shows, in words")
+
+
+class GapEvidence(_Model):
+    """The search that found nothing: which patterns, and the files where they had zero hits."""
+
+    searched_for: str
+    patterns: list[str]
+    files_without_hits: list[str]
+
+
+class MediaControl(_Model):
+    name: str
+    value: Any
+    scope: str = Field(description="'manifest' or 'testcase:<name>'")
+    evidence: Evidence
+
+
+class TestcaseFacts(_Model):
+    name: str
+    selected_task: str | None = None
+    ci_tier: str | None = None
+    premerge: bool | None = None
+    l0: bool = False
+    media_inputs: list[str] = Field(default_factory=list, description="media input fields this testcase carries")
+
+
+class TaskContract(_Model):
+    """What a Task takes and gives, from TRTMC's Task contract (or inferred from its name, and then said so)."""
+
+    inputs: list[str]
+    output: str
+    source: str = Field(description="where this contract comes from")
+
+
+class NativeRequest(_Model):
+    """The request a Task's native call takes, as the checkout's own task adapter builds it (read, never run)."""
+
+    operation: str = Field(description="the Task API operation, e.g. 'generate'")
+    fields: list[str] = Field(description="the request fields the adapter builds for this Task")
+    clip_field: str | None = Field(default=None, description="the field that carries a whole clip, if any")
+    prompt_field: str | None = Field(default=None, description="the field that carries the question, if any")
+    evidence: Evidence | None = None
+
+
+class CheckpointEntry(_Model):
+    """One row per manifest."""
+
+    profile: str
+    family: str
+    manifest: str
+    checkpoint: str | None = Field(default=None, description="Hugging Face id")
+    revision: str | None = None
+    bundle: str | None = Field(default=None, description="the manifest's bundle file name, under the engine directory")
+    precision: str | None = None
+    task: str | None = Field(default=None, description="native Task (newer layout) or task strategy (older layout)")
+    task_field: Literal["task", "task_strategy"] | None = None
+    runtime_strategy: str | None = None
+    operation: str | None = Field(default=None, description="Task API operation from TRTMC's task adapters")
+    contract: TaskContract | None = None
+    variant_kinds: list[VariantKind] = Field(default_factory=list)
+    normal_profile: bool = Field(
+        default=False, description="the one normal full-model profile of its checkpoint@revision (docs/architecture.md)"
+    )
+    profile_gap: str | None = Field(
+        default=None, description="'no full-model profile in this checkout' when every profile is a smoke variant"
+    )
+    native_request: NativeRequest | None = Field(
+        default=None, description="the Task's native request, from the checkout's task adapter"
+    )
+    catalog_status: CatalogStatus
+    catalog_reason: str = ""
+    in_group: bool
+    group_reason: str
+    media_controls: list[MediaControl] = Field(default_factory=list)
+    build_settings: dict[str, Any] = Field(default_factory=dict, description="the manifest's build settings")
+    testcases: list[TestcaseFacts] = Field(default_factory=list)
+    verdict: Verdict
+    gap: str | None = Field(default=None, description="the capability gap, in words; None for temporal-video-qa")
+    ambiguous: bool = False
+    ambiguity: str | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
+    gap_evidence: list[GapEvidence] = Field(default_factory=list)
+    error: str | None = Field(default=None, description="the parse error of an invalid manifest")
+
+    @property
+    def is_variant(self) -> bool:
+        return bool(self.variant_kinds)
+
+
+class Skipped(_Model):
+    path: str
+    reason: str
+
+
+class ServingFacts(_Model):
+    """What the checkout's trtmc-server accepts as chat content, read from its source."""
+
+    source: str | None = None
+    chat_content_types: list[str] = Field(default_factory=list)
+    accepts_video: bool | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
+
+
+class Summary(_Model):
+    rows: int
+    in_group: int
+    by_verdict: dict[str, int]
+    in_group_by_verdict: dict[str, int]
+    models: int = Field(description="distinct checkpoints (id + revision) over rows that are not variants")
+    variant_rows: int
+    capable: list[str] = Field(description="profiles with a clip-plus-question capability (temporal-video-qa)")
+
+
+class FieldChange(_Model):
+    profile: str
+    field: str
+    old: Any
+    new: Any
+
+
+class Reconciliation(_Model):
+    against: str
+    added: list[str]
+    removed: list[str]
+    changed: list[FieldChange]
+
+
+class Inventory(_Model):
+    schema_version: Literal["trtmc-videoqa.inventory/v1"] = INVENTORY_SCHEMA
+    tool_version: str
+    checkout: str
+    layout: Layout
+    layout_description: str
+    commit: str = Field(description="the checkout's HEAD from git, else 'unknown'")
+    pinned_commit: str
+    matches_pin: bool | None = Field(description="None when the commit is unknown")
+    lacking: list[str] = Field(default_factory=list, description="what the checkout lacked, and what that costs")
+    skipped: list[Skipped] = Field(default_factory=list)
+    serving: ServingFacts
+    entries: list[CheckpointEntry]
+    summary: Summary
+    reconciliation: Reconciliation | None = None

@@ -1,0 +1,239 @@
+"""Qualification: result rows, their stages and gates, and the report over them."""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import Field
+
+from .base import _Model
+from .clips import ClipManifest, NoSampling, SamplingFacts
+from .inventory import Inventory, VariantKind
+
+RESULT_SCHEMA: Final = "trtmc-videoqa.result/v1"
+REPORT_SCHEMA: Final = "trtmc-videoqa.report/v1"
+
+# The ladder (docs/architecture.md). With --endpoint (a server we did not build) it is planned -> endpoint-qualified.
+QualificationStatus = Literal[
+    "unsupported",
+    "planned",
+    "implemented",
+    "family-validated",
+    "aiperf-qualified",
+    "endpoint-qualified",
+    "blocked",
+    "failed",
+]
+StageName = Literal[
+    "plan", "build", "correctness", "serve", "capability", "aiperf", "timing", "grading", "output-check", "identity"
+]
+STAGE_ORDER: tuple[str, ...] = StageName.__args__  # type: ignore[attr-defined]
+StageStatus = Literal["passed", "failed", "blocked", "skipped", "rejected", "not-run"]
+Mode = Literal["trtmc", "endpoint"]
+
+
+class StageResult(_Model):
+    name: StageName
+    status: StageStatus
+    detail: str = ""
+    wall_s: float | None = None
+    evidence: list[str] = Field(default_factory=list, description="artifact files, relative to the row directory")
+
+
+class LatencyStats(_Model):
+    """Steady-state figures over successful profiling requests; a percentile only with enough samples for it."""
+
+    count: int
+    mean_ms: float | None = None
+    p50_ms: float | None = None
+    p90_ms: float | None = None
+    p99_ms: float | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+
+
+class RequestRow(_Model):
+    session_id: str = Field(description="the request identity (AIPerf conversation_id)")
+    x_request_id: str | None = None
+    phase: str
+    question_id: str
+    clip_id: str
+    repeat: int
+    start_ns: int | None = None
+    end_ns: int | None = None
+    client_latency_ms: float | None = Field(default=None, description="AIPerf's end-to-end latency")
+    server_task_ms: float | None = Field(default=None, description="the server's own task time for this request")
+    http_status: int | None = None
+    error: str | None = None
+    answer: str | None = None
+    expected: str | None = None
+    grade: str | None = None
+    rule: str | None = None
+
+
+class Accuracy(_Model):
+    questions: int
+    forward: float | None
+    reversed: float | None
+    both_right: float | None
+    graded: int
+    correct: int
+    wrong: int
+    unparseable: int
+    empty: int
+    incomplete: int
+    per_question: list[dict[str, Any]] = Field(default_factory=list)
+
+
+# What the output check makes of one profiling answer: only "resolved" (exactly one of its question's options, from a
+# complete answer) passes; "declared-no-answer" passes only where the run's own plan declares it (the self-test).
+AnswerOutcome = Literal["resolved", "unparseable", "ambiguous", "empty", "cut-off", "declared-no-answer"]
+
+
+class AnswerExample(_Model):
+    session_id: str
+    question_id: str
+    clip_id: str
+    outcome: AnswerOutcome
+    answer: str = Field(description="scrubbed of secrets and truncated")
+
+
+class OutputCheck(_Model):
+    """Every profiling answer complete and resolving to exactly one option; counts by outcome, a few examples."""
+
+    passed: bool
+    checked: int
+    by_outcome: dict[str, int]
+    examples: list[AnswerExample] = Field(default_factory=list, description="at most five, failing ones first")
+    declared_no_answer: str | None = Field(
+        default=None, description="the run plan's declaration that lets a 'cannot tell' answer pass, quoted"
+    )
+
+
+IdentityVerdict = Literal["held", "differs", "not-applicable", "blocked", "failed"]
+
+
+class IdentityAnswer(_Model):
+    route: str = Field(description="e.g. 'POST /v1/chat/completions' or 'POST /v1/tasks/generate'")
+    url: str | None = None
+    request_id: str
+    answer: str | None = None
+    http_status: int | None = None
+    error: str | None = None
+
+
+class IdentityPair(_Model):
+    question_id: str
+    clip_id: str
+    chat: IdentityAnswer
+    native: IdentityAnswer
+    verdict: Literal["same", "different", "error"]
+
+
+class IdentityCheck(_Model):
+    """The native Task path and HTTP chat on the same served bundle, once per (question, clip), both greedy."""
+
+    verdict: IdentityVerdict
+    reason: str
+    native_route: str | None = None
+    request_fields: list[str] = Field(default_factory=list, description="the native request fields sent")
+    request_source: str | None = Field(default=None, description="where those fields are defined (file:line)")
+    normalisation: str = "whitespace collapsed, case folded"
+    pairs: list[IdentityPair] = Field(default_factory=list)
+
+
+class Provenance(_Model):
+    tool_versions: dict[str, str | None]
+    aiperf: dict[str, str] = Field(default_factory=dict)
+    trtmc_commit: str | None = None
+    bundle_digest: str | None = None
+    workload: str
+    workload_digest: str
+    endpoint: str | None = None
+    mode: Mode
+    served_by: str | None = Field(default=None, description="what the server says it is (a test double says so)")
+    server_version: str | None = None
+    hardware: dict[str, Any] = Field(default_factory=dict)
+    effective_precision: str | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+    tokenizer: str | None = None
+    inventory_digest: str | None = Field(default=None, description="sha256 of the run's inventory.json")
+
+
+class ResultRow(_Model):
+    schema_version: Literal["trtmc-videoqa.result/v1"] = RESULT_SCHEMA
+    profile: str
+    family: str | None = None
+    checkpoint: str | None = None
+    revision: str | None = None
+    verdict: str | None = None
+    in_group: bool = True
+    variant_kinds: list[VariantKind] = Field(default_factory=list)
+    normal_profile: bool | None = Field(
+        default=None, description="the one normal full-model profile of its checkpoint@revision; None off TRTMC"
+    )
+    profile_gap: str | None = None
+    status: QualificationStatus
+    status_reason: str
+    status_evidence: list[str] = Field(default_factory=list, description="what earned the status: files and lines")
+    failed_stage: StageName | None = None
+    stages: list[StageResult] = Field(default_factory=list)
+    reference_self_test: bool = Field(default=False, description="served by the reference endpoint, a test double")
+    clips: dict[str, ClipManifest] = Field(default_factory=dict, description="clip manifests by clip id")
+    sampling: SamplingFacts | NoSampling = Field(
+        default_factory=dict, description="policy, where it happens, resolved frames; {} when nothing ran"
+    )
+    warmup_requests: int = 0
+    profiling_requests_planned: int = 0
+    profiling_requests_completed: int = 0
+    failed_requests: int = 0
+    requests: list[RequestRow] = Field(default_factory=list)
+    client_latency: LatencyStats | None = None
+    server_task_time: LatencyStats | None = None
+    task_time_field: str | None = Field(default=None, description="the server field the task time was read from")
+    timing_scope: str | None = Field(
+        default=None,
+        description="what the task time measures: the server's own word where it gives one, else the boundary "
+        "its field measures; 'not reported by this server' when it gave none",
+    )
+    requests_per_s: float | None = None
+    accuracy: Accuracy | None = None
+    output_check: OutputCheck | None = None
+    identity: IdentityCheck | None = None
+    provenance: Provenance | None = None
+    commands: dict[str, str] = Field(default_factory=dict, description="ours and AIPerf's, secrets as placeholders")
+    cache_key: str | None = None
+    reused: bool = False
+
+
+# The group's status, one line at the top of every report; a run without TRTMC rows says what it is instead.
+GroupStatus = Literal["blocked", "failed", "qualified", "reference-self-test", "endpoint"]
+
+
+class GroupLine(_Model):
+    status: GroupStatus
+    line: str
+
+
+class Report(_Model):
+    schema_version: Literal["trtmc-videoqa.report/v1"] = REPORT_SCHEMA
+    title: str
+    generated_by: str
+    sources: list[str] = Field(description="artifact directories the report was built from")
+    reference_self_test: bool
+    group: GroupLine
+    rows: list[ResultRow]
+    counts: dict[str, int] = Field(description="every row by status")
+    models: dict[str, int] = Field(
+        default_factory=dict, description="normal profiles (one per checkpoint@revision) by status"
+    )
+    variants: dict[str, int] = Field(default_factory=dict, description="variant rows by status, never models")
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """The committed JSON Schemas, by file name (tests check the committed copies are current)."""
+    return {
+        "inventory.schema.json": Inventory.model_json_schema(),
+        "result.schema.json": ResultRow.model_json_schema(),
+        "report.schema.json": Report.model_json_schema(),
+    }
