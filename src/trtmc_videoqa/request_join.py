@@ -90,7 +90,8 @@ def _is_number(value: object) -> bool:
 
 
 def _scope(holder: dict[str, Any], name: str) -> str:
-    own = next((holder[k] for k in SCOPE_KEYS if isinstance(holder.get(k), str) and holder[k]), None)
+    keys = (f"{name.removesuffix('_ms')}_scope", *SCOPE_KEYS)  # e.g. model_call_scope beside model_call_ms
+    own = next((holder[k] for k in keys if isinstance(holder.get(k), str) and holder[k]), None)
     return own or FIELD_SCOPES[name]
 
 

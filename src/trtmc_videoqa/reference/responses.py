@@ -16,6 +16,8 @@ from .labels import (
     TIMING_FIELD,
 )
 
+MODEL_CALL_SCOPE = "reference task: decode the sampled frames and answer (a test double, not a TRTMC task call)"
+
 
 @dataclass(frozen=True)
 class Timing:
@@ -23,11 +25,13 @@ class Timing:
     model_call_ms: float
     handler_ms: float
 
-    def body(self) -> dict[str, float]:
+    def body(self) -> dict[str, float | str]:
         return {
             "queue_ms": round(self.queue_ms, 3),
             "model_call_ms": round(self.model_call_ms, 3),
             "handler_ms": round(self.handler_ms, 3),
+            # What its task time measures, in its own word: it is no TRTMC task call.
+            "model_call_scope": MODEL_CALL_SCOPE,
         }
 
 
