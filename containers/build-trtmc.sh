@@ -3,7 +3,8 @@
 #   1. a virtual environment over the base image's Python (which has TensorRT), as TRTMC's development image makes;
 #   2. TRTMC's Python package there (`pip install -e . -C py-only=true`; it brings `trtmc` and `trtmc-server`),
 #      with its dependencies, since this base is not TRTMC's development image; CPU torch as that image has;
-#   3. the native runtime with CMake + Ninja for ONE CUDA architecture: TRTMC_CUDA_ARCH (90 = sm_90, H200).
+#   3. the native runtime with CMake + Ninja for ONE CUDA architecture: TRTMC_CUDA_ARCH (90 = sm_90, H200), with
+#      the examples, which hold perf_serving's trtmc_benchmark_worker (the native side of the identity check).
 # ccache is the compiler launcher when CCACHE_DIR is set (the Dagger module mounts a cache volume there).
 # usage: build-trtmc.sh SOURCE BUILD_DIR VENV
 #   TRTMC_CUDA_ARCH (90)  TRTMC_BUILD_TESTS (ON: the families' correctness tests use the test probes)
@@ -36,6 +37,7 @@ PATH="$venv/bin:$PATH" cmake -S "$src" -B "$build" -G Ninja \
   -DTRTMC_BUILD_BACKEND_RTX=OFF \
   -DTRTMC_BUILD_TESTS="${TRTMC_BUILD_TESTS:-ON}" \
   -DTRTMC_BUILD_BENCHMARKS=OFF \
+  -DTRTMC_BUILD_EXAMPLES=ON \
   -DTRTMC_ENABLE_LIBTORCH_MULTINOMIAL=OFF \
   $launcher ${TRTMC_CMAKE_ARGS:-}
 # shellcheck disable=SC2086
@@ -43,7 +45,7 @@ PATH="$venv/bin:$PATH" cmake --build "$build" --parallel "$(nproc)" ${TRTMC_BUIL
 if [ -n "${CCACHE_DIR:-}" ] && command -v ccache >/dev/null; then
   ccache --show-stats || true
 fi
-for tool in trtmc trtmc-server; do
+for tool in trtmc trtmc-server trtmc_benchmark_worker; do
   if ! PATH="$build:$venv/bin:$PATH" command -v "$tool" >/dev/null; then
     echo "warning: $tool is not on PATH after the build; rows that need it will be 'blocked' with that reason" >&2
   fi
