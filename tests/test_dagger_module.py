@@ -300,6 +300,8 @@ def test_each_profile_is_its_own_exec_keyed_by_its_inputs(module) -> None:
             "bigbuckbunny",
             "--bundle-cache",
             dagger_plan.BUNDLE_CACHE,
+            "--video-transport",
+            "data-url",
         ]
         assert run.expect == "ANY"  # a failing step still leaves its (failed) row to export
         key = key_of(run)
@@ -400,11 +402,38 @@ def test_inventory_matrix_and_self_test_run_on_the_cpu_image(module) -> None:
     assert execs(module.inventory(trtmc=given))[-1].directories[dagger_plan.TRTMC_MOUNT] == plan(given)
     assert plan(module.matrix())[-1] == ("Directory", "file", {"path": "matrix.json"})
     self_test = execs(module.self_test())[-1]
-    assert self_test.argv == ["trtmc-videoqa", "qualify", "--out", dagger_plan.ARTIFACTS]
+    assert self_test.argv == [
+        "trtmc-videoqa",
+        "qualify",
+        "--out",
+        dagger_plan.ARTIFACTS,
+        "--video-transport",
+        "data-url",
+    ]
     assert self_test.image == PINS.images["cpu"].reference and not self_test.gpu
     assert "TRTMC_VIDEOQA_KEY_NONCE" in key_of(execs(module.self_test(force=True))[-1])
     with pytest.raises(ValueError, match="not built in"):
         module.inventory(workload="nope")
+
+
+@pytest.mark.parametrize("transport", ["http", "auto"])
+def test_the_video_transport_reaches_the_cli_of_the_self_test_and_each_qualification(module, transport) -> None:
+    self_test = execs(module.self_test(video_transport=transport))[-1]
+    assert self_test.argv[-2:] == ["--video-transport", transport]
+    runs = qualification_execs(qualify(module, profile=["p1", "p2"], video_transport=transport))
+    assert [e.argv[-2:] for e in runs] == [["--video-transport", transport]] * 2
+    plain = qualification_execs(qualify(module, profile=["p1"]))[0]
+    assert plain.argv[-2:] == ["--video-transport", "data-url"]  # the default, named: it keys the exec too
+    assert runs[0].chain != plain.chain  # another transport is another exec, never the cached one
+    for signature in (inspect.signature(TrtmcVideoqa.qualify), inspect.signature(TrtmcVideoqa.self_test)):
+        assert signature.parameters["video_transport"].default == "data-url"
+
+
+def test_an_unknown_video_transport_is_refused_before_anything_runs(module) -> None:
+    with pytest.raises(ValueError, match="not one of: data-url, http, auto"):
+        qualify(module, profile=["p1"], video_transport="file")
+    with pytest.raises(ValueError, match="not one of"):
+        module.self_test(video_transport="base64")
 
 
 def test_without_profiles_qualify_asks_the_inventory_which_needs_an_engine(module) -> None:
@@ -536,6 +565,8 @@ def test_the_module_registers_as_the_engine_would_see_it(monkeypatch) -> None:
         "serve_token",
         "cuda_arch",
         "timeout",
+        "video_transport",
     }
+    assert set(functions["self_test"]["args"]) == {"force", "video_transport"}
     source = constructor["args"]["source"]
     assert source["defaultPath"] == "." and source["ignore"] == dagger_plan.SOURCE_IGNORE

@@ -46,8 +46,14 @@ def test_the_qualification_key_and_argv() -> None:
     forced = dagger_plan.qualification_key(PINS, "p1", "synthetic", "100", "n0")
     assert forced == {**key, "TRTMC_VIDEOQA_KEY_NONCE": "n0"}
     argv = dagger_plan.qualification_argv("p1", "synthetic", 60, force=False)
-    assert argv[:3] == ["sh", f"{dagger_plan.RECIPES}/qualify-one.sh", "p1"] and argv[-1] == dagger_plan.BUNDLE_CACHE
+    assert argv[:3] == ["sh", f"{dagger_plan.RECIPES}/qualify-one.sh", "p1"]
+    assert argv[-4:] == ["--bundle-cache", dagger_plan.BUNDLE_CACHE, "--video-transport", "data-url"]
     assert dagger_plan.qualification_argv("p1", "synthetic", 60, force=True) == argv + ["--force"]
+    http = dagger_plan.qualification_argv("p1", "synthetic", 60, force=False, video_transport="http")
+    assert http == argv[:-1] + ["http"]
+    assert dagger_plan.self_test_argv("auto")[-2:] == ["--video-transport", "auto"]
+    with pytest.raises(ValueError, match="not one of"):
+        dagger_plan.qualification_argv("p1", "synthetic", 60, force=False, video_transport="file")
     assert dagger_plan.bundle_volume(PINS, "90") == f"trtmc-videoqa-bundles-{PINS.trtmc.commit[:12]}-sm90"
 
 

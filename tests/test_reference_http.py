@@ -193,7 +193,6 @@ def test_two_videos_are_refused(server, video):
 @pytest.mark.parametrize(
     ("url", "words"),
     [
-        ("https://example.com/clip.mp4", ("not a data URL",)),
         ("data:video/mp4;base64,@@@not-base64@@@", ("not valid base64",)),
         ("data:video/mp4,plain", ("not base64",)),
         (data_url(b"\x89PNG\r\n\x1a\n", "image/png"), ("image/png",)),
@@ -201,6 +200,15 @@ def test_two_videos_are_refused(server, video):
 )
 def test_a_malformed_data_url_is_refused(server, url, words):
     assert_refused(post(server, chat_body(url)), 400, "data URL", *words)
+
+
+@pytest.mark.parametrize("url", ["https://example.com/clip.mp4", "http://10.0.0.1/clip.mp4"])
+def test_a_video_url_off_this_machine_is_refused_unfetched(server, url):
+    assert_refused(post(server, chat_body(url)), 400, "not loopback")
+
+
+def test_a_scheme_that_is_neither_data_nor_http_is_refused(server):
+    assert_refused(post(server, chat_body("file:///etc/passwd")), 400, "not a data URL")
 
 
 def test_bytes_that_are_not_a_video_are_refused(server):
@@ -298,6 +306,7 @@ def test_flags_carry_a_config_to_a_subprocess_unchanged(tmp_path):
             identity_drift_rate=0.25,
             answer_text="-- I cannot tell from this clip.",  # a text that looks like a flag survives too
             omit_task_time_rate=0.5,
+            refuse_data_urls=True,
         ),
     )
     assert config_from_arguments(build_parser().parse_args(argv_from_config(config))) == config

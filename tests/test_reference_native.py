@@ -110,7 +110,7 @@ def test_a_task_result_has_perf_servings_shape_and_the_chat_observation(server, 
         "generate",
         "A",
     )
-    assert set(body["trtmc_timing"]) == {"queue_ms", "model_call_ms", "handler_ms"}
+    assert set(body["trtmc_timing"]) == {"queue_ms", "model_call_ms", "handler_ms", "model_call_scope"}
     assert body["trtmc_timing"]["model_call_ms"] <= body["trtmc_timing"]["handler_ms"]
     assert (body["label"], body["test_double"], body["served_by"]) == (TEST_DOUBLE_LABEL, True, SERVED_BY)
     chat_observation = chat(server.url, PROMPTS[0], data).json()[OBSERVATION_FIELD]

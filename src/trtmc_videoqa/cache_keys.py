@@ -16,9 +16,14 @@ from .results import CheckpointEntry, Inventory, QualificationStatus, ResultRow
 FINAL_STATUSES: frozenset[QualificationStatus] = frozenset({"unsupported", "aiperf-qualified", "endpoint-qualified"})
 
 
+GATES_VERSION = 2  # 2: timing, output-check and identity
+
+
 def cache_key(identity: dict[str, Any], job: QualifyJob) -> str:
     """Same inputs, same key: identity (bundle sources or endpoint), workload digest, tool versions, settings."""
     payload = {
+        # Raised when the ladder's gates change, so a row that earned its status under fewer gates is measured again.
+        "gates": GATES_VERSION,
         "identity": identity,
         "workload": job.workload.digest,
         "tool": __version__,

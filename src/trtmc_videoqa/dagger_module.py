@@ -24,6 +24,7 @@ from .dagger_plan import (
     CPU_VENV,
     DEFAULT_CUDA_ARCH,
     DEFAULT_STEP_LIMIT_S,
+    DEFAULT_VIDEO_TRANSPORT,
     DEFAULT_WORKLOAD,
     GPU_LOCK,
     HUB_CACHE,
@@ -39,6 +40,7 @@ from .dagger_plan import (
     bundle_volume,
     ccache_volume,
     check_profile,
+    check_video_transport,
     cpu_env,
     image_labels,
     pin_lines,
@@ -48,6 +50,7 @@ from .dagger_plan import (
     resolution,
     runtime_env,
     runtime_labels,
+    self_test_argv,
     unresolved_note,
     workload_sha256,
 )
@@ -288,14 +291,12 @@ class TrtmcVideoqa:
     def self_test(
         self,
         force: Annotated[bool, Doc("run it again even where nothing changed")] = False,
+        video_transport: Annotated[
+            str, Doc("how requests carry the clip: data-url (default), http (a loopback clip server) or auto")
+        ] = DEFAULT_VIDEO_TRANSPORT,
     ) -> dagger.Directory:
         """The reference-endpoint self-test (a test double, no GPU) in the CPU image; its artifacts."""
-        return (
-            self.cpu()
-            .with_(with_nonce(force))
-            .with_exec(["trtmc-videoqa", "qualify", "--out", ARTIFACTS])
-            .directory(ARTIFACTS)
-        )
+        return self.cpu().with_(with_nonce(force)).with_exec(self_test_argv(video_transport)).directory(ARTIFACTS)
 
     # --- GPU steps ------------------------------------------------------------------------------------------------
 
@@ -314,17 +315,25 @@ class TrtmcVideoqa:
         )
 
     def _qualified(
-        self, runtime: dagger.Container, profile: str, workload: str, cuda_arch: str, force: bool, limit_s: int
+        self,
+        runtime: dagger.Container,
+        profile: str,
+        workload: str,
+        cuda_arch: str,
+        force: bool,
+        limit_s: int,
+        video_transport: str,
     ) -> dagger.Directory:
         """One checkpoint's whole step chain in one GPU exec; its artifact directory (always with result.json)."""
         p = pins()
         nonce = uuid.uuid4().hex if force else None
+        argv = qualification_argv(profile, workload, limit_s, force, video_transport)
         return (
             runtime.with_(with_all_gpus)
             .with_(with_gpu_lock)
             .with_(with_cache(BUNDLE_CACHE, bundle_volume(p, cuda_arch)))
             .with_(with_env(qualification_key(p, profile, workload, cuda_arch, nonce)))
-            .with_exec(qualification_argv(profile, workload, limit_s, force), expect=ReturnType.ANY)
+            .with_exec(argv, expect=ReturnType.ANY)
             .directory(ARTIFACTS)
         )
 
@@ -358,8 +367,12 @@ class TrtmcVideoqa:
         timeout: Annotated[
             int, Doc("seconds one checkpoint's step chain may run before it is a failed row")
         ] = DEFAULT_STEP_LIMIT_S,
+        video_transport: Annotated[
+            str, Doc("how requests carry the clip to trtmc-server: data-url (default), http or auto")
+        ] = DEFAULT_VIDEO_TRANSPORT,
     ) -> dagger.Directory:
         """Qualify checkpoints, one GPU exec each, and merge their rows with the inventory's into one report."""
+        check_video_transport(video_transport)  # a bad value fails here, before the inventory runs
         inventory = self.inventory(workload=workload)
         if profile:
             profiles = [check_profile(name) for name in dict.fromkeys(profile)]
@@ -368,7 +381,10 @@ class TrtmcVideoqa:
         runtime = self.runtime(hf_token=hf_token, cuda_arch=cuda_arch).with_(
             with_secret("TRTMC_SERVE_TOKEN", serve_token)
         )
-        runs = {name: self._qualified(runtime, name, workload, cuda_arch, force, timeout) for name in profiles}
+        runs = {
+            name: self._qualified(runtime, name, workload, cuda_arch, force, timeout, video_transport)
+            for name in profiles
+        }
         return self._merged(inventory, runs)
 
     # --- pins -----------------------------------------------------------------------------------------------------

@@ -35,6 +35,8 @@ GPU_LOCK = "/run/trtmc-videoqa-gpu"  # a LOCKED cache volume: one qualification 
 DEFAULT_CUDA_ARCH = "90"  # sm_90: the H200
 DEFAULT_WORKLOAD = "bigbuckbunny"
 DEFAULT_STEP_LIMIT_S = 6 * 3600  # one checkpoint's whole chain: build, correctness, serve, AIPerf
+DEFAULT_VIDEO_TRANSPORT = "data-url"
+VIDEO_TRANSPORTS = ("data-url", "http", "auto")  # `qualify --video-transport`'s choices
 
 SOURCE_IGNORE = [
     "*",
@@ -141,7 +143,21 @@ def bundle_volume(p: Pins, cuda_arch: str) -> str:
     return f"trtmc-videoqa-bundles-{p.trtmc.commit[:12]}-sm{cuda_arch}"
 
 
-def qualification_argv(profile: str, workload: str, limit_s: int, force: bool) -> list[str]:
+def check_video_transport(transport: str) -> str:
+    if transport not in VIDEO_TRANSPORTS:
+        raise ValueError(f"video transport {transport!r} is not one of: {', '.join(VIDEO_TRANSPORTS)}")
+    return transport
+
+
+def self_test_argv(video_transport: str = DEFAULT_VIDEO_TRANSPORT) -> list[str]:
+    """The reference self-test in the CPU image, with the transport named (so it keys the exec too)."""
+    transport = check_video_transport(video_transport)
+    return ["trtmc-videoqa", "qualify", "--out", ARTIFACTS, "--video-transport", transport]
+
+
+def qualification_argv(
+    profile: str, workload: str, limit_s: int, force: bool, video_transport: str = DEFAULT_VIDEO_TRANSPORT
+) -> list[str]:
     """One checkpoint's qualification exec: its whole step chain through containers/qualify-one.sh."""
     argv = [
         "sh",
@@ -154,6 +170,8 @@ def qualification_argv(profile: str, workload: str, limit_s: int, force: bool) -
         workload,
         "--bundle-cache",
         BUNDLE_CACHE,
+        "--video-transport",
+        check_video_transport(video_transport),
     ]
     return argv + (["--force"] if force else [])
 

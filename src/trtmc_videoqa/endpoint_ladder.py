@@ -115,9 +115,11 @@ def _measure(
         alive=alive,
         progress=lambda m: job.progress(f"{row.profile}: {m}"),
         gates=Gates(require_task_time=False, declared_no_answer=declared),
+        clip_urls=job.clip_urls,
     )
     if measurement.failed_stage is None and not measurement.interrupted:
-        identity_check = endpoint_identity(job, url=url, model=model, native_url=native_url)
+        transport = measurement.video_transport or "data-url"
+        identity_check = endpoint_identity(job, url=url, model=model, native_url=native_url, transport=transport)
         measurement.stages.append(recorded(row_dir, identity_check))
         row = row.model_copy(update={"identity": identity_check})
     return row, measurement
@@ -158,7 +160,7 @@ def _measured_row(
         mode="endpoint",
         endpoint=url,
         served_by=served_by,
-        settings={"server_stated": stated},
+        settings={"server_stated": stated, "video_transport_used": measurement.video_transport},
         tokenizer=job.tokenizer_label,
     )
     return row.model_copy(

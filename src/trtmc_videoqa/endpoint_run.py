@@ -23,11 +23,12 @@ from .atomic_write import write_model_atomic, write_text_atomic
 from .grading import GradedAnswer, grade_workload
 from .output_check import check_outputs, output_check_stage, write_output_check
 from .request_join import join_requests, read_server_records
-from .results import Accuracy, OutputCheck, RequestRow, StageResult, StageStatus
+from .results import Accuracy, OutputCheck, RequestRow, StageResult, StageStatus, TransportAttempt, VideoTransport
 from .run_settings import RunSettings
 from .scrub import known_secrets
 from .stats import latency_stats, requests_per_second
 from .task_timing import timing_stage
+from .video_transport import CapabilityOutcome, CapabilityRequest, aiperf_videos, check_over_transports
 from .workloads import Workload
 
 if TYPE_CHECKING:  # the capability check brings httpx; loaded when a measurement really starts
@@ -58,6 +59,8 @@ class EndpointMeasurement:
     aiperf_exit: int | None = None
     figures: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False  # SIGINT while AIPerf ran: the caller records the row, then stops the run
+    video_transport: VideoTransport | None = None  # the one the capability check accepted, used from then on
+    transport_attempts: list[TransportAttempt] = field(default_factory=list)
 
     @property
     def failed_stage(self) -> StageResult | None:
@@ -110,27 +113,22 @@ def measure_endpoint(
     alive: Callable[[], bool] = lambda: True,
     progress: Callable[[str], None] = lambda _: None,
     gates: Gates = Gates(),
+    clip_urls: dict[str, str] | None = None,
 ) -> EndpointMeasurement:
     """Capability, AIPerf, the join, task timing, grading, the output check, each recorded as a stage; the first
-    that does not pass ends it."""
+    that does not pass ends it. `clip_urls` (clip id -> URL on the run's clip server) serves the http transport."""
     result = EndpointMeasurement()
     target = Target(url, model, api_key)
     max_tokens = settings.max_tokens or workload.spec.generation.max_tokens
     prompts = workload_prompts(workload)
-    progress("capability check: one video request")
-    capability_stage, result.capability = check_video_capability(target, prompts[0], settings, max_tokens, row_dir)
-    result.stages.append(capability_stage)
-    if capability_stage.status != "passed":
-        return result
-    # Warmup rows first, then every (question, clip, repeat) exactly once (one shared sampler).
-    plan = plan_requests(
-        prompts,
-        repeats=settings.repeats,
-        warmup=settings.warmup,
-        max_tokens=max_tokens,
-        temperature=workload.spec.generation.temperature,
+    urls = dict(clip_urls or {})
+    progress(f"capability check: one video request ({settings.video_transport})")
+    transport = _capability(
+        result, check_video_capability(target, prompts[0], settings, max_tokens, row_dir, workload, urls)
     )
-    result.plan = plan
+    if transport is None:
+        return result
+    plan = result.plan = _plan(prompts, settings, max_tokens, workload, aiperf_videos(transport, urls))
     run = run_aiperf(target, plan, settings, aiperf, tokenizer, row_dir, progress)
     result.commands["aiperf"] = run.command
     result.aiperf_exit, result.interrupted = run.outcome.exit_code, run.interrupted
@@ -154,6 +152,30 @@ def measure_endpoint(
         return result
     _grade_and_check(result, workload, joined.graded, row_dir, gates, api_key)
     return result
+
+
+def _plan(
+    prompts: list[Prompt], settings: RunSettings, max_tokens: int, workload: Workload, videos: dict[str, str]
+) -> RequestPlan:
+    """Warmup rows first, then every (question, clip, repeat) exactly once (one shared sampler), each carrying
+    the clip as the row's transport does and the workload's extra body fields."""
+    return plan_requests(
+        prompts,
+        repeats=settings.repeats,
+        warmup=settings.warmup,
+        max_tokens=max_tokens,
+        temperature=workload.spec.generation.temperature,
+        videos=videos,
+        extra_body=workload.spec.generation.extra_body,
+    )
+
+
+def _capability(result: EndpointMeasurement, capability: CapabilityOutcome) -> VideoTransport | None:
+    """The capability stage and its tries recorded; the transport accepted, or None when the row stops here."""
+    result.stages.append(capability.stage)
+    result.capability, result.transport_attempts = capability.capability, capability.attempts
+    result.video_transport = capability.transport
+    return capability.transport if capability.stage.status == "passed" else None
 
 
 def _grade_and_check(
@@ -185,38 +207,26 @@ def _grade_and_check(
 
 
 def check_video_capability(
-    target: Target, first: Prompt, settings: RunSettings, max_tokens: int, row_dir: Path
-) -> tuple[StageResult, CapabilityResult | None]:
-    """One real clip-plus-question request; a 4xx is evidence of a missing capability (the stage is `rejected`)."""
-    from .media import ClipError
-    from .serving.capability import check_capability
-
-    try:
-        capability = check_capability(
-            target.url,
-            target.model,
-            Path(first.clip_path),
-            first.text,
-            max_tokens=max_tokens,
-            timeout_s=settings.capability_timeout_s,
-            body_limit=settings.body_limit,
-            api_key=target.api_key,
-        )
-    except ClipError as error:  # over the body limit: refused before sending, nothing measured
-        return StageResult(name="capability", status="failed", detail=str(error)), None
-    write_model_atomic(row_dir / "capability.json", capability)
-    status: StageStatus = "passed"
-    detail = f"answered: {capability.answer!r}"
-    if not capability.accepted:
-        status, detail = ("rejected" if capability.rejected else "failed"), capability.detail
-    stage = StageResult(
-        name="capability",
-        status=status,
-        detail=detail,
-        wall_s=capability.latency_ms / 1000,
-        evidence=["capability.json"],
+    target: Target,
+    first: Prompt,
+    settings: RunSettings,
+    max_tokens: int,
+    row_dir: Path,
+    workload: Workload,
+    clip_urls: dict[str, str],
+) -> CapabilityOutcome:
+    """One real clip-plus-question request per transport tried; a 4xx is evidence of a missing capability (the
+    stage is `rejected`), a server error about the clip's URL or format a transport that failed."""
+    request = CapabilityRequest(
+        url=target.url,
+        model=target.model,
+        api_key=target.api_key,
+        prompt=first,
+        max_tokens=max_tokens,
+        extra_body=dict(workload.spec.generation.extra_body),
+        clip_urls=clip_urls,
     )
-    return stage, capability
+    return check_over_transports(request, settings, row_dir)
 
 
 def run_aiperf(

@@ -86,8 +86,13 @@ def chat_answers(
     timeout_s: float,
     body_limit: int,
     api_key: str | None,
+    video_url: Callable[[Prompt], str] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> list[IdentityAnswer]:
-    """Each prompt once through ``POST {url}/v1/chat/completions``, greedy; failures recorded, never raised."""
+    """Each prompt once through ``POST {url}/v1/chat/completions``, greedy; failures recorded, never raised.
+
+    `video_url` gives what each prompt's video part carries (default: its clip as a data URL, the transport the
+    row's capability check accepted decides); `extra` the workload's extra body fields."""
     endpoint = url.rstrip("/") + CHAT_PATH
     headers = {"Content-Type": "application/json"}
     if api_key:
@@ -99,7 +104,8 @@ def chat_answers(
             answer = IdentityAnswer(route=CHAT_ROUTE, url=_shown_url(endpoint), request_id=rid)
             try:
                 clip = Path(prompt.clip_path)
-                body = chat_request_body(model, prompt.text, video_data_url(clip), max_tokens=max_tokens)
+                video = video_url(prompt) if video_url is not None else video_data_url(clip)
+                body = chat_request_body(model, prompt.text, video, max_tokens=max_tokens, extra=extra)
                 content = encode_body(body)
                 check_body_limit(len(content), body_limit, clip=clip)
             except (ClipError, OSError, ValueError) as error:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .endpoint_run import workload_prompts
-from .results import IdentityAnswer, IdentityCheck, NativeRequest, StageResult
+from .results import IdentityAnswer, IdentityCheck, NativeRequest, StageResult, VideoTransport
 
 if TYPE_CHECKING:
     from .qualify import QualifyJob
@@ -24,9 +24,11 @@ def max_tokens(job: QualifyJob) -> int:
     return job.settings.max_tokens or job.workload.spec.generation.max_tokens
 
 
-def chat_side(job: QualifyJob, url: str, model: str) -> list[IdentityAnswer]:
-    """Each (question, clip) of the workload once through HTTP chat, greedy."""
+def chat_side(job: QualifyJob, url: str, model: str, transport: VideoTransport = "data-url") -> list[IdentityAnswer]:
+    """Each (question, clip) of the workload once through HTTP chat, greedy, its clip carried by `transport` (the
+    one the row's capability check accepted) and with the workload's extra body fields."""
     from .identity_check import chat_answers
+    from .video_transport import chat_video_url
 
     return chat_answers(
         url,
@@ -36,6 +38,8 @@ def chat_side(job: QualifyJob, url: str, model: str) -> list[IdentityAnswer]:
         timeout_s=job.settings.request_timeout_s,
         body_limit=job.settings.body_limit,
         api_key=job.api_key,
+        video_url=lambda prompt: chat_video_url(transport, prompt, job.clip_urls),
+        extra=dict(job.workload.spec.generation.extra_body) or None,
     )
 
 
@@ -68,14 +72,16 @@ def recorded(row_dir: Path, check: IdentityCheck) -> StageResult:
     return identity_stage(check)
 
 
-def endpoint_identity(job: QualifyJob, *, url: str, model: str, native_url: str | None) -> IdentityCheck:
+def endpoint_identity(
+    job: QualifyJob, *, url: str, model: str, native_url: str | None, transport: VideoTransport = "data-url"
+) -> IdentityCheck:
     """A server we did not build: identity against the native route the user named, else not-applicable."""
     from .identity_check import ENDPOINT_NATIVE_REQUEST, not_applicable
 
     if not native_url:
         return not_applicable(NO_NATIVE_URL)
     job.progress("identity: each question and clip once through chat and once through the native route")
-    chat = chat_side(job, url, model)
+    chat = chat_side(job, url, model, transport)
     native = native_side(job, native_url, ENDPOINT_NATIVE_REQUEST)
     route = f"POST /v1/tasks/{ENDPOINT_NATIVE_REQUEST.operation} (the --native-url server)"
     return compared(job, chat, native, route, ENDPOINT_NATIVE_REQUEST)

@@ -57,6 +57,9 @@ class QualifyJob:
     progress: Callable[[str], None] = lambda _: None
     stage: StageName = "plan"  # the stage a TRTMC row is in now: where an unexpected error is recorded
     inventory_digest: str | None = None  # of the TRTMC run's inventory.json; None off TRTMC
+    # Clip id -> its URL on the run's loopback clip server (the http transport); empty when none runs. Never in a
+    # cache key: its port changes every run.
+    clip_urls: dict[str, str] = field(default_factory=dict)
 
     def row_dir(self, profile: str) -> Path:
         return self.out / "checkpoints" / row_dir_name(profile)
@@ -138,7 +141,8 @@ def measured_fields(row: ResultRow, measurement: EndpointMeasurement) -> dict[st
 
     figures = measurement.figures
     plan = measurement.plan
-    ran = any(s.name == "timing" for s in measurement.stages)
+    # Only a server that may omit it (an endpoint: the stage is skipped) "does not report" its task time.
+    unreported = any(s.name == "timing" and s.status == "skipped" for s in measurement.stages)
     return dict(
         stages=row.stages + measurement.stages,
         warmup_requests=len(plan.warmup) if plan else 0,
@@ -149,10 +153,12 @@ def measured_fields(row: ResultRow, measurement: EndpointMeasurement) -> dict[st
         client_latency=figures.get("client_latency"),
         server_task_time=figures.get("server_task_time"),
         task_time_field=measurement.task_time_field,
-        timing_scope=measurement.timing_scope or (NOT_REPORTED if ran else None),
+        timing_scope=measurement.timing_scope or (NOT_REPORTED if unreported else None),
         requests_per_s=figures.get("requests_per_s"),
         accuracy=measurement.accuracy,
         output_check=measurement.output_check,
+        video_transport=measurement.video_transport,
+        transport_attempts=measurement.transport_attempts,
     )
 
 

@@ -14,6 +14,7 @@ OPTION_FOR_FIELD = {
     "aiperf_wall_limit_s": "--aiperf-wall-limit",
     "body_limit": "--body-limit",
     "max_tokens": "--max-tokens",
+    "video_transport": "--video-transport",
 }
 
 
@@ -71,6 +72,14 @@ def _add_run_arguments(run: argparse._ArgumentGroup) -> None:
         type=int,
         default=4 * 1024 * 1024,
         help="the server's --max-body-bytes, large enough for the clip (default 4 MiB)",
+    )
+    run.add_argument(
+        "--video-transport",
+        choices=["data-url", "http", "auto"],
+        default="data-url",
+        help="how requests carry the clip: data-url (default; base64 in the body, under --body-limit), http (an "
+        "http://127.0.0.1 URL of a clip server this run starts; no body limit) or auto (data-url first, then http "
+        "if the capability check is refused; the first accepted is kept for the row)",
     )
     run.add_argument("--aiperf", metavar="PATH", help="the aiperf executable (default: $TRTMC_VIDEOQA_AIPERF, PATH)")
     run.add_argument("--tokenizer", type=Path, metavar="DIR", help="a local tokenizer directory for AIPerf")

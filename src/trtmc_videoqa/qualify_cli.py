@@ -6,11 +6,12 @@ This is the edge: it starts the reference endpoint for the self-test, takes the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,6 +45,7 @@ class _RunTools:
     progress: Callable[[str], None]
     api_key: str | None
     facts: dict[str, WorkloadFacts]  # by workload name: the clip manifests and sampling its rows carry
+    clip_server: str | None = None  # the base URL of the run's loopback clip server (http transport), if any
 
 
 def _progress(quiet: bool) -> Callable[[str], None]:
@@ -66,6 +68,7 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         aiperf_wall_limit_s=args.aiperf_wall_limit,
         body_limit=args.body_limit,
         max_tokens=args.max_tokens,
+        video_transport=args.video_transport,
     )
 
 
@@ -140,6 +143,10 @@ def _job(args: argparse.Namespace, workload: Workload, tools: _RunTools) -> Qual
         progress=tools.progress,
     )
     job.stage_timeouts["startup"] = args.startup_timeout
+    if tools.clip_server is not None:
+        from .video_transport import clip_urls
+
+        job.clip_urls = clip_urls(tools.clip_server, workload)
     return job
 
 
@@ -147,11 +154,16 @@ def _job(args: argparse.Namespace, workload: Workload, tools: _RunTools) -> Qual
 _LONGEST_MODEL_NAME = "m" * 128
 
 
-def _check_bodies(workloads: list[Workload], args: argparse.Namespace, model: str) -> None:
-    """Every clip's request body must fit the server's body limit: refused here, before anything is sent."""
+def _check_bodies(workloads: list[Workload], args: argparse.Namespace, model: str) -> list[str]:
+    """With data URLs every clip's request body must fit the server's body limit: refused here, before anything is
+    sent. An http URL carries no clip bytes, so `http` is not checked; `auto` tries data-url first and falls back to
+    http, so a clip over the limit is a note on the plan (its data-url try is not sent), not a refusal."""
     from .media import ClipError, check_body_limit, predicted_body_size
 
     settings = _settings(args)
+    notes: list[str] = []
+    if settings.video_transport == "http":
+        return notes
     for workload in workloads:
         max_tokens = settings.max_tokens or workload.spec.generation.max_tokens
         longest = max((p.text for p in workload.spec.prompts), key=len)
@@ -163,19 +175,28 @@ def _check_bodies(workloads: list[Workload], args: argparse.Namespace, model: st
                 clip.mime,
                 max_tokens=max_tokens,
                 temperature=workload.spec.generation.temperature,
+                extra=dict(workload.spec.generation.extra_body) or None,
             )
             try:
                 check_body_limit(size, settings.body_limit, clip=workload.clip_path(clip.id))
             except ClipError as error:
+                if settings.video_transport == "auto":
+                    notes.append(
+                        f"workload {workload.name!r}: clip {clip.id!r} as a data URL would be a {size:,}-byte body, "
+                        f"over --body-limit {settings.body_limit:,}: its data-url try is not sent, http is tried"
+                    )
+                    continue
                 raise BadInput(
                     f"workload {workload.name!r}: {error} (the limit is --body-limit "
-                    f"{settings.body_limit}: raise it together with the server's --max-body-bytes)"
+                    f"{settings.body_limit}: raise it together with the server's --max-body-bytes, "
+                    "or send the clip by URL with --video-transport http)"
                 ) from None
+    return notes
 
 
-def _checked_inputs(args: argparse.Namespace, self_test: bool) -> tuple[list[Workload], str | None]:
-    """Every option and input checked before anything runs: the workloads and the API key, or a UserError (or a
-    ValidationError of the settings) naming the option and the fix."""
+def _checked_inputs(args: argparse.Namespace, self_test: bool) -> tuple[list[Workload], str | None, list[str]]:
+    """Every option and input checked before anything runs: the workloads, the API key and notes for the plan, or
+    a UserError (or a ValidationError of the settings) naming the option and the fix."""
     from .reference import DEFAULT_MODEL_NAME
 
     if args.endpoint and not args.model:
@@ -194,14 +215,24 @@ def _checked_inputs(args: argparse.Namespace, self_test: bool) -> tuple[list[Wor
     if args.startup_timeout <= 0:
         raise BadInput("--startup-timeout must be positive: the seconds a server we start may take to get ready")
     model = args.model if args.endpoint else DEFAULT_MODEL_NAME if self_test else _LONGEST_MODEL_NAME
-    _check_bodies(workloads, args, model)
-    return workloads, api_key
+    notes = _check_bodies(workloads, args, model)
+    return workloads, api_key, notes
 
 
-def _dry_run(args: argparse.Namespace, workloads: list[Workload], self_test: bool) -> int:
+_TRANSPORT_WORDS = {
+    "data-url": "each clip as a base64 data URL in the body",
+    "http": "each clip as an http URL of a loopback clip server this run starts",
+    "auto": "data-url first, http if the server refuses it (the first accepted kept for the row)",
+}
+
+
+def _dry_run(args: argparse.Namespace, workloads: list[Workload], self_test: bool, notes: list[str]) -> int:
     """The plan the real run would follow, by the same rules (variant holds, unknown profiles refused)."""
     settings = _settings(args)
     print(f"workload(s): {', '.join(f'{w.name} ({w.digest[:12]})' for w in workloads)}")
+    print(f"video transport: {settings.video_transport} ({_TRANSPORT_WORDS[settings.video_transport]})")
+    for note in notes:
+        print(f"note: {note}")
     for workload in workloads:
         rows = len(workload.spec.questions) * len(workload.spec.clips) * settings.repeats
         print(
@@ -246,9 +277,11 @@ def _dry_run_checkout(args: argparse.Namespace) -> None:
 def run_qualify(args: argparse.Namespace) -> int:
     """Check every input, then print the plan (--dry-run) or run it, write the reports and print the rows."""
     self_test = not args.trtmc and not args.endpoint
-    workloads, api_key = _checked_inputs(args, self_test)
+    workloads, api_key, notes = _checked_inputs(args, self_test)
     if args.dry_run:
-        return _dry_run(args, workloads, self_test)
+        return _dry_run(args, workloads, self_test, notes)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     rows = _run(args, workloads, self_test, api_key)
     for row in rows:
         stage = f" at {row.failed_stage}" if row.failed_stage else ""
@@ -276,16 +309,32 @@ def _run(args: argparse.Namespace, workloads: list[Workload], self_test: bool, a
         candidates = [args.tokenizer] if args.tokenizer else []
         tokenizer, label = choose_tokenizer(candidates, args.out / "tokenizer")
         facts = {workload.name: prepare_workload_artifacts(args.out, workload) for workload in workloads}
-        tools = _RunTools(aiperf, tokenizer, label, command, progress, api_key, facts)
-        if self_test:
-            rows = _self_test(args, workloads, tools)
-        elif args.endpoint:
-            rows = [_endpoint(args, workloads[0], tools)]
-        else:
-            rows = _trtmc(args, workloads[0], tools)
+        with _clip_server(args, workloads) as clip_server:
+            tools = _RunTools(aiperf, tokenizer, label, command, progress, api_key, facts, clip_server)
+            if self_test:
+                rows = _self_test(args, workloads, tools)
+            elif args.endpoint:
+                rows = [_endpoint(args, workloads[0], tools)]
+            else:
+                rows = _trtmc(args, workloads[0], tools)
         report = build_report([args.out])
         write_report(report, args.out, frame_strip(report, [args.out]))
     return rows
+
+
+@contextlib.contextmanager
+def _clip_server(args: argparse.Namespace, workloads: list[Workload]) -> Iterator[str | None]:
+    """The run's loopback clip server, serving exactly the workloads' clips, while the rows run (its base URL);
+    None when the transport needs none. It stops with the block, on an error or SIGINT too."""
+    from .video_transport import CLIP_SERVER_LOG, clip_routes, needs_clip_server
+
+    if not needs_clip_server(args.video_transport):
+        yield None
+        return
+    from .serving.clip_server import ClipServer
+
+    with ClipServer(clip_routes(workloads), log_path=args.out / CLIP_SERVER_LOG) as server:
+        yield server.base_url
 
 
 def _endpoint(args: argparse.Namespace, workload: Workload, tools: _RunTools) -> ResultRow:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .results import TransportChoice
+
 
 class RunSettings(BaseModel):
     """Everything that shapes a measurement; all of it joins the cache key."""
@@ -19,3 +21,8 @@ class RunSettings(BaseModel):
     capability_timeout_s: float = Field(default=120.0, gt=0, description="seconds for the capability check")
     body_limit: int = Field(default=1_048_576, gt=0, description="the server's request body limit, in bytes")
     max_tokens: int | None = Field(default=None, ge=1, description="None: the workload's own")
+    video_transport: TransportChoice = Field(
+        default="data-url",
+        description="how requests carry the clip: a data URL, an http URL of our loopback clip server, or auto "
+        "(data-url first, http when the server refuses it)",
+    )

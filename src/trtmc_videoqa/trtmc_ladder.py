@@ -296,7 +296,7 @@ def _serve_and_measure(cp: Checkpoint, climb: Climb, bundle: Bundle) -> ResultRo
             measurement = _measure_served(cp, url, records, alive=lambda: server.alive)
             if measurement.failed_stage is None and not measurement.interrupted:
                 job.stage = "identity"
-                chat = chat_side(job, url, served_model_name(cp, url))
+                chat = chat_side(job, url, served_model_name(cp, url), measurement.video_transport or "data-url")
     except ServerProblem as problem:  # raised only while it starts: it never got ready
         failed = _serve_stage("failed", str(problem), started)
         return _stopped(cp, Stop(climb, "failed", f"serve: {problem}", failed, failed="serve"))
@@ -345,6 +345,7 @@ def _measure_served(cp: Checkpoint, url: str, records: Path, alive: Callable[[],
         server_records=records,
         alive=alive,
         progress=lambda m: job.progress(f"{cp.entry.profile}: {m}"),
+        clip_urls=job.clip_urls,  # the same transport for trtmc-server as for any endpoint
     )
 
 
@@ -360,7 +361,7 @@ def _measured_row(cp: Checkpoint, climb: Climb, measurement: EndpointMeasurement
             status_reason=reason,
             failed_stage=failed,
             status_evidence=evidence,
-            provenance=_provenance(cp, climb, endpoint=url, served_by=served_by),
+            provenance=_provenance(cp, climb, endpoint=url, served_by=served_by, transport=measurement.video_transport),
         )
     )
 
@@ -381,12 +382,18 @@ def _stopped(cp: Checkpoint, stop: Stop) -> ResultRow:
 
 
 def _provenance(
-    cp: Checkpoint, climb: Climb, *, endpoint: str | None = None, served_by: str | None = None
+    cp: Checkpoint,
+    climb: Climb,
+    *,
+    endpoint: str | None = None,
+    served_by: str | None = None,
+    transport: str | None = None,
 ) -> Provenance:
     settings = {
         "precision_source": climb.precision[1],
         "build": cp.entry.build_settings,
         "revision_check": cp.revision_check,
+        "video_transport_used": transport,
     }
     return run_provenance(
         cp.job,

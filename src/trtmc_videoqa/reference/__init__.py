@@ -25,7 +25,11 @@ Choices, in brief:
   replaces every answer on both routes; ``omit_task_time_rate`` drops ``trtmc_timing`` (and the record's times)
   from chat responses at its positions.
 - Records: one JSONL line per request (RequestRecord) naming its ``route``, flushed as it finishes; a client that
-  reuses an X-Request-ID gets one line per request, told apart by ``route`` and ``sequence``.
+  reuses an X-Request-ID gets one line per request, told apart by ``route`` and ``sequence``. A chat record also
+  keeps the body's top-level fields but ``model`` and ``messages`` (``body_fields``) and the video URL's scheme.
+- A chat clip comes as a base64 data URL or as an http(s) URL on loopback, downloaded before the timed section
+  (video_url.py; any other host is a 400). ``refuse_data_urls`` answers a data URL with HTTP 500 and transformers
+  serve's message, a server that takes only video URLs.
 """
 
 from typing import TYPE_CHECKING

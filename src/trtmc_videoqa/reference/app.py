@@ -3,7 +3,8 @@ records and faults.
 
 Chat requests, in order: number it (the fault knobs count arrivals); crash here if the crash knob says so;
 401 without the key; 503 before ready; read the body under the limit (413); validate it (400); 404 for another
-model; parse the data URL (400); the error knob's status (500 by default); then the timed task on the lane.
+model; take the clip from its data URL (400; the refuse-data-urls knob's 500) or fetch its loopback http(s) URL
+(400 when it cannot be had); the error knob's status (500 by default); then the timed task on the lane.
 Native Task requests (native.py) are numbered on their own count and take the same key, readiness, body limit and
 lane. Every outcome but the crash writes a record naming its route.
 """
@@ -27,7 +28,7 @@ from starlette.requests import Request
 from .answering import TaskResult, run_task
 from .body import read_body_limited
 from .chat_request import parse_chat_request
-from .clip import RequestClip, clip_from_data_url
+from .clip import RequestClip
 from .config import ReferenceConfig
 from .errors import ApiKeyEnvUnset, RequestRejected
 from .exchange import Exchange
@@ -44,6 +45,7 @@ from .responses import (
     models_body,
     readiness_body,
 )
+from .video_url import clip_from_video_url
 
 
 class Endpoint:
@@ -126,7 +128,9 @@ class Endpoint:
                 f"model {chat.model!r} is not served here; this endpoint serves {self.config.model_name!r}",
                 "model_not_found",
             )
-        exchange.clip = clip_from_data_url(chat.video_url)
+        exchange.body_fields = chat.body_fields
+        exchange.video_scheme = chat.video_url.partition(":")[0].lower()
+        exchange.clip = await clip_from_video_url(chat.video_url, refuse_data_urls=self.config.faults.refuse_data_urls)
         if self.plan.injects_error(exchange.sequence):
             raise RequestRejected(
                 self.config.faults.error_status,

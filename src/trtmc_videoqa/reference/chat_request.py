@@ -1,13 +1,14 @@
 """Validate a chat-completions body: text plus exactly one video_url part in the user message, nothing else.
 
-Unknown top-level keys (temperature, extra inputs) are ignored, as a lenient OpenAI server would; content parts
+Unknown top-level keys (temperature, extra inputs) are ignored, as a lenient OpenAI server would, and recorded;
+content parts
 are strict, because a part the endpoint silently dropped would make its answer about a different request.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -56,6 +57,7 @@ class ChatRequest:
     question_text: str  # the user's text parts, joined by newlines
     video_url: str
     max_tokens: int | None  # the smaller of max_tokens / max_completion_tokens when both are given
+    body_fields: dict[str, Any] = field(default_factory=dict)  # every top-level field but model and messages
 
 
 def _validation_message(error: ValidationError) -> str:
@@ -132,4 +134,5 @@ def parse_chat_request(body: bytes) -> ChatRequest:
         question_text="\n".join(texts),
         video_url=videos[0],
         max_tokens=min(limits) if limits else None,
+        body_fields={key: value for key, value in raw.items() if key not in ("model", "messages")},
     )

@@ -84,6 +84,12 @@ def _add_fault_arguments(parser: argparse.ArgumentParser) -> None:
         help="chat request n carries no trtmc_timing (and its record no task times) when "
         "floor(n*rate) > floor((n-1)*rate)",
     )
+    faults.add_argument(
+        "--refuse-data-urls",
+        action="store_true",
+        help="answer a data-URL video with HTTP 500 'Incorrect format used for video...' (as transformers serve "
+        "does); loopback http(s) video URLs are fetched and answered",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,6 +122,7 @@ def config_from_arguments(arguments: argparse.Namespace) -> ReferenceConfig:
             identity_drift_rate=arguments.identity_drift_rate,
             answer_text=arguments.answer_text,
             omit_task_time_rate=arguments.omit_task_time_rate,
+            refuse_data_urls=arguments.refuse_data_urls,
         ),
     )
 
@@ -147,6 +154,8 @@ def argv_from_config(config: ReferenceConfig) -> list[str]:
     ]
     if config.allow_non_loopback:
         argv.append("--allow-non-loopback")
+    if config.faults.refuse_data_urls:
+        argv.append("--refuse-data-urls")
     if config.url_file is not None:
         argv += ["--url-file", str(config.url_file)]
     if config.records_path is not None:

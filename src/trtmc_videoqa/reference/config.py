@@ -78,6 +78,12 @@ class FaultKnobs(BaseModel):
         description="fraction of chat requests, at fixed positions, whose response has no trtmc_timing and whose "
         "record has no queue_ms, model_call_ms or handler_ms: a server that does not report every task time",
     )
+    refuse_data_urls: bool = Field(
+        default=False,
+        description="answer a chat video_url that is a data URL with HTTP 500 and transformers serve's message "
+        "('Incorrect format used for video. ...'), while http(s) URLs on loopback are fetched: a server that "
+        "takes only video URLs",
+    )
 
 
 class ReferenceConfig(BaseModel):

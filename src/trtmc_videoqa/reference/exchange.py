@@ -25,6 +25,8 @@ class Exchange:
     content: str | None = None  # the answer as sent
     finish_reason: str | None = None
     reports_task_time: bool = True  # False where the omit-task-time knob hides it
+    body_fields: dict[str, Any] | None = None  # a chat body's top-level fields but model and messages
+    video_scheme: str | None = None  # how the chat clip came: "data" or "http(s)"
 
     @classmethod
     def arriving(cls, request_id: str, route: str, sequence: int) -> Exchange:
@@ -84,4 +86,6 @@ class Exchange:
             finish_reason=self.finish_reason,
             clip_sha256=clip.sha256 if clip else None,
             clip_bytes=len(clip.data) if clip else None,
+            body_fields=self.body_fields,
+            video_scheme=self.video_scheme,
         )

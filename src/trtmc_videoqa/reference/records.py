@@ -41,6 +41,8 @@ class RequestRecord(BaseModel):
     finish_reason: str | None
     clip_sha256: str | None
     clip_bytes: int | None
+    body_fields: dict[str, Any] | None = None  # chat: the body's top-level fields but model and messages
+    video_scheme: str | None = None  # chat: the video_url's scheme ("data", "http", "https")
 
     def json_line(self) -> str:
         data: dict[str, Any] = self.model_dump(mode="json")

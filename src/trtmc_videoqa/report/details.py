@@ -112,3 +112,24 @@ def side(answer_text: str | None, error: str | None, http_status: int | None) ->
         return flat(answer_text)
     status = f"HTTP {http_status}" if http_status is not None else ""
     return flat(" ".join(part for part in (status, error or "") if part)) or "no answer"
+
+
+def transport_cell(row: ResultRow) -> str:
+    """The video transport the row's requests used; `none accepted` when its capability check tried and failed."""
+    if row.video_transport:
+        return row.video_transport
+    return "none accepted" if row.transport_attempts else "–"
+
+
+def transport_line(row: ResultRow) -> str | None:
+    """How the clip was carried, with every try of the capability check; None for a row that tried none."""
+    if not row.video_transport and not row.transport_attempts:
+        return None
+    tries = "; ".join(
+        f"{a.transport}: {'accepted' if a.accepted else 'refused'}"
+        + (f" (HTTP {a.http_status})" if a.http_status is not None else "")
+        + ("" if a.accepted else f" — {flat(a.detail, 200)}")
+        for a in row.transport_attempts
+    )
+    used = row.video_transport or "none accepted"
+    return f"video transport: {used}" + (f"; tried {tries}" if tries else "")

@@ -27,8 +27,9 @@ def is_trtmc_row(row: ResultRow) -> bool:
 
 
 def is_capable(row: ResultRow) -> bool:
-    """A capable normal profile: the rows the group's status is read from."""
-    return row.verdict == CAPABLE_VERDICT and row.status != "unsupported" and row.normal_profile is True
+    """A capable normal profile: the rows the group's status is read from (one the server then rejected counts, as
+    not qualified)."""
+    return row.verdict == CAPABLE_VERDICT and row.normal_profile is True
 
 
 def statuses(rows: list[ResultRow]) -> str:

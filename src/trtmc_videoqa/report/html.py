@@ -24,6 +24,8 @@ from .details import (
     ran_aiperf,
     side,
     timing_scope,
+    transport_cell,
+    transport_line,
 )
 from .markdown import served_by, served_by_test_double
 
@@ -179,6 +181,9 @@ def _row_section(row: ResultRow) -> list[str]:
         parts.append(f"<p>Profile gap: {escape(row.profile_gap)}</p>")
     stages = "".join(f"<li>{escape(s.name)}: {escape(s.status)} — {escape(s.detail)}</li>" for s in row.stages)
     parts.append(f"<ul>{stages}</ul>")
+    transport = transport_line(row)
+    if transport:
+        parts.append(f"<p>{escape(transport[0].upper() + transport[1:])}</p>")
     parts.append(_timing(row))
     if row.output_check is not None:
         parts.append(_output_check(row.output_check))
@@ -195,12 +200,14 @@ def _row_section(row: ResultRow) -> list[str]:
 
 def _status_table(report: Report) -> str:
     header = (
-        "<tr><th>profile</th><th>served by</th><th>status</th><th>reason</th><th>output check</th><th>identity</th>"
+        "<tr><th>profile</th><th>served by</th><th>status</th><th>reason</th><th>transport</th>"
+        "<th>output check</th><th>identity</th>"
         "<th>p50 client ms</th><th>p50 task ms</th><th>req/s</th><th>both right</th></tr>"
     )
     cells = "".join(
         f"<tr><td>{escape(r.profile)}</td><td>{escape(served_by(r))}</td><td>{_status(r)}</td>"
-        f"<td>{escape(r.status_reason)}</td><td>{escape(output_check_cell(r))}</td>"
+        f"<td>{escape(r.status_reason)}</td><td>{escape(transport_cell(r))}</td>"
+        f"<td>{escape(output_check_cell(r))}</td>"
         f"<td>{escape(identity_cell(r))}</td>"
         f"<td>{'' if not r.client_latency or r.client_latency.p50_ms is None else r.client_latency.p50_ms}</td>"
         f"<td>{'' if not r.server_task_time or r.server_task_time.p50_ms is None else r.server_task_time.p50_ms}</td>"

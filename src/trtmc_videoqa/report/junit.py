@@ -10,6 +10,7 @@ from __future__ import annotations
 from xml.etree import ElementTree as ET
 
 from ..results import GroupLine, Report
+from .details import transport_cell
 
 PASSING = frozenset({"aiperf-qualified", "endpoint-qualified"})
 SKIPPED = frozenset({"unsupported", "blocked"})
@@ -41,6 +42,9 @@ def render_junit(report: Report) -> str:
     _group_case(suite, report.group)
     for row in report.rows:
         case = ET.SubElement(suite, "testcase", classname=f"trtmc-videoqa.{row.family or 'endpoint'}", name=row.profile)
+        if row.video_transport or row.transport_attempts:
+            properties = ET.SubElement(case, "properties")
+            ET.SubElement(properties, "property", name="video_transport", value=transport_cell(row))
         if row.status == "failed":
             node = ET.SubElement(case, "failure", message=f"failed at {row.failed_stage}: {row.status_reason}")
             node.text = "\n".join(f"{s.name}: {s.status} {s.detail}" for s in row.stages)

@@ -23,6 +23,8 @@ from .details import (
     ran_aiperf,
     side,
     timing_scope,
+    transport_cell,
+    transport_line,
 )
 
 
@@ -60,16 +62,17 @@ def _code(text: str | None) -> str:
 
 def status_table(report: Report) -> list[str]:
     lines = [
-        "| profile | served by | status | reason | output check | identity | p50 client ms | p50 task ms | req/s | "
-        "forward | reversed | both right |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| profile | served by | status | reason | transport | output check | identity | p50 client ms | p50 task ms | "
+        "req/s | forward | reversed | both right |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report.rows:
         c, t, a = row.client_latency, row.server_task_time, row.accuracy
         stage = f" (at {row.failed_stage})" if row.failed_stage else ""
         lines.append(
             f"| {row.profile} | {_cell(served_by(row))} | **{row.status}**{stage} | "
-            f"{_cell(row.status_reason)} | {_cell(output_check_cell(row))} | {identity_cell(row)} | "
+            f"{_cell(row.status_reason)} | {transport_cell(row)} | {_cell(output_check_cell(row))} | "
+            f"{identity_cell(row)} | "
             f"{ms(c.p50_ms if c else None)} | {ms(t.p50_ms if t else None)} | "
             f"{row.requests_per_s or '–'} | {_pct(a.forward if a else None)} | "
             f"{_pct(a.reversed if a else None)} | {_pct(a.both_right if a else None)} |"
@@ -155,6 +158,9 @@ def _row_details(row: ResultRow) -> list[str]:
     for stage in row.stages:
         wall = f" ({stage.wall_s:.1f} s)" if stage.wall_s is not None else ""
         out.append(f"  - {stage.name}: {stage.status}{wall} — {stage.detail}")
+    transport = transport_line(row)
+    if transport:
+        out.append(f"- {transport[0].upper()}{transport[1:]}")
     if row.profiling_requests_planned:
         out.append(
             f"- Requests: {row.warmup_requests} warmup (kept apart), {row.profiling_requests_completed}/"

@@ -63,5 +63,8 @@ from .rows import (  # noqa: F401
     StageName,
     StageResult,
     StageStatus,
+    TransportAttempt,
+    TransportChoice,
+    VideoTransport,
     json_schemas,
 )

@@ -30,6 +30,10 @@ StageName = Literal[
 STAGE_ORDER: tuple[str, ...] = StageName.__args__  # type: ignore[attr-defined]
 StageStatus = Literal["passed", "failed", "blocked", "skipped", "rejected", "not-run"]
 Mode = Literal["trtmc", "endpoint"]
+# How a request carries its clip: a base64 data URL in the body, or an http URL of our own loopback clip server.
+VideoTransport = Literal["data-url", "http"]
+# What --video-transport asks for: one of them, or auto (data-url first, then http, the first accepted kept).
+TransportChoice = Literal["data-url", "http", "auto"]
 
 
 class StageResult(_Model):
@@ -38,6 +42,15 @@ class StageResult(_Model):
     detail: str = ""
     wall_s: float | None = None
     evidence: list[str] = Field(default_factory=list, description="artifact files, relative to the row directory")
+
+
+class TransportAttempt(_Model):
+    """One try of the capability check with one video transport, and how the server answered it."""
+
+    transport: VideoTransport
+    http_status: int | None = Field(default=None, description="None when nothing came back (or it was not sent)")
+    accepted: bool
+    detail: str = Field(default="", description="the server's answer, or why the request was not sent")
 
 
 class LatencyStats(_Model):
@@ -197,6 +210,12 @@ class ResultRow(_Model):
         "its field measures; 'not reported by this server' when it gave none",
     )
     requests_per_s: float | None = None
+    video_transport: VideoTransport | None = Field(
+        default=None, description="how the clip was carried to the server (every request after the capability check)"
+    )
+    transport_attempts: list[TransportAttempt] = Field(
+        default_factory=list, description="the capability check's tries, in order, one per transport"
+    )
     accuracy: Accuracy | None = None
     output_check: OutputCheck | None = None
     identity: IdentityCheck | None = None

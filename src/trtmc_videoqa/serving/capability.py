@@ -3,18 +3,23 @@
 A rejection of the request's content (400, 415, 422) is evidence that the server or model cannot take video, and
 makes the row `unsupported`. Other refusals say nothing about the capability and make the row `failed`, with the
 fix: 413 (the body is over the server's limit), 401/403 (the API key), 404 (the URL or the model name), 429 ...
+A 5xx whose message is about the video's URL or format says the server could not take the clip the way it was sent
+(`transport_refused`): another video transport may work, so the caller may try one.
 """
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 from pydantic import BaseModel
 
 from ..media.payload import chat_request_body, check_body_limit, encode_body, video_data_url
+from ..results import TransportAttempt, VideoTransport
 
 CHAT_PATH = "/v1/chat/completions"
 _EXCERPT = 500
@@ -28,6 +33,9 @@ _FIXES = {
     404: "check --endpoint (the server's base URL) and --model (a model id the server lists at /v1/models)",
     429: "the server is rate limiting: lower --concurrency or wait, then run again",
 }
+# Words of a server error about how the clip was carried, e.g. transformers serve's "Incorrect format used for
+# video. Should be an url linking to an video or a local path" for a data URL.
+_TRANSPORT_WORDS = re.compile(r"\burls?\b|format|data:|base64|local path|scheme|fetch|download", re.IGNORECASE)
 
 
 class CapabilityResult(BaseModel):
@@ -40,6 +48,16 @@ class CapabilityResult(BaseModel):
     detail: str = ""
     served_by: str | None = None
     response_fields: dict[str, object] = {}
+    transport_refused: bool = False  # a server error about the clip's URL or format: another transport may do
+    video_transport: VideoTransport | None = None  # how the clip was carried (the accepted try, else the last)
+    attempts: list[TransportAttempt] = []  # every try, in order, when the caller tried transports
+
+
+def is_transport_refusal(status: int, text: str) -> bool:
+    """A server error (5xx) whose message is about the video's URL or format, or that says nothing at all (a bare
+    "Internal Server Error", as transformers serve answers a data URL): not a rejection of video as such."""
+    bare = text.strip().strip('"').lower() in ("", "internal server error")
+    return status >= 500 and (bare or bool(_TRANSPORT_WORDS.search(text)))
 
 
 def check_capability(
@@ -52,8 +70,13 @@ def check_capability(
     timeout_s: float,
     body_limit: int,
     api_key: str | None = None,
+    video_url: str | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> CapabilityResult:
-    body = chat_request_body(model, question, video_data_url(clip), max_tokens=max_tokens)
+    """`video_url` is what the video part carries (default: the clip as a data URL); `extra` the workload's extra
+    body fields. A body over `body_limit` is a ClipError, raised before anything is sent."""
+    video = video_url if video_url is not None else video_data_url(clip)
+    body = chat_request_body(model, question, video, max_tokens=max_tokens, extra=extra)
     content = encode_body(body)
     check_body_limit(len(content), body_limit, clip=clip)
     request_id = f"capability-{uuid.uuid4()}"
@@ -85,6 +108,7 @@ def _judged_response(response: httpx.Response, request_id: str, latency: float) 
         return CapabilityResult(
             accepted=False,
             rejected=response.status_code in CONTENT_REJECTIONS,
+            transport_refused=is_transport_refusal(response.status_code, text),
             http_status=response.status_code,
             request_id=request_id,
             latency_ms=latency,

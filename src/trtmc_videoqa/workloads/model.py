@@ -6,7 +6,7 @@ is checked by ``loading``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -130,9 +130,33 @@ class RenderedPrompt(_Model):
     sha256: str = Field(pattern=_SHA256)
 
 
+# Body fields the run sets itself (the grading and the output check rely on them): never from extra_body.
+RESERVED_BODY_FIELDS = frozenset(
+    {"model", "messages", "stream", "n", "max_tokens", "max_completion_tokens", "temperature"}
+)
+
+
 class Generation(_Model):
     max_tokens: int = Field(default=16, gt=0, le=4096)
     temperature: float = Field(default=0.0, ge=0.0)
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict,
+        # Left out of the file and the digest when empty, so workloads sealed before it keep their digests.
+        exclude_if=lambda value: not value,
+        description="top-level fields added to every chat request body, e.g. "
+        '{"chat_template_kwargs": {"num_frames": 16}}; in the digest when present',
+    )
+
+    @field_validator("extra_body")
+    @classmethod
+    def _no_reserved_fields(cls, extra: dict[str, Any]) -> dict[str, Any]:
+        clashes = sorted(RESERVED_BODY_FIELDS & set(extra))
+        if clashes:
+            raise ValueError(
+                f"extra_body may not set {', '.join(clashes)}: the run sets them (max_tokens and temperature "
+                "are generation fields of their own)"
+            )
+        return extra
 
 
 class WorkloadFile(_Model):

@@ -1,0 +1,149 @@
+"""The real step chain against a real third-party server: Hugging Face `transformers serve` (transformers[serving]
+5.24.0) on the CPU, on loopback, serving a tiny random-weight Qwen2.5-VL built here offline (real_server/tiny_vlm.py),
+qualified with the published AIPerf 0.13.0.
+
+The model's answers are gibberish cut at the token limit (tiny_vlm.py makes that certain), so the row fails at
+`output-check` with every answer `cut-off` and no failed request; the server's prompt-token counts show that the
+clip really reached the model. Sent as a data URL, the clip is refused by this server (HTTP 500), and the row
+fails at `capability` naming the transport. The workload steps around two defects of that server
+(real_server/workload.py says which and how).
+
+Needs the `real-server` extra (torch, torchvision, torchcodec, transformers[serving]) and Debian's ffmpeg, which
+.ci/run installs: without them the tests are skipped saying why, except in CI (CI set), where they fail. About a
+minute on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import no_traceback, qualify, row
+from real_server.serve import chat, prompt_tokens, transformers_serve
+from real_server.tiny_vlm import MODEL_DIR_NAME, build_tiny_vlm, parameter_count
+from real_server.workload import audio_workload
+
+from trtmc_videoqa.results import ResultRow
+
+pytestmark = [pytest.mark.real_server, pytest.mark.e2e]
+
+MODEL = MODEL_DIR_NAME  # the name the server knows the model by (no "/": the profile is the same name)
+PROFILE = MODEL.replace("/", "--")
+RUN = ("--endpoint", "{url}", "--model", MODEL, "--workload", "{workload}", "--repeats", "1", "--warmup", "1")
+QUALIFY_TIMEOUT_S = 300
+# What the extra brings that the server imports (transformers itself comes with aiperf); torchcodec also loads
+# ffmpeg's libraries when it is imported.
+PROBE = "import torch, torchvision, torchcodec, fastapi, uvicorn, openai, accelerate; from torchcodec.decoders import *"
+
+
+def _missing() -> str | None:
+    """Why the real server cannot run here, or None."""
+    if shutil.which("ffmpeg") is None:
+        return "ffmpeg is not installed (torchcodec decodes through its libraries): apt-get install -y ffmpeg"
+    try:
+        probe = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return "importing torch, torchvision and torchcodec took over 120 s"
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["?"])[-1]
+        return f"the real-server extra is not importable ({last}): .venv/bin/pip install -e '.[real-server]'"
+    return None
+
+
+@pytest.fixture(scope="module")
+def real_server_packages() -> None:
+    why = _missing()
+    if why is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"the real-server test must run in CI, and cannot: {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("real-server")
+
+
+@pytest.fixture(scope="module")
+def workload(real_server_packages: None, work: Path) -> Path:
+    return audio_workload(work / "workload")
+
+
+@pytest.fixture(scope="module")
+def server(real_server_packages: None, work: Path) -> Iterator[str]:
+    """`transformers serve` pinned to the tiny model, healthy; killed at the end of the module."""
+    model_dir = build_tiny_vlm(work / "models")
+    assert 100_000 <= parameter_count(model_dir) <= 400_000
+    with transformers_serve(model_dir, work / "transformers-serve.log") as url:
+        yield url
+
+
+def _qualify(url: str, workload: Path, out: Path, transport: str) -> ResultRow:
+    args = [a.format(url=url, workload=workload) for a in RUN]
+    done = qualify(*args, "--video-transport", transport, "--out", str(out), timeout=QUALIFY_TIMEOUT_S)
+    no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    return row(out, PROFILE)
+
+
+def _text_only_prompt_tokens(url: str, workload: Path) -> dict[str, int]:
+    """Question id -> prompt tokens of the same prompt text with no clip, from the same server."""
+    prompts = json.loads(workload.read_text())["prompts"]
+    return {p["question_id"]: prompt_tokens(chat(url, MODEL, p["text"])) for p in prompts}
+
+
+def _aiperf_prompt_tokens(out: Path) -> dict[str, int]:
+    """x_request_id -> the server's usage.prompt_tokens, as AIPerf recorded it."""
+    found = {}
+    for line in (out / "checkpoints" / PROFILE / "aiperf" / "export" / "profile_export.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        value = (record.get("metrics") or {}).get("usage_prompt_tokens", {}).get("value")
+        if isinstance(value, int):
+            found[record["metadata"]["x_request_id"]] = value
+    return found
+
+
+def test_random_weights_fail_at_output_check_with_every_answer_cut_off(
+    server: str, workload: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    failed = _qualify(server, workload, out, "http")
+    assert (failed.status, failed.failed_stage) == ("failed", "output-check"), failed.status_reason
+    assert failed.video_transport == "http"
+    check = failed.output_check
+    assert check.checked == 8 and check.by_outcome["cut-off"] == check.checked, check
+    assert "cut-off 8" in failed.status_reason
+    assert all(example.outcome == "cut-off" and example.answer for example in check.examples)
+    # A complete AIPerf run: no failed request, and a record for every planned one (1 warmup + 8 profiling).
+    assert failed.failed_requests == 0
+    plan = (out / "checkpoints" / PROFILE / "aiperf" / "inputs.jsonl").read_text().splitlines()
+    assert len(failed.requests) == len(plan) == 9
+    assert all(r.http_status == 200 and r.error is None and r.x_request_id for r in failed.requests)
+    # The clip reached the model: each request's prompt is far longer than its question alone on the same server
+    # (8 frames of 320x180 are several hundred video placeholder tokens; the question is under a hundred).
+    text_only = _text_only_prompt_tokens(server, workload)
+    recorded = _aiperf_prompt_tokens(out)
+    added = set()
+    for request in failed.requests:
+        with_clip, alone = recorded[request.x_request_id], text_only[request.question_id]
+        assert with_clip >= alone + 256 and with_clip >= 4 * alone, (request.session_id, with_clip, alone)
+        added.add(with_clip - alone)
+    assert len(added) == 1, added  # both clips are 8 frames of 320x180: the same number of video tokens
+
+
+def test_a_clip_sent_as_a_data_url_fails_at_capability_naming_the_transport(
+    server: str, workload: Path, tmp_path: Path
+) -> None:
+    failed = _qualify(server, workload, tmp_path / "out", "data-url")
+    assert (failed.status, failed.failed_stage) == ("failed", "capability"), failed.status_reason
+    assert [(a.transport, a.accepted) for a in failed.transport_attempts] == [("data-url", False)]
+    assert "data-url" in failed.status_reason
+    assert "--video-transport http" in failed.status_reason, failed.status_reason
+    assert failed.requests == [] and not (tmp_path / "out" / "checkpoints" / PROFILE / "aiperf" / "export").exists()

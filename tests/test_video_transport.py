@@ -1,0 +1,348 @@
+"""`--video-transport data-url|http|auto`, for real: the reference endpoint (a test double) on loopback, with its
+knob that answers a data URL as `transformers serve` does (HTTP 500 "Incorrect format used for video..."), the run's
+own clip server, and, where a run is needed, the published AIPerf 0.13.0.
+
+Also the workload's `generation.extra_body`: carried in every AIPerf row's `extra` and merged into our own chat
+bodies, so it reaches the server on every request (the reference endpoint records each body's top-level fields).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import QUICK, no_traceback, qualify, reference, row
+
+from trtmc_videoqa.aiperf.dataset import input_file_lines, plan_requests
+from trtmc_videoqa.endpoint_run import workload_prompts
+from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, FaultKnobs, ReferenceConfig, ReferenceServer
+from trtmc_videoqa.reference.video_url import DATA_URL_REFUSAL
+from trtmc_videoqa.report.html import render_html
+from trtmc_videoqa.report.junit import render_junit
+from trtmc_videoqa.report.markdown import render_markdown
+from trtmc_videoqa.results import Report, ResultRow, StageResult, TransportAttempt
+from trtmc_videoqa.run_settings import RunSettings
+from trtmc_videoqa.serving.clip_server import ClipServer, ServedFile
+from trtmc_videoqa.video_transport import CapabilityRequest, check_over_transports, clip_routes, clip_urls
+from trtmc_videoqa.workloads import WorkloadError, builtin_workload, load_workload
+from trtmc_videoqa.workloads.model import Generation
+from trtmc_videoqa.workloads.seal import seal_workload_file
+
+MODEL = DEFAULT_MODEL_NAME
+SYNTHETIC = builtin_workload("synthetic")
+NUM_FRAMES = {"chat_template_kwargs": {"num_frames": 16}}
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+def endpoint(url: str, out: Path, *extra: str):
+    return qualify("--endpoint", url, "--model", MODEL, *QUICK, "--out", str(out), *extra)
+
+
+def with_extra_body(tmp: Path, extra: dict) -> Path:
+    """A copy of the synthetic workload declaring `extra` as its generation.extra_body, sealed."""
+    copy = tmp / "synthetic-extra"
+    shutil.copytree(SYNTHETIC.root, copy)
+    raw = json.loads((copy / "workload.json").read_text())
+    raw["generation"]["extra_body"] = extra
+    (copy / "workload.json").write_text(json.dumps(raw))
+    seal_workload_file(copy)
+    return copy / "workload.json"
+
+
+# --- the capability check over transports, without AIPerf --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def url_only(tmp_path_factory):
+    """A server that takes only video URLs, and the clip server it can fetch the synthetic clips from."""
+    tmp = tmp_path_factory.mktemp("url-only")
+    config = ReferenceConfig(records_path=tmp / "records.jsonl", faults=FaultKnobs(refuse_data_urls=True))
+    with ReferenceServer(config) as server, ClipServer(clip_routes([SYNTHETIC])) as clips:
+        yield server, clip_urls(clips.base_url, SYNTHETIC), tmp / "records.jsonl"
+
+
+def capability(url_only, tmp: Path, transport: str, extra: dict | None = None):
+    server, urls, _ = url_only
+    request = CapabilityRequest(
+        url=server.url,
+        model=MODEL,
+        api_key=None,
+        prompt=workload_prompts(SYNTHETIC)[0],
+        max_tokens=16,
+        extra_body=extra or {},
+        clip_urls=urls,
+    )
+    return check_over_transports(request, RunSettings(video_transport=transport), tmp)
+
+
+def test_auto_keeps_http_after_a_data_url_refusal_and_keeps_the_refusal(url_only, tmp_path: Path) -> None:
+    outcome = capability(url_only, tmp_path, "auto")
+    assert outcome.stage.status == "passed" and outcome.transport == "http"
+    assert [(a.transport, a.http_status, a.accepted) for a in outcome.attempts] == [
+        ("data-url", 500, False),
+        ("http", 200, True),
+    ]
+    assert DATA_URL_REFUSAL in outcome.attempts[0].detail
+    assert "video as http; data-url refused first: HTTP 500" in outcome.stage.detail
+    saved = json.loads((tmp_path / "capability.json").read_text())
+    assert saved["video_transport"] == "http" and saved["accepted"]
+    assert [a["http_status"] for a in saved["attempts"]] == [500, 200]
+
+
+def test_data_url_alone_fails_as_a_transport_not_as_video(url_only, tmp_path: Path) -> None:
+    outcome = capability(url_only, tmp_path, "data-url")
+    assert outcome.stage.status == "failed" and outcome.transport is None  # failed, not rejected: no gap shown
+    assert "could not take the clip as data-url" in outcome.stage.detail
+    assert "--video-transport http" in outcome.stage.detail and "HTTP 500" in outcome.stage.detail
+    assert capability(url_only, tmp_path, "http").transport == "http"
+
+
+def test_a_content_rejection_on_every_transport_is_rejected(tmp_path: Path) -> None:
+    # Bytes that are no video, served as video/mp4: the reference endpoint fetches them and refuses the content
+    # (400), which says nothing about the transport.
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"not a video at all" * 50)
+    prompt = workload_prompts(SYNTHETIC)[0]
+    with ReferenceServer(ReferenceConfig()) as server, ClipServer({"/junk.mp4": ServedFile(junk, "video/mp4")}) as c:
+        request = CapabilityRequest(server.url, MODEL, None, prompt, 16, {}, {prompt.clip_id: c.url_for("/junk.mp4")})
+        outcome = check_over_transports(request, RunSettings(video_transport="http"), tmp_path)
+    assert outcome.stage.status == "rejected" and "HTTP 400" in outcome.stage.detail
+    assert "cannot be decoded" in outcome.stage.detail and "(video as http)" in outcome.stage.detail
+
+
+def test_every_transport_failing_names_each_one(tmp_path: Path) -> None:
+    from trtmc_videoqa.serving.process import free_loopback_port
+
+    prompt = workload_prompts(SYNTHETIC)[0]
+    nobody = f"http://127.0.0.1:{free_loopback_port()}"
+    request = CapabilityRequest(nobody, MODEL, None, prompt, 16, {}, {prompt.clip_id: nobody + "/c.mp4"})
+    outcome = check_over_transports(request, RunSettings(video_transport="auto"), tmp_path)
+    assert outcome.stage.status == "failed"
+    assert outcome.stage.detail.startswith("every video transport failed (tried data-url, http): data-url: no answer")
+    assert "; http: no answer" in outcome.stage.detail
+
+
+def test_extra_body_reaches_the_server_in_the_capability_request(url_only, tmp_path: Path) -> None:
+    *_, path = url_only
+    before = len(records(path))
+    assert capability(url_only, tmp_path, "http", extra=NUM_FRAMES).transport == "http"
+    (seen,) = records(path)[before:]
+    assert seen["body_fields"]["chat_template_kwargs"] == {"num_frames": 16} and seen["video_scheme"] == "http"
+
+
+# --- the workload's extra_body, as data ---------------------------------------------------------------------------
+
+
+def test_extra_body_is_in_every_aiperf_row_and_in_the_digest_only_when_declared(tmp_path: Path) -> None:
+    prompts = workload_prompts(SYNTHETIC)
+    plan = plan_requests(prompts, repeats=1, warmup=1, max_tokens=16, extra_body=NUM_FRAMES)
+    rows = [json.loads(line) for line in input_file_lines(plan)]
+    assert all(r["extra"] == {**NUM_FRAMES, "max_tokens": 16, "temperature": 0.0} for r in rows)
+    paths = [prompts[0].clip_path] + [prompt.clip_path for prompt in prompts]  # the warmup row first
+    assert [r["video"] for r in rows] == paths
+    urls = {prompt.clip_id: f"http://127.0.0.1:1/clips/synthetic/{prompt.clip_id}.mp4" for prompt in prompts}
+    http = plan_requests(prompts, repeats=1, warmup=0, max_tokens=16, videos=urls)
+    assert [json.loads(line)["video"] for line in input_file_lines(http)] == [urls[p.clip_id] for p in prompts]
+    declared = load_workload(with_extra_body(tmp_path, NUM_FRAMES))
+    assert declared.spec.generation.extra_body == NUM_FRAMES and declared.digest != SYNTHETIC.digest
+    assert "extra_body" not in (SYNTHETIC.root / "workload.json").read_text()  # committed digests unchanged
+    assert "extra_body" not in Generation().model_dump()
+
+
+def test_extra_body_may_not_set_what_the_run_sets(tmp_path: Path) -> None:
+    with pytest.raises(WorkloadError, match="extra_body may not set max_tokens, model"):
+        with_extra_body(tmp_path, {"model": "x", "max_tokens": 1})
+
+
+def test_a_changed_extra_body_is_refused_until_sealed(tmp_path: Path) -> None:
+    path = with_extra_body(tmp_path, NUM_FRAMES)
+    raw = json.loads(path.read_text())
+    raw["generation"]["extra_body"] = {"chat_template_kwargs": {"num_frames": 32}}
+    path.write_text(json.dumps(raw))
+    with pytest.raises(WorkloadError, match="digest"):
+        load_workload(path)
+
+
+# --- the plan, the body limit, the reports ------------------------------------------------------------------------
+
+
+def test_the_body_limit_holds_for_data_urls_only(tmp_path: Path) -> None:
+    args = ("--endpoint", "http://127.0.0.1:9", "--model", MODEL, "--workload", "synthetic", "--body-limit", "3000")
+    refused = qualify(*args, "--dry-run")
+    assert refused.returncode == 2 and "--video-transport http" in refused.stderr
+    no_traceback(refused)
+    http = qualify(*args, "--dry-run", "--video-transport", "http")
+    assert http.returncode == 0 and "video transport: http" in http.stdout
+    auto = qualify(*args, "--dry-run", "--video-transport", "auto")
+    assert auto.returncode == 0 and "note: workload 'synthetic': clip 'forward' as a data URL" in auto.stdout
+    assert "its data-url try is not sent, http is tried" in auto.stdout
+
+
+def test_the_transport_asked_for_joins_both_ladders_cache_keys(tmp_path: Path) -> None:
+    from trtmc_videoqa.aiperf.locate import AiperfInstall
+    from trtmc_videoqa.cache_keys import trtmc_key
+    from trtmc_videoqa.endpoint_ladder import row_key
+    from trtmc_videoqa.inventory import run_inventory
+    from trtmc_videoqa.qualify import QualifyJob
+
+    aiperf = AiperfInstall(executable="aiperf", interpreter="python", version="0.13.0", source="PyPI release")
+    inventory = run_inventory(Path(__file__).parent / "fixtures" / "trtmc_families")
+    entry = next(e for e in inventory.entries if e.profile == "vidqa-2b")
+
+    def keys(transport: str, clip_server: str = "") -> tuple[str, str]:
+        job = QualifyJob(
+            out=tmp_path,
+            workload=SYNTHETIC,
+            facts=None,  # type: ignore[arg-type]  # the keys never read it
+            settings=RunSettings(video_transport=transport),
+            aiperf=aiperf,
+            tokenizer=tmp_path,
+            tokenizer_label="t",
+            command="c",
+            clip_urls={"forward": clip_server} if clip_server else {},
+        )
+        endpoint = row_key(job, identity="u", model=MODEL, stated={}, native=None, declared=None)
+        return endpoint, trtmc_key(job, entry, inventory, "t")
+
+    by_transport = {t: keys(t) for t in ("data-url", "http", "auto")}
+    assert len({k[0] for k in by_transport.values()}) == 3 and len({k[1] for k in by_transport.values()}) == 3
+    assert keys("http", "http://127.0.0.1:1/x") == by_transport["http"]  # the clip server's port never keys a row
+
+
+def test_every_report_shows_the_transport_and_its_tries() -> None:
+    attempts = [
+        TransportAttempt(transport="data-url", http_status=500, accepted=False, detail=f"HTTP 500: {DATA_URL_REFUSAL}"),
+        TransportAttempt(transport="http", http_status=200, accepted=True, detail="answered"),
+    ]
+    qualified = ResultRow(
+        profile="p",
+        status="endpoint-qualified",
+        status_reason="ok",
+        video_transport="http",
+        transport_attempts=attempts,
+        stages=[StageResult(name="capability", status="passed")],
+    )
+    failed = qualified.model_copy(
+        update={"profile": "q", "status": "failed", "video_transport": None, "transport_attempts": attempts[:1]}
+    )
+    report = Report(
+        title="t",
+        generated_by="g",
+        sources=["."],
+        reference_self_test=False,
+        group={"status": "endpoint", "line": "Group: endpoint"},
+        rows=[qualified, failed],
+        counts={},
+    )
+    markdown = render_markdown(report)
+    assert "| transport |" in markdown and "| http |" in markdown and "| none accepted |" in markdown
+    assert "- Video transport: http; tried data-url: refused (HTTP 500) — HTTP 500: Incorrect format" in markdown
+    html = render_html(report)
+    assert "<th>transport</th>" in html and "Video transport: http; tried data-url: refused (HTTP 500)" in html
+    assert '<property name="video_transport" value="http" />' in render_junit(report)
+
+
+# --- whole runs, through AIPerf -------------------------------------------------------------------------------------
+
+
+@pytest.mark.e2e
+def test_the_self_test_passes_over_http(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = qualify("--out", str(out), *QUICK, "--video-transport", "http")
+    assert done.returncode == 0, done.stderr
+    result = row(out, "reference-self-test.synthetic")
+    assert result.status == "endpoint-qualified", result.status_reason
+    assert result.video_transport == "http" and [a.transport for a in result.transport_attempts] == ["http"]
+    assert result.identity.verdict == "held"
+    inputs = (out / "checkpoints" / "reference-self-test.synthetic" / "aiperf" / "inputs.jsonl").read_text()
+    videos = [json.loads(line)["video"] for line in inputs.splitlines()]
+    assert videos and all(v.startswith("http://127.0.0.1:") and "/clips/synthetic/" in v for v in videos)
+    assert "data:" not in inputs
+    chat = [r for r in records(out / "reference" / "records.jsonl") if r["route"] == "/v1/chat/completions"]
+    assert chat and {r["video_scheme"] for r in chat} == {"http"}  # capability, AIPerf and identity's chat alike
+    assert result.provenance.settings["video_transport"] == "http"
+    assert result.provenance.settings["video_transport_used"] == "http"
+    assert "Video transport: http" in (out / "report.md").read_text()
+    assert "GET /clips/synthetic/forward.mp4" in (out / "clip-server.log").read_text()
+
+
+@pytest.mark.e2e
+def test_auto_against_a_server_that_refuses_data_urls_qualifies_over_http(tmp_path: Path) -> None:
+    with reference(tmp_path, refuse_data_urls=True) as url:
+        done = endpoint(url, tmp_path / "auto", "--video-transport", "auto")
+        refused = endpoint(url, tmp_path / "data-url")
+    assert done.returncode == 0, done.stderr
+    result = row(tmp_path / "auto", MODEL)
+    assert result.status == "endpoint-qualified", result.status_reason
+    assert result.video_transport == "http"
+    first, second = result.transport_attempts
+    assert (first.transport, first.http_status, first.accepted) == ("data-url", 500, False)
+    assert DATA_URL_REFUSAL in first.detail and (second.transport, second.accepted) == ("http", True)
+    assert "data-url refused first: HTTP 500" in result.stages[1].detail
+    # The data-url run stops at capability: a transport that failed, named with its fix; exit 0 like any failed row.
+    assert refused.returncode == 0, refused.stderr
+    no_traceback(refused)
+    failed = row(tmp_path / "data-url", MODEL)
+    assert (failed.status, failed.failed_stage) == ("failed", "capability")
+    assert "as data-url" in failed.status_reason and "--video-transport http" in failed.status_reason
+    assert failed.video_transport is None and [a.http_status for a in failed.transport_attempts] == [500]
+
+
+@pytest.mark.e2e
+def test_a_clip_over_the_body_limit_runs_over_http(tmp_path: Path) -> None:
+    # 3000 bytes: the synthetic clip as a data URL (about 5 KB of body) is over it, an http URL far under.
+    with reference(tmp_path, max_body_bytes=3000) as url:
+        done = endpoint(url, tmp_path / "out", "--body-limit", "3000", "--video-transport", "http")
+        auto = endpoint(url, tmp_path / "auto", "--body-limit", "3000", "--video-transport", "auto")
+    assert done.returncode == 0, done.stderr
+    result = row(tmp_path / "out", MODEL)
+    assert result.status == "endpoint-qualified" and result.video_transport == "http", result.status_reason
+    assert auto.returncode == 0 and "note: workload 'synthetic'" in auto.stderr
+    fell_back = row(tmp_path / "auto", MODEL)
+    assert fell_back.status == "endpoint-qualified" and fell_back.video_transport == "http"
+    not_sent = fell_back.transport_attempts[0]
+    assert (not_sent.transport, not_sent.http_status) == ("data-url", None) and "not sent" in not_sent.detail
+
+
+@pytest.mark.e2e
+def test_a_workloads_extra_body_reaches_the_server_on_every_chat_request(tmp_path: Path) -> None:
+    workload = with_extra_body(tmp_path, NUM_FRAMES)
+    with reference(tmp_path, name="extra") as url:
+        done = qualify(
+            "--endpoint", url, "--model", MODEL, "--workload", str(workload), "--repeats", "1", "--warmup", "1",
+            "--out", str(tmp_path / "out"), "--native-url", url,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = row(tmp_path / "out", MODEL)
+    assert result.status == "endpoint-qualified", result.status_reason
+    chat = [r for r in records(tmp_path / "extra-records.jsonl") if r["route"] == "/v1/chat/completions"]
+    # the capability check, one warmup, six profiling requests, six identity chat requests
+    assert len(chat) == 1 + 1 + 6 + 6
+    assert all(r["body_fields"].get("chat_template_kwargs") == {"num_frames": 16} for r in chat)
+    inputs = (tmp_path / "out" / "checkpoints" / MODEL / "aiperf" / "inputs.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["extra"]["chat_template_kwargs"] == {"num_frames": 16} for line in inputs)
+
+
+@pytest.mark.e2e
+def test_the_trtmc_ladder_sends_the_same_transport_to_trtmc_server(tmp_path: Path) -> None:
+    from doubles.toolchain import install_doubles
+
+    fixtures = Path(__file__).parent / "fixtures" / "trtmc_families"
+    out = tmp_path / "out"
+    env = install_doubles(tmp_path / "bin")
+    done = qualify(
+        "--trtmc", str(fixtures), "--profile", "vidqa-2b", "--out", str(out), *QUICK, "--video-transport", "http",
+        env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = row(out, "vidqa-2b")
+    assert result.status == "aiperf-qualified", result.status_reason
+    assert result.video_transport == "http" and result.provenance.settings["video_transport_used"] == "http"
+    served = records(out / "checkpoints" / "vidqa-2b" / "server-records.jsonl")
+    chat = [r for r in served if r.get("route") == "/v1/chat/completions"]
+    assert chat and {r["video_scheme"] for r in chat} == {"http"}
