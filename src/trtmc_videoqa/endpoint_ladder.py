@@ -17,12 +17,11 @@ from .identity_run import endpoint_identity, recorded
 from .qualify import (
     QualifyJob,
     finish_row,
-    measured_fields,
+    measured_row,
     run_provenance,
-    status_from_stages,
     with_workload_facts,
 )
-from .results import IdentityCheck, OutputCheck, ResultRow, SamplingFacts, StageResult
+from .results import OutputCheck, ResultRow, SamplingFacts, StageResult
 
 if TYPE_CHECKING:
     from .self_test_plan import DeclaredNoAnswer
@@ -82,7 +81,7 @@ def qualify_endpoint(
     )
     row = finish_row(
         job,
-        _measured_row(job, row, measurement, url, stated, row.identity, declared_no_answer),
+        _measured_row(job, row, measurement, url, stated, declared_no_answer),
         {"trtmc-videoqa": job.command, **measurement.commands},
     )
     if measurement.interrupted:
@@ -146,14 +145,12 @@ def _measured_row(
     measurement: EndpointMeasurement,
     url: str,
     stated: dict[str, str],
-    identity: IdentityCheck | None,
     declared: DeclaredNoAnswer | None,
 ) -> ResultRow:
     """The row with the measurement's figures and the status they earn."""
-    fields = measured_fields(row, measurement)
-    status, reason, failed, evidence = status_from_stages(fields["stages"], "endpoint-qualified")
-    if declared and status == "endpoint-qualified" and measurement.output_check is not None:
-        reason = _transport_only_reason(declared, measurement.output_check) + "; " + reason
+    note = None
+    if declared and measurement.output_check is not None:
+        note = _transport_only_reason(declared, measurement.output_check)
     served_by = measurement.capability.served_by if measurement.capability else None
     provenance = run_provenance(
         job,
@@ -163,17 +160,7 @@ def _measured_row(
         settings={"server_stated": stated, "video_transport_used": measurement.video_transport},
         tokenizer=job.tokenizer_label,
     )
-    return row.model_copy(
-        update=fields
-        | dict(
-            status=status,
-            status_reason=reason,
-            failed_stage=failed,
-            status_evidence=evidence,
-            provenance=provenance,
-            identity=identity,
-        )
-    )
+    return measured_row(row, measurement, "endpoint-qualified", provenance, qualified_note=note)
 
 
 def _transport_only_reason(declared: DeclaredNoAnswer, check: OutputCheck) -> str:

@@ -186,6 +186,31 @@ def status_from_stages(
     return qualified, earned_reason(stages), None, QUALIFIED_EVIDENCE
 
 
+def measured_row(
+    row: ResultRow,
+    measurement: EndpointMeasurement,
+    qualified: Qualified,
+    provenance: Provenance,
+    qualified_note: str | None = None,
+) -> ResultRow:
+    """The row with the measurement's figures and the status its stages earn; `qualified_note` goes before the
+    reason of a qualified row (the self-test's declared no-answer)."""
+    fields = measured_fields(row, measurement)
+    status, reason, failed, evidence = status_from_stages(fields["stages"], qualified)
+    if qualified_note and status == qualified:
+        reason = f"{qualified_note}; {reason}"
+    return row.model_copy(
+        update=fields
+        | dict(
+            status=status,
+            status_reason=reason,
+            failed_stage=failed,
+            status_evidence=evidence,
+            provenance=provenance,
+        )
+    )
+
+
 def earned_reason(stages: list[StageResult]) -> str:
     """What a qualified row showed, gate by gate, in words (a gate that was not applicable is named as such)."""
     by_name = {stage.name: stage for stage in stages}

@@ -23,9 +23,8 @@ from .identity_run import chat_side, recorded
 from .qualify import (
     QualifyJob,
     finish_row,
-    measured_fields,
+    measured_row,
     run_provenance,
-    status_from_stages,
     unsupported_row,
     with_workload_facts,
 )
@@ -351,19 +350,9 @@ def _measure_served(cp: Checkpoint, url: str, records: Path, alive: Callable[[],
 
 def _measured_row(cp: Checkpoint, climb: Climb, measurement: EndpointMeasurement, url: str) -> ResultRow:
     """The row with the measurement's figures and the status they earn."""
-    fields = measured_fields(climb.row, measurement)
-    status, reason, failed, evidence = status_from_stages(fields["stages"], "aiperf-qualified")
     served_by = measurement.capability.served_by if measurement.capability else None
-    return climb.row.model_copy(
-        update=fields
-        | dict(
-            status=status,
-            status_reason=reason,
-            failed_stage=failed,
-            status_evidence=evidence,
-            provenance=_provenance(cp, climb, endpoint=url, served_by=served_by, transport=measurement.video_transport),
-        )
-    )
+    provenance = _provenance(cp, climb, endpoint=url, served_by=served_by, transport=measurement.video_transport)
+    return measured_row(climb.row, measurement, "aiperf-qualified", provenance)
 
 
 def _stopped(cp: Checkpoint, stop: Stop) -> ResultRow:
