@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -34,18 +35,61 @@ class AiperfInstall(BaseModel):
     source: str  # "PyPI release" or what the install record says
 
 
-def _interpreter(executable: Path) -> Path:
-    """The Python a console script runs under, from its shebang line."""
-    with executable.open("rb") as handle:
-        first = handle.readline(512).decode("utf-8", "replace").strip()
-    if not first.startswith("#!"):
-        raise AiperfProblem(f"{executable} is not a Python console script; point {AIPERF_ENV} at the aiperf script")
-    command = first[2:].split()
-    if command and Path(command[0]).name == "env" and len(command) > 1:
-        found = shutil.which(command[1])
+_SHELLS = frozenset({"sh", "bash", "dash"})
+# pip's (distlib's) second line when the interpreter's path has a space or makes the shebang too long.
+_TRAMPOLINE = "'''exec' "
+
+
+def _command(words: list[str]) -> Path | None:
+    """The program a shebang's words run: the first word, or the NAME that `/usr/bin/env NAME` finds on PATH."""
+    if not words:
+        return None
+    if Path(words[0]).name == "env" and len(words) > 1:
+        found = shutil.which(words[1])
         if found:
             return Path(found)
-    return Path(command[0])
+    return Path(words[0])
+
+
+def _trampoline(executable: Path, lines: list[str]) -> Path:
+    """The Python of a `#!/bin/sh` console script in the form pip writes for an interpreter whose path has a space:
+
+        #!/bin/sh
+        '''exec' "/a b/venv/bin/python3" "$0" "$@"
+        ' '''
+
+    sh runs the second line (`exec` the interpreter on this file); Python reads it as a string and goes on."""
+    not_python = f"{executable} is a shell script, not a Python console script; point {AIPERF_ENV} at the aiperf script"
+    line = next((line for line in lines if line.strip() and not line.startswith("#")), "")
+    if not line.startswith(_TRAMPOLINE):
+        raise AiperfProblem(not_python)
+    try:
+        words = shlex.split(line[len(_TRAMPOLINE) :])
+    except ValueError:  # unbalanced quotes
+        raise AiperfProblem(not_python) from None
+    if words[-2:] == ["$0", "$@"]:
+        words = words[:-2]
+    command = _command(words)
+    if command is None:
+        raise AiperfProblem(not_python)
+    return command
+
+
+def _interpreter(executable: Path) -> Path:
+    """The Python a console script runs under, from its shebang line (or from pip's `#!/bin/sh` trampoline)."""
+    not_script = f"{executable} is not a Python console script; point {AIPERF_ENV} at the aiperf script"
+    with executable.open("rb") as handle:
+        first = handle.readline(512).decode("utf-8", "replace").strip()
+        if not first.startswith("#!"):
+            raise AiperfProblem(not_script)
+        command = _command(first[2:].split())
+        if command is None:
+            raise AiperfProblem(not_script)
+        if command.name in _SHELLS:
+            # The trampoline's line is as long as the interpreter's path (one reason pip writes it): 8 KiB a line.
+            lines = [handle.readline(8192).decode("utf-8", "replace").rstrip("\r\n") for _ in range(4)]
+            return _trampoline(executable, lines)
+    return command
 
 
 def _same_environment(interpreter: Path) -> bool:
