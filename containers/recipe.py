@@ -6,6 +6,8 @@ python3 recipe.py requirements PYPROJECT        this package's dependencies, one
                                                 gets an environment of its own) and dagger-io (only the Dagger
                                                 module imports it, inside the engine), plus what the package
                                                 imports that only aiperf brought (tokenizers)
+python3 recipe.py extra PYPROJECT NAME           the requirements of one optional extra, one a line (the
+                                                comparison image installs `real-server`)
 python3 recipe.py profiles MATRIX.json          the profiles of a `trtmc-videoqa matrix` list, one a line
 """
 
@@ -48,6 +50,14 @@ def requirements(pyproject: str) -> list[str]:
     return kept + [extra for extra in ALSO_IMPORTED if extra not in named]
 
 
+def extra(pyproject: str, name: str) -> list[str]:
+    with open(pyproject, "rb") as handle:
+        extras = tomllib.load(handle)["project"].get("optional-dependencies", {})
+    if name not in extras:
+        raise SystemExit(f"{pyproject} has no optional extra {name!r}")
+    return list(extras[name])
+
+
 def profiles(matrix: str) -> list[str]:
     try:
         with open(matrix, encoding="utf-8") as handle:
@@ -64,6 +74,8 @@ def main(argv: list[str]) -> int:
         print(pin(argv[1], argv[2]))
     elif len(argv) == 2 and argv[0] == "requirements":
         print("\n".join(requirements(argv[1])))
+    elif len(argv) == 3 and argv[0] == "extra":
+        print("\n".join(extra(argv[1], argv[2])))
     elif len(argv) == 2 and argv[0] == "profiles":
         for profile in profiles(argv[1]):
             print(profile)

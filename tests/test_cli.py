@@ -14,7 +14,7 @@ import pytest
 from helpers import cli, no_traceback, one_message
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SUBCOMMANDS = ("inventory", "matrix", "qualify", "report", "probe", "serve-reference", "doctor", "schemas")
+SUBCOMMANDS = ("inventory", "matrix", "qualify", "compare", "report", "probe", "serve-reference", "doctor", "schemas")
 
 
 def assert_bad_input(done: subprocess.CompletedProcess[str], *needles: str) -> None:

@@ -436,6 +436,52 @@ def test_an_unknown_video_transport_is_refused_before_anything_runs(module) -> N
         module.self_test(video_transport="base64")
 
 
+def test_compare_serves_the_checkpoint_upstream_on_the_gpu_with_the_token_as_a_secret(module) -> None:
+    token = dag.set_secret("hf-token", PLAINTEXT)
+    directory = module.compare(
+        "Qwen/Qwen2.5-VL-3B-Instruct", profile="qwen2_5_vl_3b", revision="abc123", hf_token=token
+    )
+    steps = execs(directory)
+    run = steps[-1]
+    assert run.argv[:6] == [
+        "trtmc-videoqa",
+        "compare",
+        "--checkpoint",
+        "Qwen/Qwen2.5-VL-3B-Instruct",
+        "--device",
+        "cuda",
+    ]
+    assert run.argv[run.argv.index("--profile") + 1] == "qwen2_5_vl_3b"
+    assert run.argv[run.argv.index("--revision") + 1] == "abc123"
+    assert run.argv[run.argv.index("--out") + 1] == dagger_plan.ARTIFACTS
+    assert run.gpu and run.expect == "ANY" and run.image == PINS.images["cpu"].reference
+    assert run.mounts[dagger_plan.GPU_LOCK] == ("trtmc-videoqa-gpu-lock", "LOCKED")
+    assert (
+        run.mounts[dagger_plan.HUB_CACHE][0] == "trtmc-videoqa-hf-hub" and run.env["HF_HOME"] == dagger_plan.HUB_CACHE
+    )
+    assert run.secrets["HF_TOKEN"][0][2]["name"] == "hf-token" and PLAINTEXT not in " ".join(run.argv)
+    assert everything(directory).count(PLAINTEXT) == 1  # only through withSecretVariable
+    installs = [e for e in steps if runs_script(e, "install-comparison.sh")]
+    assert installs and not installs[0].gpu and not installs[0].secrets  # no install step sees a GPU or the token
+    assert [e for e in steps if runs_script(e, "system-packages.sh") and e.argv[2:] == ["comparison"]]
+    assert plan(directory)[-1] == ("Container", "directory", {"path": dagger_plan.ARTIFACTS})
+    assert "TRTMC_VIDEOQA_KEY_NONCE" in key_of(execs(module.compare("org/m", force=True))[-1])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"checkpoint": "/local/folder"}, "hub id"),
+        ({"checkpoint": "org/m", "profile": "../x"}, "profile name"),
+        ({"checkpoint": "org/m", "revision": "a b"}, "revision"),
+        ({"checkpoint": "org/m", "workload": "nope"}, "not built in"),
+    ],
+)
+def test_compare_refuses_bad_names_before_anything_runs(module, kwargs, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        module.compare(**kwargs)
+
+
 def test_without_profiles_qualify_asks_the_inventory_which_needs_an_engine(module) -> None:
     with pytest.raises(dagger.ClientConnectionError):
         qualify(module)
@@ -480,7 +526,18 @@ def test_pin_resolves_the_tags_and_prints_pin_file_lines(module) -> None:
 
 # --- the module's surface ---------------------------------------------------------------------------------------------
 
-FUNCTIONS = {"cpu", "runtime", "inventory", "matrix", "self_test", "gpu_smoke", "qualify", "pin"}
+FUNCTIONS = {
+    "cpu",
+    "runtime",
+    "comparison",
+    "inventory",
+    "matrix",
+    "self_test",
+    "gpu_smoke",
+    "qualify",
+    "compare",
+    "pin",
+}
 
 
 def test_functions_have_a_one_line_description_and_every_argument_a_doc() -> None:
@@ -556,7 +613,13 @@ def test_the_module_registers_as_the_engine_would_see_it(monkeypatch) -> None:
     for fn in functions.values():
         assert fn["described"], fn["name"]
         assert all(a.get("description") for a in fn["args"].values()), fn["name"]
-    assert {n for n, fn in functions.items() if fn["cache"] == "Never"} == {"qualify", "self_test", "gpu_smoke", "pin"}
+    assert {n for n, fn in functions.items() if fn["cache"] == "Never"} == {
+        "qualify",
+        "compare",
+        "self_test",
+        "gpu_smoke",
+        "pin",
+    }
     assert set(functions["qualify"]["args"]) == {
         "profile",
         "workload",

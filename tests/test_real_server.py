@@ -6,7 +6,10 @@ The model's answers are gibberish cut at the token limit (tiny_vlm.py makes that
 `output-check` with every answer `cut-off` and no failed request; the server's prompt-token counts show that the
 clip really reached the model. Sent as a data URL, the clip is refused by this server (HTTP 500), and the row
 fails at `capability` naming the transport. The workload steps around two defects of that server
-(real_server/workload.py says which and how).
+(workloads/silent_audio_copy.py says which and how).
+
+`trtmc-videoqa compare` runs the same chain itself: it starts `transformers serve` on the local tiny model, makes
+the workload copy, and labels its row a comparison, which no report counts as TRTMC.
 
 Needs the `real-server` extra (torch, torchvision, torchcodec, transformers[serving]) and Debian's ffmpeg, which
 .ci/run installs: without them the tests are skipped saying why, except in CI (CI set), where they fail. About a
@@ -24,12 +27,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import no_traceback, qualify, row
-from real_server.serve import chat, prompt_tokens, transformers_serve
+from helpers import cli, no_traceback, qualify, row
+from real_server.serve import chat, offline_env, prompt_tokens, transformers_serve
 from real_server.tiny_vlm import MODEL_DIR_NAME, build_tiny_vlm, parameter_count
 from real_server.workload import audio_workload
 
-from trtmc_videoqa.results import ResultRow
+from trtmc_videoqa.results import COMPARISON_LABEL, Report, ResultRow
 
 pytestmark = [pytest.mark.real_server, pytest.mark.e2e]
 
@@ -77,10 +80,15 @@ def workload(real_server_packages: None, work: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(real_server_packages: None, work: Path) -> Iterator[str]:
+def model_dir(real_server_packages: None, work: Path) -> Path:
+    built = build_tiny_vlm(work / "models")
+    assert 100_000 <= parameter_count(built) <= 400_000
+    return built
+
+
+@pytest.fixture(scope="module")
+def server(model_dir: Path, work: Path) -> Iterator[str]:
     """`transformers serve` pinned to the tiny model, healthy; killed at the end of the module."""
-    model_dir = build_tiny_vlm(work / "models")
-    assert 100_000 <= parameter_count(model_dir) <= 400_000
     with transformers_serve(model_dir, work / "transformers-serve.log") as url:
         yield url
 
@@ -147,3 +155,30 @@ def test_a_clip_sent_as_a_data_url_fails_at_capability_naming_the_transport(
     assert "data-url" in failed.status_reason
     assert "--video-transport http" in failed.status_reason, failed.status_reason
     assert failed.requests == [] and not (tmp_path / "out" / "checkpoints" / PROFILE / "aiperf" / "export").exists()
+
+
+def test_compare_serves_a_checkpoint_itself_and_labels_the_row_a_comparison(model_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "compare out"
+    env = offline_env(tmp_path / "hf-home")
+    argv = ["--checkpoint", str(model_dir), "--device", "cpu", "--repeats", "1", "--warmup", "1", "--out", str(out)]
+    done = cli("compare", *argv, env=env, timeout=QUALIFY_TIMEOUT_S)
+    no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    compared = row(out, f"{MODEL}.transformers-serve")
+    # The same honest failure as the endpoint run above: the clip travelled (http), the answers are meaningless.
+    assert (compared.status, compared.failed_stage) == ("failed", "output-check"), compared.status_reason
+    assert compared.video_transport == "http" and compared.failed_requests == 0
+    facts = compared.comparison
+    assert facts is not None and facts.label == COMPARISON_LABEL
+    assert (facts.server, facts.server_version, facts.device, facts.checkpoint) == (
+        "transformers serve",
+        "5.24.0",
+        "cpu",
+        MODEL,
+    )
+    assert facts.media_adaptation.startswith("workload copy bigbuckbunny-silent-audio"), facts.media_adaptation
+    assert compared.provenance is not None and compared.provenance.workload == "bigbuckbunny-silent-audio"
+    assert (out / "comparison" / "transformers-serve.log").stat().st_size > 0
+    report = Report.model_validate_json((out / "report.json").read_text())
+    assert report.group.status == "comparison" and COMPARISON_LABEL in report.group.line
+    assert COMPARISON_LABEL in (out / "report.md").read_text()

@@ -151,6 +151,12 @@ def cmd_qualify(args: argparse.Namespace) -> int:
     return run_qualify(args)
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .compare_cli import run_compare
+
+    return run_compare(args)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import build_report, frame_strip, write_report
 
@@ -192,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_doctor_parser,
         _add_probe_parser,
         _add_qualify_parser,
+        _add_compare_parser,
         _add_report_parser,
         _add_serve_reference_parser,
         _add_schemas_parser,
@@ -275,6 +282,22 @@ def _add_qualify_parser(commands: _Commands) -> None:
     )
     add_qualify_arguments(qualify)
     qualify.set_defaults(handler=cmd_qualify, option_for_field=OPTION_FOR_FIELD)
+
+
+def _add_compare_parser(commands: _Commands) -> None:
+    from .compare_cli import add_compare_arguments
+    from .qualify_args import OPTION_FOR_FIELD
+
+    compare = commands.add_parser(
+        "compare",
+        help="serve a checkpoint with Hugging Face `transformers serve` and qualify it the same way, as a comparison",
+        description="Start `transformers serve` on a checkpoint (a hub id, or the checkpoint of a TRTMC profile "
+        "with --trtmc and --profile; a local folder too) on loopback, and run the endpoint ladder against it with "
+        "the same workload over http. The row is labelled 'comparison (not a TRTMC capability)' and never counts "
+        "in the group; `trtmc-videoqa report TRTMC_DIR COMPARE_DIR` shows it beside trtmc-server's.",
+    )
+    add_compare_arguments(compare)
+    compare.set_defaults(handler=cmd_compare, option_for_field=OPTION_FOR_FIELD)
 
 
 def _add_report_parser(commands: _Commands) -> None:

@@ -21,6 +21,7 @@ from .dagger_plan import (
     ARTIFACTS,
     BUNDLE_CACHE,
     CCACHE_DIR,
+    COMPARISON_STARTUP_S,
     CPU_VENV,
     DEFAULT_CUDA_ARCH,
     DEFAULT_STEP_LIMIT_S,
@@ -41,6 +42,7 @@ from .dagger_plan import (
     ccache_volume,
     check_profile,
     check_video_transport,
+    comparison_argv,
     cpu_env,
     image_labels,
     pin_lines,
@@ -235,6 +237,19 @@ class TrtmcVideoqa:
         )
 
     @function
+    def comparison(self) -> dagger.Container:
+        """The CPU image with ffmpeg and the `real-server` extra: `transformers serve`, CUDA torch from the index."""
+        recipes = self.source.directory("containers")
+        return (
+            self.cpu()
+            .with_(system_packages(recipes, "comparison"))
+            .with_(with_pip_cache)
+            .with_exec(["sh", f"{RECIPES}/install-comparison.sh", PACKAGE_DIR, CPU_VENV])
+            .with_(with_hub_cache)
+            .with_env_variable("HF_HOME", HUB_CACHE)
+        )
+
+    @function
     def runtime(
         self,
         hf_token: Annotated[dagger.Secret | None, Doc("hub token for gated checkpoints, e.g. env:HF_TOKEN")] = None,
@@ -386,6 +401,31 @@ class TrtmcVideoqa:
             for name in profiles
         }
         return self._merged(inventory, runs)
+
+    @function(cache="never")
+    def compare(
+        self,
+        checkpoint: Annotated[str, Doc("hub id of the checkpoint to serve with transformers serve, e.g. org/name")],
+        profile: Annotated[str | None, Doc("the TRTMC profile the row stands beside")] = None,
+        revision: Annotated[str | None, Doc("hub revision to serve (default: main)")] = None,
+        workload: Annotated[str, Doc("built-in workload: bigbuckbunny (default) or synthetic")] = DEFAULT_WORKLOAD,
+        hf_token: Annotated[dagger.Secret | None, Doc("hub token for gated checkpoints, e.g. env:HF_TOKEN")] = None,
+        force: Annotated[bool, Doc("measure again: a nonce changes the exec's cache key")] = False,
+        timeout: Annotated[
+            int, Doc("seconds the server may take to fetch and load the checkpoint")
+        ] = COMPARISON_STARTUP_S,
+    ) -> dagger.Directory:
+        """Upstream `transformers serve` on a checkpoint, qualified over http: a comparison, not a TRTMC capability."""
+        argv = comparison_argv(checkpoint, profile, revision, workload, timeout, force)
+        return (
+            self.comparison()
+            .with_(with_all_gpus)
+            .with_(with_gpu_lock)
+            .with_(with_nonce(force))
+            .with_(with_secret("HF_TOKEN", hf_token))
+            .with_exec(argv, expect=ReturnType.ANY)
+            .directory(ARTIFACTS)
+        )
 
     # --- pins -----------------------------------------------------------------------------------------------------
 

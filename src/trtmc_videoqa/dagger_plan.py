@@ -13,6 +13,7 @@ from pathlib import Path
 from . import __version__
 from .digests import file_sha256
 from .pins import PIN_FILE_ENV, PIN_FILE_NAME, ImagePin, Pins, default_pin_file, load_pins
+from .safe_names import plain_revision
 
 # --- where things are inside the containers (the recipes in containers/ use the same paths) ----------------------
 PACKAGE_DIR = "/opt/trtmc-videoqa/src"  # this repository: pyproject.toml, README.md, src/, containers/
@@ -173,6 +174,32 @@ def qualification_argv(
         "--video-transport",
         check_video_transport(video_transport),
     ]
+    return argv + (["--force"] if force else [])
+
+
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+COMPARISON_STARTUP_S = 3600  # the server fetches the checkpoint from the hub before it answers /health
+
+
+def check_hub_id(checkpoint: str) -> str:
+    """A hub id (org/name) is all a comparison exec serves on the runner: refused here, before anything runs."""
+    if not HUB_ID.fullmatch(checkpoint):
+        raise ValueError(f"checkpoint {checkpoint!r} is not a hub id (org/name)")
+    return checkpoint
+
+
+def comparison_argv(
+    checkpoint: str, profile: str | None, revision: str | None, workload: str, startup_s: int, force: bool
+) -> list[str]:
+    """One comparison exec: `transformers serve` on the checkpoint and the endpoint ladder over http, on the GPU."""
+    argv = ["trtmc-videoqa", "compare", "--checkpoint", check_hub_id(checkpoint), "--device", "cuda"]
+    argv += ["--profile", check_profile(profile)] if profile else []
+    if revision:
+        if not plain_revision(revision):
+            raise ValueError(f"revision {revision!r} is not a commit or tag name")
+        argv += ["--revision", revision]
+    workload_sha256(workload)  # a name that is not built in fails here
+    argv += ["--workload", workload, "--out", ARTIFACTS, "--startup-timeout", str(startup_s)]
     return argv + (["--force"] if force else [])
 
 

@@ -21,7 +21,7 @@ from .qualify import (
     run_provenance,
     with_workload_facts,
 )
-from .results import OutputCheck, ResultRow, SamplingFacts, StageResult
+from .results import ComparisonFacts, OutputCheck, ResultRow, SamplingFacts, StageResult
 
 if TYPE_CHECKING:
     from .self_test_plan import DeclaredNoAnswer
@@ -41,13 +41,15 @@ def qualify_endpoint(
     native_url: str | None = None,
     native_key: str | None = None,
     declared_no_answer: DeclaredNoAnswer | None = None,
+    comparison: ComparisonFacts | None = None,
 ) -> ResultRow:
     """An already running OpenAI-compatible video chat server: planned -> endpoint-qualified.
 
     `native_url` is the server's native Task route, if the user named one. `declared_no_answer` is the run plan's
     own declaration that this server answers "cannot tell" here (the self-test's test double on a real clip): such
     answers then pass the output check, and the row says it is about transport and timing only. No other run has
-    one."""
+    one. `comparison` marks an upstream server of a checkpoint that this run started (`trtmc-videoqa compare`): the
+    row carries its facts and label, and no report counts it as TRTMC."""
     key = row_key(
         job,
         identity=identity or url,
@@ -61,14 +63,7 @@ def qualify_endpoint(
     if previous is not None:
         job.progress(f"{profile}: unchanged inputs, result reused")
         return previous
-    row = ResultRow(
-        profile=profile,
-        status="planned",
-        status_reason="endpoint given; nothing run yet",
-        reference_self_test=reference_self_test,
-        cache_key=key,
-        stages=[StageResult(name="plan", status="passed", detail=f"endpoint {url}, model {model}")],
-    )
+    row = _planned_row(profile, key, url, model, reference_self_test, comparison)
     row, measurement = _measure(
         job,
         with_server_sampling(with_workload_facts(job, row), job, stated),
@@ -87,6 +82,22 @@ def qualify_endpoint(
     if measurement.interrupted:
         raise KeyboardInterrupt  # the row is written; the run stops here
     return row
+
+
+def _planned_row(
+    profile: str, key: str, url: str, model: str, reference_self_test: bool, comparison: ComparisonFacts | None
+) -> ResultRow:
+    return ResultRow(
+        profile=profile,
+        status="planned",
+        status_reason="endpoint given; nothing run yet",
+        reference_self_test=reference_self_test,
+        comparison=comparison,
+        checkpoint=comparison.checkpoint if comparison else None,
+        revision=comparison.revision if comparison else None,
+        cache_key=key,
+        stages=[StageResult(name="plan", status="passed", detail=f"endpoint {url}, model {model}")],
+    )
 
 
 def _measure(

@@ -6,6 +6,7 @@ server says about itself (`X-Served-By`, `system_fingerprint`) is recorded, neve
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections import Counter
@@ -19,6 +20,7 @@ from .aiperf.dataset import Prompt, RequestPlan, plan_requests, write_input_file
 from .aiperf.exports import ClientRecord, read_client_records, scrub_exports
 from .aiperf.locate import AiperfInstall
 from .aiperf.runner import RunOutcome, run_with_wall_limit
+from .aiperf.tokenizer import aiperf_environment
 from .atomic_write import write_model_atomic, write_text_atomic
 from .grading import GradedAnswer, grade_workload
 from .output_check import check_outputs, output_check_stage, write_output_check
@@ -262,7 +264,10 @@ def run_aiperf(
     interrupted = False
     try:
         outcome = run_with_wall_limit(
-            profile_argv(aiperf.executable, aiperf_settings), wall_limit_s=settings.aiperf_wall_limit_s, log_path=log
+            profile_argv(aiperf.executable, aiperf_settings),
+            wall_limit_s=settings.aiperf_wall_limit_s,
+            log_path=log,
+            env=aiperf_environment(dict(os.environ)),
         )
     except KeyboardInterrupt:  # AIPerf's whole group is already ended; keep what it wrote, then say so
         interrupted = True

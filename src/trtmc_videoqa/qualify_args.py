@@ -20,7 +20,7 @@ OPTION_FOR_FIELD = {
 
 def add_qualify_arguments(parser: argparse.ArgumentParser) -> None:
     _add_source_arguments(parser.add_argument_group("what to qualify (default: the reference self-test)"))
-    _add_run_arguments(parser.add_argument_group("the run"))
+    add_run_arguments(parser.add_argument_group("the run"))
 
 
 def _add_source_arguments(source: argparse._ArgumentGroup) -> None:
@@ -51,7 +51,7 @@ def _add_source_arguments(source: argparse._ArgumentGroup) -> None:
     )
 
 
-def _add_run_arguments(run: argparse._ArgumentGroup) -> None:
+def add_run_arguments(run: argparse._ArgumentGroup) -> None:
     run.add_argument(
         "--workload",
         metavar="FILE|NAME",

@@ -22,10 +22,11 @@ from .aiperf.tokenizer import choose_tokenizer
 from .atomic_write import write_model_atomic, write_text_atomic
 from .errors import EXIT_OK, EXIT_TOOL_ERROR, BadInput
 from .pins import load_pins
-from .results import STAGE_ORDER, ResultRow
+from .results import ResultRow
 
 if TYPE_CHECKING:
     from .aiperf.locate import AiperfInstall
+    from .compare_cli import ComparisonRun
     from .qualify import QualifyJob
     from .run_settings import RunSettings
     from .workload_artifacts import WorkloadFacts
@@ -125,7 +126,7 @@ def _check_server_records(args: argparse.Namespace) -> None:
         )
 
 
-def _job(args: argparse.Namespace, workload: Workload, tools: _RunTools) -> QualifyJob:
+def make_job(args: argparse.Namespace, workload: Workload, tools: _RunTools) -> QualifyJob:
     from .qualify import QualifyJob
 
     job = QualifyJob(
@@ -219,70 +220,21 @@ def _checked_inputs(args: argparse.Namespace, self_test: bool) -> tuple[list[Wor
     return workloads, api_key, notes
 
 
-_TRANSPORT_WORDS = {
-    "data-url": "each clip as a base64 data URL in the body",
-    "http": "each clip as an http URL of a loopback clip server this run starts",
-    "auto": "data-url first, http if the server refuses it (the first accepted kept for the row)",
-}
-
-
-def _dry_run(args: argparse.Namespace, workloads: list[Workload], self_test: bool, notes: list[str]) -> int:
-    """The plan the real run would follow, by the same rules (variant holds, unknown profiles refused)."""
-    settings = _settings(args)
-    print(f"workload(s): {', '.join(f'{w.name} ({w.digest[:12]})' for w in workloads)}")
-    print(f"video transport: {settings.video_transport} ({_TRANSPORT_WORDS[settings.video_transport]})")
-    for note in notes:
-        print(f"note: {note}")
-    for workload in workloads:
-        rows = len(workload.spec.questions) * len(workload.spec.clips) * settings.repeats
-        print(
-            f"per checkpoint on {workload.name}: capability check, then aiperf {settings.warmup} warmup + {rows} "
-            f"profiling requests (every question on every clip, {settings.repeats} times), then timing, grading, "
-            "the output check and native/HTTP identity"
-        )
-    if self_test:
-        print(
-            "target: the reference endpoint (a test double) on loopback; endpoint ladder planned -> endpoint-qualified"
-        )
-    elif args.endpoint:
-        print(f"target: {args.endpoint} model {args.model}; endpoint ladder planned -> endpoint-qualified")
-    else:
-        _dry_run_checkout(args)
-    return EXIT_OK
-
-
-def _dry_run_checkout(args: argparse.Namespace) -> None:
-    """The steps each in-group checkpoint of the --trtmc checkout would go through, or why it would not."""
-    from .inventory import run_inventory
-    from .trtmc_checks import variant_hold
-
-    inventory = run_inventory(args.trtmc)
-    unknown = sorted(set(args.profile or []) - {e.profile for e in inventory.entries})
-    if unknown:
-        raise BadInput(f"--profile {', '.join(unknown)} not in the inventory of {args.trtmc}")
-    normals = {(e.checkpoint, e.revision): e.profile for e in inventory.entries if e.normal_profile}
-    for entry in inventory.entries:
-        if entry.in_group and (not args.profile or entry.profile in args.profile):
-            chosen = bool(args.profile and entry.profile in args.profile)
-            held = variant_hold(entry, chosen=chosen, normal=normals.get((entry.checkpoint, entry.revision)))
-            if entry.verdict != "temporal-video-qa":
-                steps = f"unsupported: {entry.gap}"
-            elif held is not None:
-                steps = f"{held.status}: {held.status_reason}"
-            else:
-                steps = " -> ".join(STAGE_ORDER[1:])
-            print(f"  {entry.profile}: {steps}")
-
-
 def run_qualify(args: argparse.Namespace) -> int:
     """Check every input, then print the plan (--dry-run) or run it, write the reports and print the rows."""
     self_test = not args.trtmc and not args.endpoint
     workloads, api_key, notes = _checked_inputs(args, self_test)
     if args.dry_run:
-        return _dry_run(args, workloads, self_test, notes)
+        from .qualify_dry_run import dry_run
+
+        return dry_run(args, workloads, self_test, notes, _settings(args))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    rows = _run(args, workloads, self_test, api_key)
+    return print_rows(args, _run(args, workloads, self_test, api_key))
+
+
+def print_rows(args: argparse.Namespace, rows: list[ResultRow]) -> int:
+    """Each row's status in one line, where the report is, and the exit code (--strict: 1 on a failed row)."""
     for row in rows:
         stage = f" at {row.failed_stage}" if row.failed_stage else ""
         reused = " (reused)" if row.reused else ""
@@ -293,7 +245,22 @@ def run_qualify(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run(args: argparse.Namespace, workloads: list[Workload], self_test: bool, api_key: str | None) -> list[ResultRow]:
+def run_with_tools(args: argparse.Namespace, *, comparison: ComparisonRun) -> list[ResultRow]:
+    """A comparison run (`trtmc-videoqa compare`): its inputs checked as qualify checks them, then the run."""
+    workloads, _, notes = _checked_inputs(args, self_test=False)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return _run(args, workloads, False, None, comparison=comparison)
+
+
+def _run(
+    args: argparse.Namespace,
+    workloads: list[Workload],
+    self_test: bool,
+    api_key: str | None,
+    *,
+    comparison: ComparisonRun | None = None,
+) -> list[ResultRow]:
     """Find aiperf, then under the output lock: the tokenizer, the workloads' artifacts, the rows, the reports."""
     from .output_lock import OutputLock
     from .report import build_report, frame_strip, write_report
@@ -302,16 +269,24 @@ def _run(args: argparse.Namespace, workloads: list[Workload], self_test: bool, a
     pins = load_pins()
     aiperf = locate_aiperf(args.aiperf, expected_version=pins.aiperf.version)
     progress = _progress(quiet=args.quiet)
-    command = _our_command(sys.argv[1:] if sys.argv[1:2] == ["qualify"] else ["qualify"])
+    command = _our_command(sys.argv[1:] if sys.argv[1:2] in (["qualify"], ["compare"]) else ["qualify"])
     if api_key:
         command = command.replace(api_key, API_KEY_PLACEHOLDER)
     with OutputLock(args.out):
+        adaptation = ""
+        if comparison is not None:  # the server is asked about the copy made for it
+            adapted, adaptation = comparison.workload(args.out, workloads[0])
+            workloads = [adapted]
         candidates = [args.tokenizer] if args.tokenizer else []
         tokenizer, label = choose_tokenizer(candidates, args.out / "tokenizer")
         facts = {workload.name: prepare_workload_artifacts(args.out, workload) for workload in workloads}
         with _clip_server(args, workloads) as clip_server:
             tools = _RunTools(aiperf, tokenizer, label, command, progress, api_key, facts, clip_server)
-            if self_test:
+            if comparison is not None:
+                from .compare_cli import compare_row
+
+                rows = [compare_row(args, workloads[0], tools, comparison, adaptation)]
+            elif self_test:
                 rows = _self_test(args, workloads, tools)
             elif args.endpoint:
                 rows = [_endpoint(args, workloads[0], tools)]
@@ -340,7 +315,7 @@ def _clip_server(args: argparse.Namespace, workloads: list[Workload]) -> Iterato
 def _endpoint(args: argparse.Namespace, workload: Workload, tools: _RunTools) -> ResultRow:
     from .endpoint_ladder import qualify_endpoint
 
-    job = _job(args, workload, tools)
+    job = make_job(args, workload, tools)
     return qualify_endpoint(
         job,
         url=args.endpoint,
@@ -367,7 +342,7 @@ def _trtmc(args: argparse.Namespace, workload: Workload, tools: _RunTools) -> li
         raise BadInput(
             f"--profile {', '.join(unknown)} not in the inventory of {args.trtmc}; see inventory.md for the profiles"
         )
-    job = _job(args, workload, tools)
+    job = make_job(args, workload, tools)
     return qualify_inventory(job, inventory, args.trtmc.resolve(), find_toolchain(), args.profile)
 
 
@@ -385,7 +360,7 @@ def _self_test(args: argparse.Namespace, workloads: list[Workload], tools: _RunT
     firsts = {workload.sampling_policies()[0].spec for workload in workloads}
     policy = firsts.pop() if len(firsts) == 1 else DEFAULT_SAMPLING_POLICY
     stated = {"sampling_policy": policy, "sampling_where": "server", "media_cache": "none"}
-    jobs = [_job(args, workload, tools) for workload in workloads]
+    jobs = [make_job(args, workload, tools) for workload in workloads]
     profiles = [f"{SELF_TEST_PREFIX}.{workload.name}" for workload in workloads]
 
     native_key = "self" if plan.native_route else None  # its own URL, which changes every run

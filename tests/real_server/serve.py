@@ -21,20 +21,17 @@ What works, found by hand against 5.24.0:
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
-from trtmc_videoqa.serving.process import free_loopback_port
+from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
+from trtmc_videoqa.serving.transformers_serve import HEALTH_PATH, serve_argv, serve_target
 
 STARTUP_TIMEOUT_S = 120.0  # imports torch and loads the model before /health answers; ~10 s on two cores
-STOP_GRACE_S = 10.0
 
 
 def serve_executable() -> Path:
@@ -55,63 +52,25 @@ def offline_env(hf_home: Path) -> dict[str, str]:
     return env
 
 
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    last = "no answer yet"
-    with httpx.Client(timeout=5.0, trust_env=False) as client:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"transformers serve exited with {process.returncode}:\n{log.read_text()[-4000:]}")
-            try:
-                response = client.get(url + "/health")
-                if response.status_code == 200:
-                    return
-                last = f"HTTP {response.status_code}"
-            except httpx.HTTPError as error:
-                last = type(error).__name__
-            time.sleep(0.5)
-    raise RuntimeError(f"transformers serve not healthy within {timeout_s:g} s ({last}):\n{log.read_text()[-4000:]}")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the server's own process group, SIGKILL after the grace time; only the group we started."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=STOP_GRACE_S)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 @contextmanager
 def transformers_serve(model_dir: Path, log: Path, *, timeout_s: float = STARTUP_TIMEOUT_S) -> Iterator[str]:
-    """`transformers serve` pinned to `model_dir` on a free loopback port, healthy; yields its base URL and kills
-    the server on exit. The model is named by `model_dir.name` (see the module docstring)."""
+    """`transformers serve` pinned to `model_dir` on a free loopback port, healthy, started the way
+    `trtmc-videoqa compare` starts it; yields its base URL and stops the server's process group on exit. The model
+    is named by `model_dir.name`."""
+    target = serve_target(str(model_dir))
     port = free_loopback_port()
+    argv = serve_argv(serve_executable(), target, host="127.0.0.1", port=port, device="cpu")
     url = f"http://127.0.0.1:{port}"
-    argv = [str(serve_executable()), "serve", "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
-    argv += ["--log-level", "info", model_dir.name]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            argv,
-            cwd=model_dir.parent,
-            env=offline_env(log.parent / "hf-home"),
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    try:
-        _wait_healthy(url, process, log, timeout_s)
+    with ServerProcess(
+        argv,
+        url=url,
+        log_path=log,
+        startup_timeout_s=timeout_s,
+        env=offline_env(log.parent / "hf-home"),
+        cwd=target.cwd,
+        ready_path=HEALTH_PATH,
+    ):
         yield url
-    finally:
-        _stop(process)
-        with suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)  # anything it left behind in its group
 
 
 def chat(url: str, model: str, content: str | list[dict[str, object]], **extra: object) -> dict[str, object]:

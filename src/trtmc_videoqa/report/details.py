@@ -133,3 +133,17 @@ def transport_line(row: ResultRow) -> str | None:
     )
     used = row.video_transport or "none accepted"
     return f"video transport: {used}" + (f"; tried {tries}" if tries else "")
+
+
+def comparison_line(row: ResultRow) -> str | None:
+    """What a comparison row measured, with its label: an upstream server of the checkpoint, not TRTMC."""
+    c = row.comparison
+    if c is None:
+        return None
+    version = f" {c.server_version}" if c.server_version else ""
+    revision = f"@{c.revision}" if c.revision else ""
+    beside = f", beside TRTMC profile {c.compared_profile}" if c.compared_profile else ""
+    return (
+        f"{c.label[0].upper()}{c.label[1:]}: {c.server}{version} serving {c.checkpoint}{revision} on {c.device}"
+        f"{beside}; media adaptation: {c.media_adaptation}"
+    )

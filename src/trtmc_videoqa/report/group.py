@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Final
 
-from ..results import GroupLine, ResultRow
+from ..results import COMPARISON_LABEL, GroupLine, ResultRow
 
 CAPABLE_VERDICT: Final = "temporal-video-qa"
 QUALIFIED: Final = "aiperf-qualified"
@@ -93,10 +93,25 @@ def _trtmc_line(rows: list[ResultRow]) -> GroupLine:
     return GroupLine(status="blocked", line=line)
 
 
+def _not_counted(others: list[ResultRow]) -> str:
+    """'2 comparison (not a TRTMC capability) row(s) and 1 self-test/endpoint row(s), not counted'."""
+    comparisons = sum(1 for row in others if row.comparison is not None)
+    parts = [f"{comparisons} {COMPARISON_LABEL} row(s)"] if comparisons else []
+    if len(others) > comparisons:
+        parts.append(f"{len(others) - comparisons} self-test/endpoint row(s)")
+    return f"{' and '.join(parts)}, not counted"
+
+
 def group_line(rows: list[ResultRow]) -> GroupLine:
     """The group's status in one line (see the module's docstring for the rule)."""
     trtmc = [row for row in rows if is_trtmc_row(row)]
     others = [row for row in rows if not is_trtmc_row(row)]
+    if not trtmc and others and all(row.comparison is not None for row in others):
+        line = (
+            f"Comparison run: {len(others)} row(s) of upstream servers, {COMPARISON_LABEL} (statuses "
+            f"{statuses(others)}); no TRTMC model was qualified"
+        )
+        return GroupLine(status="comparison", line=line)
     if not trtmc and others and all(row.reference_self_test for row in others):
         line = f"{SELF_TEST_LINE}; {len(others)} row(s), statuses: {statuses(others)}"
         return GroupLine(status="reference-self-test", line=line)
@@ -108,6 +123,6 @@ def group_line(rows: list[ResultRow]) -> GroupLine:
         return GroupLine(status="endpoint", line=line)
     group = _trtmc_line(trtmc)
     if others:
-        line = f"{group.line}; plus {len(others)} self-test/endpoint row(s), not counted"
+        line = f"{group.line}; plus {_not_counted(others)}"
         return GroupLine(status=group.status, line=line)
     return group

@@ -11,6 +11,7 @@ from ..results import IdentityCheck, OutputCheck, Report, ResultRow
 from .details import (
     EXAMPLES,
     NOT_REPORTED_LINE,
+    comparison_line,
     counts_line,
     figures,
     flat,
@@ -174,6 +175,9 @@ def _row_section(row: ResultRow) -> list[str]:
     parts = [f"<h2>{escape(row.profile)} {_status(row)}</h2><p>{escape(row.status_reason)}</p>"]
     if served_by_test_double(row):
         parts.append('<p class="note">Reference endpoint (test double): not a TRTMC model qualification.</p>')
+    comparison = comparison_line(row)
+    if comparison:
+        parts.append(f'<p class="note">{escape(comparison)}</p>')
     note = profile_note(row)
     if note:
         parts.append(f"<p>Profile: {escape(note)}</p>")

@@ -1,8 +1,9 @@
 """junit.xml: qualified = pass, failed = failure, unsupported and blocked = skipped with the gap or reason.
 
 One more testcase, `trtmc-videoqa.group` / `group`, carries the group line: skipped when the group is blocked, a
-failure when it failed, passing when qualified; a run without TRTMC rows (the reference self-test, an endpoint run)
-passes it with the line in `system-out`, which says what the run is and never claims a qualification.
+failure when it failed, passing when qualified; a run without TRTMC rows (the reference self-test, an endpoint run,
+a comparison run) passes it with the line in `system-out`, which says what the run is and never claims a
+qualification.
 """
 
 from __future__ import annotations

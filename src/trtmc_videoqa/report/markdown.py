@@ -8,6 +8,7 @@ from ..results import IdentityCheck, OutputCheck, Report, ResultRow, SamplingFac
 from .details import (
     EXAMPLES,
     NOT_REPORTED_LINE,
+    comparison_line,
     counts_line,
     figures,
     first_differing,
@@ -35,6 +36,9 @@ def served_by_test_double(row: ResultRow) -> bool:
 
 def served_by(row: ResultRow) -> str:
     """Which server a row measured, so rows of one profile merged from two servers can be told apart."""
+    if row.comparison is not None:
+        c = row.comparison
+        return f"{c.server} {c.server_version or ''}".rstrip() + f", {c.label}"
     p = row.provenance
     if p is None:
         return "–"
@@ -152,6 +156,9 @@ def _row_details(row: ResultRow) -> list[str]:
     out = [f"### {row.profile}", "", f"- Status: **{row.status}** — {row.status_reason}"]
     if served_by_test_double(row):
         out.append("- Served by the reference endpoint, a **test double**: not a TRTMC model qualification")
+    comparison = comparison_line(row)
+    if comparison:
+        out.append(f"- {comparison}")
     out += _profile_lines(row)
     if row.status_evidence:
         out.append(f"- Evidence: {', '.join(f'`{e}`' for e in row.status_evidence)}")

@@ -40,12 +40,14 @@ from .inventory import (  # noqa: F401
     Verdict,
 )
 from .rows import (  # noqa: F401
+    COMPARISON_LABEL,
     REPORT_SCHEMA,
     RESULT_SCHEMA,
     STAGE_ORDER,
     Accuracy,
     AnswerExample,
     AnswerOutcome,
+    ComparisonFacts,
     GroupLine,
     GroupStatus,
     IdentityAnswer,

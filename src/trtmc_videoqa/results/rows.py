@@ -173,6 +173,23 @@ class Provenance(_Model):
     inventory_digest: str | None = Field(default=None, description="sha256 of the run's inventory.json")
 
 
+COMPARISON_LABEL: Final = "comparison (not a TRTMC capability)"
+
+
+class ComparisonFacts(_Model):
+    """An upstream implementation of a checkpoint, served by a server we started from its published package, and
+    measured with the same workload: beside trtmc-server in a report, never a TRTMC model or a group status."""
+
+    label: Literal["comparison (not a TRTMC capability)"] = COMPARISON_LABEL
+    server: str = Field(description="the upstream server, e.g. 'transformers serve'")
+    server_version: str | None = None
+    checkpoint: str = Field(description="the hub id (or a local folder's name) the server was pinned to")
+    revision: str | None = None
+    compared_profile: str | None = Field(default=None, description="the TRTMC profile of the same checkpoint")
+    device: str
+    media_adaptation: str = Field(description="what was changed in the workload for this server, or 'none: ...'")
+
+
 class ResultRow(_Model):
     schema_version: Literal["trtmc-videoqa.result/v1"] = RESULT_SCHEMA
     profile: str
@@ -192,6 +209,9 @@ class ResultRow(_Model):
     failed_stage: StageName | None = None
     stages: list[StageResult] = Field(default_factory=list)
     reference_self_test: bool = Field(default=False, description="served by the reference endpoint, a test double")
+    comparison: ComparisonFacts | None = Field(
+        default=None, description="set on a comparison row: an upstream server of the checkpoint, not TRTMC"
+    )
     clips: dict[str, ClipManifest] = Field(default_factory=dict, description="clip manifests by clip id")
     sampling: SamplingFacts | NoSampling = Field(
         default_factory=dict, description="policy, where it happens, resolved frames; {} when nothing ran"
@@ -226,7 +246,7 @@ class ResultRow(_Model):
 
 
 # The group's status, one line at the top of every report; a run without TRTMC rows says what it is instead.
-GroupStatus = Literal["blocked", "failed", "qualified", "reference-self-test", "endpoint"]
+GroupStatus = Literal["blocked", "failed", "qualified", "reference-self-test", "endpoint", "comparison"]
 
 
 class GroupLine(_Model):

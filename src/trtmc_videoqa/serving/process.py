@@ -32,8 +32,9 @@ def wait_ready(
     process: subprocess.Popen[bytes] | None = None,
     log_path: Path | None = None,
     interval_s: float = 0.2,
+    ready_path: str = READY_PATH,
 ) -> float:
-    """Seconds until GET /health/ready answered 200; a dead process or the deadline ends the wait."""
+    """Seconds until GET `ready_path` (/health/ready) answered 200; a dead process or the deadline ends the wait."""
     start = time.monotonic()
     deadline = start + timeout_s
     last = "no answer yet"
@@ -43,7 +44,7 @@ def wait_ready(
                 where = f"; see {log_path}" if log_path else ""
                 raise ServerProblem(f"the server exited with code {process.returncode} before it was ready{where}")
             try:
-                response = client.get(url.rstrip("/") + READY_PATH)
+                response = client.get(url.rstrip("/") + ready_path)
                 if response.status_code == 200:
                     return time.monotonic() - start
                 last = f"HTTP {response.status_code}"
@@ -60,10 +61,18 @@ class ServerProcess:
     """Context manager: start argv, wait for readiness, stop the whole group on exit."""
 
     def __init__(
-        self, argv: list[str], *, url: str, log_path: Path, startup_timeout_s: float, env: dict[str, str] | None = None
+        self,
+        argv: list[str],
+        *,
+        url: str,
+        log_path: Path,
+        startup_timeout_s: float,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        ready_path: str = READY_PATH,
     ) -> None:
         self.argv, self.url, self.log_path = argv, url, log_path
-        self.startup_timeout_s, self.env = startup_timeout_s, env
+        self.startup_timeout_s, self.env, self.cwd, self.ready_path = startup_timeout_s, env, cwd, ready_path
         self.process: subprocess.Popen[bytes] | None = None
         self.ready_after_s: float | None = None
 
@@ -77,6 +86,7 @@ class ServerProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env=self.env,
+                cwd=self.cwd,
                 start_new_session=True,
             )
         except OSError as error:
@@ -85,7 +95,11 @@ class ServerProcess:
         log.close()  # the child holds its own descriptor
         try:
             self.ready_after_s = wait_ready(
-                self.url, timeout_s=self.startup_timeout_s, process=self.process, log_path=self.log_path
+                self.url,
+                timeout_s=self.startup_timeout_s,
+                process=self.process,
+                log_path=self.log_path,
+                ready_path=self.ready_path,
             )
         except BaseException:
             self.stop()
