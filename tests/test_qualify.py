@@ -152,7 +152,7 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
     assert capable.provenance.server_version.startswith("trtmc-server built from TRTMC ")
     assert capable.provenance.settings["revision_check"].startswith("not verified: the manifest pins 1111")
     assert "test double" in capable.provenance.served_by  # the server said what it is; the report says so too
-    assert "TEST DOUBLE" in " ".join(capable.provenance.hardware["gpus"])
+    assert "TEST DOUBLE" in " ".join(g["name"] for g in capable.provenance.hardware["gpus"])
     for name in ("build.log", "correctness.log", "server.log", "capability.json", "command.txt"):
         assert (out / "checkpoints" / "vidqa-2b" / name).is_file(), name
     unsupported = row(out, "vlm-3b")

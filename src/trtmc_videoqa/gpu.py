@@ -13,11 +13,3 @@ def query_gpus(timeout_s: float = 20) -> subprocess.CompletedProcess[str] | None
         return subprocess.run(list(GPU_QUERY), capture_output=True, text=True, timeout=timeout_s, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
-
-
-def gpu_lines() -> list[str]:
-    """The GPUs nvidia-smi lists (name, driver, memory), or [] where none answers."""
-    done = query_gpus()
-    if done is None or done.returncode != 0:
-        return []
-    return done.stdout.strip().splitlines()

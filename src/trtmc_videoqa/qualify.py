@@ -12,15 +12,13 @@ measurement earns, and writing the finished row. The ladders are trtmc_ladder.py
 
 from __future__ import annotations
 
-import os
-import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .atomic_write import write_model_atomic, write_text_atomic
-from .gpu import gpu_lines
+from .hardware_provenance import hardware_provenance
 from .pins import tool_versions
 from .results import CheckpointEntry, Mode, Provenance, QualificationStatus, ResultRow, StageName, StageResult
 from .safe_names import row_dir_name
@@ -95,11 +93,9 @@ def with_workload_facts(job: QualifyJob, row: ResultRow) -> ResultRow:
 
 
 def hardware() -> dict[str, Any]:
-    facts: dict[str, Any] = {"machine": platform.machine(), "cpus": os.cpu_count(), "system": platform.system()}
-    gpus = gpu_lines()
-    if gpus:
-        facts["gpus"] = gpus
-    return facts
+    """What a row says about the machine: GPU, driver, CUDA, TensorRT and TRTMC versions, CPU count; nothing that
+    names the machine or its user. Package versions are this interpreter's, which is TRTMC's (Toolchain.python)."""
+    return hardware_provenance()
 
 
 def run_provenance(

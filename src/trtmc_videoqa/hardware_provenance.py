@@ -1,0 +1,152 @@
+"""What a result row says about the machine it ran on: what a reader needs to compare figures, nothing that names it.
+
+Kept: GPU model, driver and memory; the CUDA version the driver supports and the toolkit's; the TensorRT and TRTMC
+package versions in TRTMC's interpreter; the CPU count; the CPU architecture and Python version.
+Never kept: host or user names, paths, kernel releases or boot IDs, GPU UUIDs or serial numbers, PCI bus IDs.
+
+Every probe has a timeout and never raises: a tool that is missing, fails or does not answer gives None (or []/{}).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .gpu import query_gpus
+
+PROBE_TIMEOUT_S = 10.0  # nvidia-smi can take seconds to wake the driver on a machine without persistence mode
+
+# This tool's own distribution starts with "trtmc" too; its version is in provenance.tool_versions already.
+OWN_DISTRIBUTION = "trtmc_videoqa"
+TRTMC_PREFIXES = ("trtmc", "tensorrt_model_connect")
+TENSORRT_DISTRIBUTIONS = ("tensorrt", "tensorrt_cu13", "tensorrt_cu12")
+
+# Run in the interpreter asked about (any Python 3.8+): its distributions' names and versions, as JSON. The current
+# directory is dropped from sys.path so that what happens to lie there is not taken for an installed package.
+_PACKAGES_SCRIPT = """
+import json, sys
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+from importlib import metadata
+found = {}
+for dist in metadata.distributions():
+    name = dist.metadata["Name"]
+    if name and dist.version:
+        found.setdefault(name, dist.version)
+print(json.dumps(found))
+"""
+
+_CUDA_DRIVER = re.compile(r"CUDA Version:\s*([0-9]+(?:\.[0-9]+)*)")
+_NVCC_FULL = re.compile(r"release\s+[0-9.]+,\s*V([0-9]+(?:\.[0-9]+)+)")
+_NVCC_RELEASE = re.compile(r"release\s+([0-9]+(?:\.[0-9]+)*)")
+
+
+def hardware_provenance(*, trtmc_python: Path | None = None) -> dict[str, Any]:
+    """The `hardware` of a row's provenance. Package versions are read in `trtmc_python` (TRTMC's interpreter) when
+    given, else in this one."""
+    packages = installed_packages(trtmc_python or Path(sys.executable))
+    return {
+        "gpus": gpus(),
+        "cuda_driver": cuda_driver_version(),
+        "cuda_toolkit": cuda_toolkit_version(),
+        "tensorrt": tensorrt_version(packages),
+        "trtmc_packages": trtmc_packages(packages),
+        "cpu_count": os.cpu_count(),
+        "platform": {"machine": platform.machine(), "python": platform.python_version()},
+    }
+
+
+def _run(argv: list[str]) -> str | None:
+    """A probe's stdout, or None when it cannot run, fails or does not answer in time."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def gpus() -> list[dict[str, str]]:
+    """The GPUs nvidia-smi lists, or [] where none answers."""
+    done = query_gpus(timeout_s=PROBE_TIMEOUT_S)
+    if done is None or done.returncode != 0:
+        return []
+    return parse_gpu_csv(done.stdout)
+
+
+def parse_gpu_csv(text: str) -> list[dict[str, str]]:
+    """nvidia-smi's `name,driver_version,memory.total` CSV lines as {name, driver, memory}; a line that is not
+    three fields is skipped."""
+    rows = []
+    for line in text.splitlines():
+        fields = [f.strip() for f in line.rsplit(",", 2)]
+        if len(fields) == 3 and all(fields):
+            rows.append(dict(zip(("name", "driver", "memory"), fields, strict=True)))
+    return rows
+
+
+def cuda_driver_version() -> str | None:
+    """The CUDA version the driver supports, from nvidia-smi's header; None without nvidia-smi."""
+    text = _run(["nvidia-smi"])
+    return parse_cuda_driver(text) if text else None
+
+
+def parse_cuda_driver(text: str) -> str | None:
+    """`CUDA Version: 12.8` in nvidia-smi's header -> "12.8"."""
+    found = _CUDA_DRIVER.search(text)
+    return found.group(1) if found else None
+
+
+def cuda_toolkit_version() -> str | None:
+    """The CUDA toolkit's version from `nvcc --version`; None when nvcc is not on PATH."""
+    nvcc = shutil.which("nvcc")
+    text = _run([nvcc, "--version"]) if nvcc else None
+    return parse_nvcc(text) if text else None
+
+
+def parse_nvcc(text: str) -> str | None:
+    """`Cuda compilation tools, release 12.8, V12.8.93` -> "12.8.93" (the release, "12.8", without the V part)."""
+    found = _NVCC_FULL.search(text) or _NVCC_RELEASE.search(text)
+    return found.group(1) if found else None
+
+
+def installed_packages(python: Path) -> dict[str, str] | None:
+    """Distribution name -> version in that interpreter, or None when it cannot be run or answers nonsense."""
+    text = _run([str(python), "-c", _PACKAGES_SCRIPT])
+    return parse_packages(text) if text else None
+
+
+def parse_packages(text: str) -> dict[str, str] | None:
+    """The packages script's JSON; None unless it is an object of strings."""
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(found, dict):
+        return None
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def normal_name(name: str) -> str:
+    """A distribution name as pip compares them (PEP 503), with underscores: "TensorRT-cu12" -> "tensorrt_cu12"."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def tensorrt_version(packages: dict[str, str] | None) -> str | None:
+    """The `tensorrt` package's version (or its CUDA-suffixed wheel's), None when not installed."""
+    by_name = {normal_name(k): v for k, v in (packages or {}).items()}
+    return next((by_name[n] for n in TENSORRT_DISTRIBUTIONS if n in by_name), None)
+
+
+def trtmc_packages(packages: dict[str, str] | None) -> dict[str, str]:
+    """TRTMC's distributions (trtmc*, tensorrt-model-connect*) and their versions, this tool's own left out."""
+    return {
+        name: version
+        for name, version in sorted((packages or {}).items())
+        if normal_name(name).startswith(TRTMC_PREFIXES) and normal_name(name) != OWN_DISTRIBUTION
+    }
