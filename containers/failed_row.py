@@ -1,8 +1,8 @@
 """The failed row of a checkpoint whose step chain stopped without writing one (a crash, bad input, the wall
 limit). Standard library only; the tests validate its output against the package's result schema.
 
-    python3 failed_row.py --profile P --exit-code N --limit S --log qualify.log --out result.json [--command C]
-                          [--reason TEXT]
+    python3 failed_row.py --profile P --exit-code N --limit S --log private/qualify.log --out result.json
+                          [--command C] [--reason TEXT]
 """
 
 from __future__ import annotations
@@ -14,17 +14,18 @@ import tempfile
 from pathlib import Path
 
 SCHEMA = "trtmc-videoqa.result/v1"
+LOG = "private/qualify.log"  # as the row's evidence names it: a raw log, under the row, never published
 TAIL_LINES, LINE_CHARS = 20, 300
 
 
 def reason(code: int, limit: str) -> str:
     if code in (124, 137):
-        return f"the step chain ran past its wall limit of {limit} s and was stopped (exit {code}); see qualify.log"
+        return f"the step chain ran past its wall limit of {limit} s and was stopped (exit {code}); see {LOG}"
     if code == 2:
-        return "trtmc-videoqa qualify refused its input (exit 2); see qualify.log"
+        return f"trtmc-videoqa qualify refused its input (exit 2); see {LOG}"
     if code == 0:
-        return "trtmc-videoqa qualify exited 0 without writing this row; see qualify.log"
-    return f"trtmc-videoqa qualify stopped with exit {code} before writing this row; see qualify.log"
+        return f"trtmc-videoqa qualify exited 0 without writing this row; see {LOG}"
+    return f"trtmc-videoqa qualify stopped with exit {code} before writing this row; see {LOG}"
 
 
 def row(profile: str, code: int, limit: str, log: Path, command: str | None, why: str | None = None) -> dict:
@@ -33,9 +34,7 @@ def row(profile: str, code: int, limit: str, log: Path, command: str | None, why
     except OSError:
         lines = []
     tail = [line[:LINE_CHARS] for line in lines[-TAIL_LINES:] if line.strip()]
-    evidence = (
-        [f"qualify.log (exit {code}), last lines:", *tail] if lines else [f"no log: {why or reason(code, limit)}"]
-    )
+    evidence = [f"{LOG} (exit {code}), last lines:", *tail] if lines else [f"no log: {why or reason(code, limit)}"]
     return {
         "schema_version": SCHEMA,
         "profile": profile,

@@ -50,7 +50,7 @@ def check_every_request_accounted_for(out: Path) -> None:
 
 def check_latency_and_task_time_joined_by_identity(out: Path) -> None:
     result = row(out, "reference-self-test.synthetic")
-    records = [json.loads(line) for line in (out / "reference" / "records.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (out / "private" / "reference" / "records.jsonl").read_text().splitlines()]
     served = {r["request_id"]: r for r in records}
     assert result.task_time_field == "response.trtmc_timing.model_call_ms"
     for request in result.requests:

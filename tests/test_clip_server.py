@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from trtmc_videoqa.serving.clip_server import ClipServer, ServedFile, byte_range
-from trtmc_videoqa.video_transport import clip_route, clip_routes, clip_urls
+from trtmc_videoqa.video_transport import CLIP_SERVER_LOG, clip_route, clip_routes, clip_urls
 from trtmc_videoqa.workloads import builtin_workload
 
 SYNTHETIC = builtin_workload("synthetic")
@@ -98,7 +98,7 @@ def test_it_is_read_only(clips, method: str) -> None:
 
 
 def test_it_binds_loopback_only_and_logs_to_its_file_not_stderr(tmp_path: Path, capfd) -> None:
-    log = tmp_path / "clip-server.log"
+    log = tmp_path / CLIP_SERVER_LOG  # under private/: the server makes the folder
     with ClipServer(clip_routes([SYNTHETIC]), log_path=log) as server:
         host, port = server.address
         assert host == "127.0.0.1" and server.base_url == f"http://127.0.0.1:{port}"

@@ -203,7 +203,7 @@ def test_a_step_that_crashes_still_leaves_a_failed_row_with_its_output(tmp_path)
     row = ResultRow.model_validate_json((row_dir / "result.json").read_bytes())
     assert row.status == "failed" and "exit 1" in row.status_reason
     assert "Traceback: boom" in " ".join(row.status_evidence)
-    log = (row_dir / "qualify.log").read_text()
+    log = (row_dir / "private" / "qualify.log").read_text()
     assert "starting trtmc-server" in log and log.rstrip().endswith("exit status: 1")
 
 

@@ -369,7 +369,7 @@ def test_secrets_are_passed_as_secrets(module) -> None:
 def test_the_merged_report_takes_each_profiles_row_over_the_inventory(module) -> None:
     merged = qualify(module, profile=["p1", "p2"])
     steps = plan(merged)
-    assert steps[-1] == ("Container", "directory", {"path": dagger_plan.ARTIFACTS})
+    assert steps[-2] == ("Container", "directory", {"path": dagger_plan.ARTIFACTS})
     report = execs(merged)[-1]
     assert report.argv == ["trtmc-videoqa", "report", dagger_plan.ARTIFACTS, "--out", dagger_plan.ARTIFACTS]
     assert not report.gpu and report.image == PINS.images["cpu"].reference
@@ -464,8 +464,22 @@ def test_compare_serves_the_checkpoint_upstream_on_the_gpu_with_the_token_as_a_s
     installs = [e for e in steps if runs_script(e, "install-comparison.sh")]
     assert installs and not installs[0].gpu and not installs[0].secrets  # no install step sees a GPU or the token
     assert [e for e in steps if runs_script(e, "system-packages.sh") and e.argv[2:] == ["comparison"]]
-    assert plan(directory)[-1] == ("Container", "directory", {"path": dagger_plan.ARTIFACTS})
+    assert plan(directory)[-2] == ("Container", "directory", {"path": dagger_plan.ARTIFACTS})
     assert "TRTMC_VIDEOQA_KEY_NONCE" in key_of(execs(module.compare("org/m", force=True))[-1])
+
+
+def test_exports_carry_the_public_part_unless_the_raw_logs_are_asked_for(module) -> None:
+    public = ("Directory", "filter", {"exclude": dagger_plan.PRIVATE_EXCLUDE})
+    for made in (qualify(module, profile=["p1"]), module.self_test(), module.compare("org/m")):
+        assert plan(made)[-1] == public
+    for made in (qualify(module, profile=["p1"], private=True), module.self_test(private=True)):
+        assert plan(made)[-1][1] != "filter"
+    assert plan(module.compare("org/m", private=True))[-1] == (
+        "Container",
+        "directory",
+        {"path": dagger_plan.ARTIFACTS},
+    )
+    assert {"private", "**/private"} <= set(dagger_plan.PRIVATE_EXCLUDE)
 
 
 @pytest.mark.parametrize(
@@ -629,7 +643,8 @@ def test_the_module_registers_as_the_engine_would_see_it(monkeypatch) -> None:
         "cuda_arch",
         "timeout",
         "video_transport",
+        "private",
     }
-    assert set(functions["self_test"]["args"]) == {"force", "video_transport"}
+    assert set(functions["self_test"]["args"]) == {"force", "video_transport", "private"}
     source = constructor["args"]["source"]
     assert source["defaultPath"] == "." and source["ignore"] == dagger_plan.SOURCE_IGNORE

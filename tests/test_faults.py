@@ -239,8 +239,8 @@ def trtmc_server_never_ready(tmp: Path) -> Faulted:
     assert "not ready within 4 s" in stuck.status_reason and "HTTP 503" in stuck.status_reason
     assert [(s.name, s.status) for s in stuck.stages][-1] == ("serve", "failed")
     row_dir = out / "checkpoints" / "vidqa-2b"
-    assert (row_dir / "server.log").is_file() and (row_dir / "build.log").is_file()
-    build_log = (row_dir / "build.log").read_text()
+    assert (row_dir / "private" / "server.log").is_file() and (row_dir / "private" / "build.log").is_file()
+    build_log = (row_dir / "private" / "build.log").read_text()
     assert hub_token not in build_log and "<redacted>" in build_log
     bundles = sorted((out / "bundles").rglob("*.bundle"))
     assert len(bundles) == 1
@@ -446,7 +446,7 @@ def sigint_during_aiperf(tmp: Path) -> Faulted:
     assert all(_members(group) == [] for group in groups)  # AIPerf's whole process group is gone
     assert not (out / LOCK).exists()
     row_dir = out / "checkpoints" / MODEL
-    for kept in ("capability.json", "aiperf/plan.json", "aiperf/inputs.jsonl", "aiperf/aiperf.log", "requests.jsonl"):
+    for kept in ("capability.json", "aiperf/plan.json", "aiperf/inputs.jsonl", "private/aiperf.log", "requests.jsonl"):
         assert (row_dir / kept).is_file(), kept
     interrupted = row(out, MODEL)
     assert (interrupted.status, interrupted.failed_stage) == ("failed", "aiperf")

@@ -131,7 +131,7 @@ def test_trtmc_identity_drift_fails_at_identity(tmp_path: Path) -> None:
     failed = row(out, "vidqa-2b")
     assert (failed.status, failed.failed_stage) == ("failed", "identity")
     assert all(p.verdict == "different" for p in failed.identity.pairs)
-    assert (out / "checkpoints" / "vidqa-2b" / "native-server.log").is_file()
+    assert (out / "checkpoints" / "vidqa-2b" / "private" / "native-server.log").is_file()
 
 
 def test_trtmc_cannot_tell_answers_fail_at_output_check(tmp_path: Path) -> None:

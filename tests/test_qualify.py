@@ -40,6 +40,27 @@ def test_self_test_writes_every_report(self_test) -> None:
 
 
 @pytest.mark.e2e
+def test_every_raw_log_and_records_file_is_under_a_private_folder(self_test) -> None:
+    out, done, _ = self_test
+    assert done.returncode == 0, done.stderr
+
+    def raw(path: Path) -> bool:
+        return path.suffix == ".log" or path.name == "records.jsonl" or path.name.endswith("-records.jsonl")
+
+    files = [p.relative_to(out) for p in out.rglob("*") if p.is_file()]
+    public_raw = [str(p) for p in files if raw(p) and "private" not in p.parts]
+    assert public_raw == []
+    assert any(raw(p) for p in files)  # the run did write raw logs: they are private, not missing
+    rows = sorted(p.parent for p in (out / "checkpoints").glob("*/result.json"))
+    assert rows
+    for row_dir in rows:
+        assert (row_dir / "private" / "aiperf.log").is_file(), row_dir.name  # AIPerf's output
+        assert (row_dir / "private" / "aiperf-logs" / "aiperf.log").is_file(), row_dir.name  # AIPerf's own log
+        assert not (row_dir / "aiperf" / "export" / "logs").exists()
+    assert (out / "private" / "reference" / "records.jsonl").is_file()
+
+
+@pytest.mark.e2e
 def test_every_request_accounted_for_and_warmup_apart(self_test) -> None:
     checks.check_every_request_accounted_for(self_test[0])
 
@@ -80,7 +101,7 @@ def test_a_report_rebuilt_from_the_artifacts_shows_the_same_frame_strip(self_tes
 def test_rerun_with_unchanged_inputs_reuses_without_aiperf(self_test) -> None:
     out, _, _ = self_test
     row_dir = out / "checkpoints" / "reference-self-test.synthetic"
-    before = {name: (row_dir / name).stat().st_mtime_ns for name in ("aiperf/aiperf.log", "result.json")}
+    before = {name: (row_dir / name).stat().st_mtime_ns for name in ("private/aiperf.log", "result.json")}
     start = time.monotonic()
     done = qualify("--out", str(out))
     assert done.returncode == 0, done.stderr
@@ -93,7 +114,7 @@ def test_rerun_with_unchanged_inputs_reuses_without_aiperf(self_test) -> None:
 def test_force_measures_again(tmp_path: Path) -> None:
     args = ("--out", str(tmp_path), "--workload", "synthetic", "--repeats", "1", "--warmup", "1")
     assert qualify(*args).returncode == 0
-    log = tmp_path / "checkpoints" / "reference-self-test.synthetic" / "aiperf" / "aiperf.log"
+    log = tmp_path / "checkpoints" / "reference-self-test.synthetic" / "private" / "aiperf.log"
     before = log.stat().st_mtime_ns
     done = qualify(*args, "--force")
     assert done.returncode == 0 and "(reused)" not in done.stdout
@@ -153,7 +174,13 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
     assert capable.provenance.settings["revision_check"].startswith("not verified: the manifest pins 1111")
     assert "test double" in capable.provenance.served_by  # the server said what it is; the report says so too
     assert "TEST DOUBLE" in " ".join(g["name"] for g in capable.provenance.hardware["gpus"])
-    for name in ("build.log", "correctness.log", "server.log", "capability.json", "command.txt"):
+    for name in (
+        "private/build.log",
+        "private/correctness.log",
+        "private/server.log",
+        "capability.json",
+        "command.txt",
+    ):
         assert (out / "checkpoints" / "vidqa-2b" / name).is_file(), name
     unsupported = row(out, "vlm-3b")
     assert unsupported.status == "unsupported" and "one image" in unsupported.status_reason

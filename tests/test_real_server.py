@@ -178,7 +178,7 @@ def test_compare_serves_a_checkpoint_itself_and_labels_the_row_a_comparison(mode
     )
     assert facts.media_adaptation.startswith("workload copy bigbuckbunny-silent-audio"), facts.media_adaptation
     assert compared.provenance is not None and compared.provenance.workload == "bigbuckbunny-silent-audio"
-    assert (out / "comparison" / "transformers-serve.log").stat().st_size > 0
+    assert (out / "private" / "transformers-serve.log").stat().st_size > 0
     report = Report.model_validate_json((out / "report.json").read_text())
     assert report.group.status == "comparison" and COMPARISON_LABEL in report.group.line
     assert COMPARISON_LABEL in (out / "report.md").read_text()

@@ -263,12 +263,12 @@ def test_the_self_test_passes_over_http(tmp_path: Path) -> None:
     videos = [json.loads(line)["video"] for line in inputs.splitlines()]
     assert videos and all(v.startswith("http://127.0.0.1:") and "/clips/synthetic/" in v for v in videos)
     assert "data:" not in inputs
-    chat = [r for r in records(out / "reference" / "records.jsonl") if r["route"] == "/v1/chat/completions"]
+    chat = [r for r in records(out / "private" / "reference" / "records.jsonl") if r["route"] == "/v1/chat/completions"]
     assert chat and {r["video_scheme"] for r in chat} == {"http"}  # capability, AIPerf and identity's chat alike
     assert result.provenance.settings["video_transport"] == "http"
     assert result.provenance.settings["video_transport_used"] == "http"
     assert "Video transport: http" in (out / "report.md").read_text()
-    assert "GET /clips/synthetic/forward.mp4" in (out / "clip-server.log").read_text()
+    assert "GET /clips/synthetic/forward.mp4" in (out / "private" / "clip-server.log").read_text()
 
 
 @pytest.mark.e2e
@@ -343,6 +343,6 @@ def test_the_trtmc_ladder_sends_the_same_transport_to_trtmc_server(tmp_path: Pat
     result = row(out, "vidqa-2b")
     assert result.status == "aiperf-qualified", result.status_reason
     assert result.video_transport == "http" and result.provenance.settings["video_transport_used"] == "http"
-    served = records(out / "checkpoints" / "vidqa-2b" / "server-records.jsonl")
+    served = records(out / "checkpoints" / "vidqa-2b" / "private" / "server-records.jsonl")
     chat = [r for r in served if r.get("route") == "/v1/chat/completions"]
     assert chat and {r["video_scheme"] for r in chat} == {"http"}

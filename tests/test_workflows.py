@@ -138,6 +138,19 @@ def test_a_final_job_merges_every_row_even_when_the_matrix_is_empty(qualify) -> 
     assert steps_using(job, "actions/upload-artifact@")[-1]["with"]["name"] == "qualification-report"
 
 
+def test_every_upload_leaves_the_raw_logs_out(qualify) -> None:
+    """The Dagger exports hold the public part only; each upload also excludes private/ folders by pattern."""
+    uploads = [step for job in qualify["jobs"].values() for step in steps_using(job, "actions/upload-artifact@")]
+    assert len(uploads) == 3
+    for upload in uploads:
+        lines = [line.strip() for line in upload["with"]["path"].splitlines() if line.strip()]
+        assert any(line.startswith("!") and line.endswith("**/private/") for line in lines), upload
+    dagger_calls = [
+        s["run"] for j in qualify["jobs"].values() for s in j["steps"] if "export --path" in s.get("run", "")
+    ]
+    assert dagger_calls and not [call for call in dagger_calls if "--private" in call]
+
+
 def test_a_profile_whose_job_left_no_row_is_a_failed_row_in_the_report(qualify, tmp_path) -> None:
     """The report job's row-gathering step, run for real: one profile's job uploaded its row, another's failed
     before its step chain (no artifact): the second becomes a failed row, not a silent gap."""

@@ -160,11 +160,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import build_report, frame_strip, write_report
 
+    if args.check_public:
+        return _check_public(args.dirs)
+
     report = build_report(args.dirs, title=args.title)
     out: Path = args.out or args.dirs[0]
     for path in write_report(report, out, frame_strip(report, args.dirs)):
         print(f"wrote {path}")
     print(", ".join(f"{status} {count}" for status, count in report.counts.items()))
+    return EXIT_OK
+
+
+def _check_public(directories: list[Path]) -> int:
+    """Each directory's public files scanned for this machine's paths, user and host names and known secrets."""
+    from .public_check import check_public, run_sentinels
+    from .publish import source_tree
+    from .scrub import known_secrets
+
+    for directory in directories:
+        if not directory.is_dir():
+            raise BadInput(f"{directory} is not a directory; pass the --out directory of a qualify run")
+        sentinels = run_sentinels(directory, extra_paths=[p for p in [source_tree()] if p], secrets=known_secrets())
+        print(f"{directory}: public check passed ({check_public(directory, sentinels)} text files scanned)")
     return EXIT_OK
 
 
@@ -310,6 +327,12 @@ def _add_report_parser(commands: _Commands) -> None:
     report.add_argument("dirs", type=Path, nargs="+", metavar="DIR", help="artifact directories of qualify runs")
     report.add_argument("--out", type=Path, metavar="DIR", help="where the reports go (default: the first DIR)")
     report.add_argument("--title", help="the report's title")
+    report.add_argument(
+        "--check-public",
+        action="store_true",
+        help="only check: scan every public text file (outside private/ folders) for this machine's absolute paths, "
+        "user and host names and known secrets; exit 2 naming file:line for each hit (qualify runs it too)",
+    )
     report.set_defaults(handler=cmd_report)
 
 

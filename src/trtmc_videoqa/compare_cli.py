@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from .errors import EXIT_OK, BadInput
+from .public_check import PRIVATE_DIR
 from .results import ComparisonFacts
 from .safe_names import safe_name
 from .serving.transformers_serve import ServeTarget, find_transformers, serve_target
@@ -206,7 +207,7 @@ def compare_row(
     with ServerProcess(
         argv,
         url=url,
-        log_path=args.out / "comparison" / SERVER_LOG,
+        log_path=args.out / PRIVATE_DIR / SERVER_LOG,
         startup_timeout_s=comparison.startup_timeout_s,
         cwd=comparison.target.cwd,
         ready_path=HEALTH_PATH,

@@ -8,6 +8,7 @@ Dagger function reads as one chain. Every function returns a lazy Dagger object,
 ``qualify`` when it has to ask the inventory for the profiles first.
 """
 
+import functools
 import json
 import uuid
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from .dagger_plan import (
     KEY_PREFIX,
     PACKAGE_DIR,
     PIP_CACHE,
+    PRIVATE_EXCLUDE,
     RECIPES,
     SOURCE_IGNORE,
     TRTMC_BUILD,
@@ -80,6 +82,11 @@ else:
     from dagger import function, object_type
 
 Step = Callable[[dagger.Container], dagger.Container]
+# Arguments several functions take, documented once.
+HubToken = Annotated[dagger.Secret | None, Doc("hub token for gated checkpoints, e.g. env:HF_TOKEN")]
+CudaArch = Annotated[str, Doc("CUDA architecture TRTMC is built for (90 = sm_90, the H200)")]
+Transport = Annotated[str, Doc("how requests carry the clip: data-url (default), http (a loopback server) or auto")]
+PrivateLogs = Annotated[bool, Doc("also export the raw logs (private/ folders), for a maintainer; never for upload")]
 
 
 # --- container steps: each a function from container to container, for `.with_(step)` ---------------------------
@@ -97,12 +104,7 @@ def with_env(env: dict[str, str]) -> Step:
 
 
 def with_labels(labels: dict[str, str]) -> Step:
-    def step(container: dagger.Container) -> dagger.Container:
-        for name, value in labels.items():
-            container = container.with_label(name, value)
-        return container
-
-    return step
+    return lambda container: functools.reduce(lambda c, label: c.with_label(*label), labels.items(), container)
 
 
 def with_cache(path: str, volume: str, sharing: CacheSharingMode = CacheSharingMode.SHARED) -> Step:
@@ -192,6 +194,11 @@ def with_rows(runs: dict[str, dagger.Directory]) -> Step:
     return step
 
 
+def exported(artifacts: dagger.Directory, private: bool) -> dagger.Directory:
+    """The public part alone unless the raw logs (private/ folders, which may name the runner) are asked for."""
+    return artifacts if private else artifacts.filter(exclude=PRIVATE_EXCLUDE)
+
+
 # --- the main object --------------------------------------------------------------------------------------------
 
 
@@ -252,10 +259,8 @@ class TrtmcVideoqa:
     @function
     def runtime(
         self,
-        hf_token: Annotated[dagger.Secret | None, Doc("hub token for gated checkpoints, e.g. env:HF_TOKEN")] = None,
-        cuda_arch: Annotated[
-            str, Doc("CUDA architecture TRTMC is built for (90 = sm_90, the H200)")
-        ] = DEFAULT_CUDA_ARCH,
+        hf_token: HubToken = None,
+        cuda_arch: CudaArch = DEFAULT_CUDA_ARCH,
     ) -> dagger.Container:
         """The CUDA + TensorRT runtime with TRTMC built from the pinned commit (containers/runtime.Dockerfile)."""
         p = pins()
@@ -306,12 +311,12 @@ class TrtmcVideoqa:
     def self_test(
         self,
         force: Annotated[bool, Doc("run it again even where nothing changed")] = False,
-        video_transport: Annotated[
-            str, Doc("how requests carry the clip: data-url (default), http (a loopback clip server) or auto")
-        ] = DEFAULT_VIDEO_TRANSPORT,
+        video_transport: Transport = DEFAULT_VIDEO_TRANSPORT,
+        private: PrivateLogs = False,
     ) -> dagger.Directory:
-        """The reference-endpoint self-test (a test double, no GPU) in the CPU image; its artifacts."""
-        return self.cpu().with_(with_nonce(force)).with_exec(self_test_argv(video_transport)).directory(ARTIFACTS)
+        """The reference-endpoint self-test (a test double, no GPU) in the CPU image; its public artifacts."""
+        run = self.cpu().with_(with_nonce(force)).with_exec(self_test_argv(video_transport))
+        return exported(run.directory(ARTIFACTS), private)
 
     # --- GPU steps ------------------------------------------------------------------------------------------------
 
@@ -372,19 +377,16 @@ class TrtmcVideoqa:
         ] = None,
         workload: Annotated[str, Doc("built-in workload: bigbuckbunny (default) or synthetic")] = DEFAULT_WORKLOAD,
         force: Annotated[bool, Doc("measure again: a nonce changes each exec's cache key")] = False,
-        hf_token: Annotated[dagger.Secret | None, Doc("hub token for gated checkpoints, e.g. env:HF_TOKEN")] = None,
+        hf_token: HubToken = None,
         serve_token: Annotated[
             dagger.Secret | None, Doc("API key trtmc-server requires, e.g. env:TRTMC_SERVE_TOKEN")
         ] = None,
-        cuda_arch: Annotated[
-            str, Doc("CUDA architecture TRTMC is built for (90 = sm_90, the H200)")
-        ] = DEFAULT_CUDA_ARCH,
+        cuda_arch: CudaArch = DEFAULT_CUDA_ARCH,
         timeout: Annotated[
             int, Doc("seconds one checkpoint's step chain may run before it is a failed row")
         ] = DEFAULT_STEP_LIMIT_S,
-        video_transport: Annotated[
-            str, Doc("how requests carry the clip to trtmc-server: data-url (default), http or auto")
-        ] = DEFAULT_VIDEO_TRANSPORT,
+        video_transport: Transport = DEFAULT_VIDEO_TRANSPORT,
+        private: PrivateLogs = False,
     ) -> dagger.Directory:
         """Qualify checkpoints, one GPU exec each, and merge their rows with the inventory's into one report."""
         check_video_transport(video_transport)  # a bad value fails here, before the inventory runs
@@ -400,7 +402,7 @@ class TrtmcVideoqa:
             name: self._qualified(runtime, name, workload, cuda_arch, force, timeout, video_transport)
             for name in profiles
         }
-        return self._merged(inventory, runs)
+        return exported(self._merged(inventory, runs), private)
 
     @function(cache="never")
     def compare(
@@ -409,11 +411,12 @@ class TrtmcVideoqa:
         profile: Annotated[str | None, Doc("the TRTMC profile the row stands beside")] = None,
         revision: Annotated[str | None, Doc("hub revision to serve (default: main)")] = None,
         workload: Annotated[str, Doc("built-in workload: bigbuckbunny (default) or synthetic")] = DEFAULT_WORKLOAD,
-        hf_token: Annotated[dagger.Secret | None, Doc("hub token for gated checkpoints, e.g. env:HF_TOKEN")] = None,
+        hf_token: HubToken = None,
         force: Annotated[bool, Doc("measure again: a nonce changes the exec's cache key")] = False,
         timeout: Annotated[
             int, Doc("seconds the server may take to fetch and load the checkpoint")
         ] = COMPARISON_STARTUP_S,
+        private: PrivateLogs = False,
     ) -> dagger.Directory:
         """Upstream `transformers serve` on a checkpoint, qualified over http: a comparison, not a TRTMC capability."""
         argv = comparison_argv(checkpoint, profile, revision, workload, timeout, force)
@@ -425,6 +428,7 @@ class TrtmcVideoqa:
             .with_(with_secret("HF_TOKEN", hf_token))
             .with_exec(argv, expect=ReturnType.ANY)
             .directory(ARTIFACTS)
+            .with_(lambda directory: exported(directory, private))
         )
 
     # --- pins -----------------------------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ SOURCE_IGNORE = [
     "**/*.pyc",
     "**/.pytest_cache",
 ]
+PRIVATE_EXCLUDE = ["private", "**/private"]  # raw logs, left out of an export unless asked for
 KEY_PREFIX = "TRTMC_VIDEOQA_KEY_"  # env vars that exist to key a qualification exec (see qualification_key)
 PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 MODULE_ROOT = Path(__file__).resolve().parents[2]

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from .aiperf.command import AiperfSettings, profile_argv, reproducible_command
 from .aiperf.dataset import Prompt, RequestPlan, plan_requests, write_input_file
-from .aiperf.exports import ClientRecord, read_client_records, scrub_exports
+from .aiperf.exports import ClientRecord, read_client_records, scrub_export_file, scrub_exports
 from .aiperf.locate import AiperfInstall
 from .aiperf.runner import RunOutcome, run_with_wall_limit
 from .aiperf.tokenizer import aiperf_environment
 from .atomic_write import write_model_atomic, write_text_atomic
 from .grading import GradedAnswer, grade_workload
 from .output_check import check_outputs, output_check_stage, write_output_check
+from .public_check import PRIVATE_DIR
 from .request_join import join_requests, read_server_records
 from .results import Accuracy, OutputCheck, RequestRow, StageResult, StageStatus, TransportAttempt, VideoTransport
 from .run_settings import RunSettings
@@ -36,6 +37,10 @@ from .workloads import Workload
 if TYPE_CHECKING:  # the capability check brings httpx; loaded when a measurement really starts
     from .self_test_plan import DeclaredNoAnswer
     from .serving.capability import CapabilityResult
+
+AIPERF_LOG = "aiperf.log"  # AIPerf's stdout and stderr, under the row's private/ folder: a raw log, never published
+AIPERF_OWN_LOGS = "logs"  # the folder AIPerf writes its own log to, in its artifact directory
+AIPERF_LOGS = "aiperf-logs"  # where that folder is kept, under the row's private/ folder
 
 
 @dataclass(frozen=True)
@@ -240,8 +245,9 @@ def run_aiperf(
     row_dir: Path,
     progress: Callable[[str], None],
 ) -> AiperfRun:
-    """AIPerf on the plan's input file under our wall limit; its exports scrubbed of secrets, its outcome written."""
-    aiperf_dir = row_dir / "aiperf"
+    """AIPerf on the plan's input file under our wall limit; its exports scrubbed of secrets, its outcome written.
+    Its raw logs (its output, and the log folder it writes among its exports) are kept under the row's private/."""
+    aiperf_dir, private = row_dir / "aiperf", row_dir / PRIVATE_DIR
     input_file = write_input_file(plan, aiperf_dir / "inputs.jsonl")
     write_model_atomic(aiperf_dir / "plan.json", plan)
     aiperf_settings = AiperfSettings(
@@ -259,7 +265,7 @@ def run_aiperf(
     command = reproducible_command(profile_argv(aiperf.executable, aiperf_settings, reveal_secrets=False))
     progress(f"aiperf: {len(plan.warmup)} warmup + {len(plan.profiling)} profiling requests")
     _set_aside(Path(aiperf_settings.artifact_dir))
-    log = aiperf_dir / "aiperf.log"
+    log = private / AIPERF_LOG
     started = time.monotonic()
     interrupted = False
     try:
@@ -274,7 +280,10 @@ def run_aiperf(
         wall = time.monotonic() - started
         outcome = RunOutcome(exit_code=None, timed_out=False, wall_s=wall, log=str(log), interrupted=True)
     clients = read_client_records(Path(aiperf_settings.artifact_dir))
-    scrub_exports(aiperf_dir, known_secrets(target.api_key))
+    secrets = known_secrets(target.api_key)
+    scrub_exports(aiperf_dir, secrets)
+    scrub_export_file(log, secrets)
+    _keep_private(Path(aiperf_settings.artifact_dir) / AIPERF_OWN_LOGS, private / AIPERF_LOGS)
     write_model_atomic(aiperf_dir / "outcome.json", outcome)
     return AiperfRun(outcome=outcome, clients=clients, command=command, interrupted=interrupted)
 
@@ -322,7 +331,7 @@ def _aiperf_stage(
             "every one accounted for"
         )
         status = "passed"
-    evidence = ["aiperf/plan.json", "aiperf/outcome.json", "aiperf/aiperf.log", "requests.jsonl"]
+    evidence = ["aiperf/plan.json", "aiperf/outcome.json", f"{PRIVATE_DIR}/{AIPERF_LOG}", "requests.jsonl"]
     return StageResult(name="aiperf", status=status, detail=detail, wall_s=round(outcome.wall_s, 3), evidence=evidence)
 
 
@@ -359,6 +368,19 @@ def _accuracy(workload: Workload, graded: list[GradedAnswer]) -> Accuracy:
     )
 
 
+def _keep_private(logs: Path, kept: Path) -> None:
+    """AIPerf's own log folder moved out of its exports to `kept` (under private/), replacing an earlier run's; never
+    through a symbolic link: a link is moved or removed as the link itself."""
+    if not os.path.lexists(logs):
+        return
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    if kept.is_symlink() or (os.path.lexists(kept) and not kept.is_dir()):
+        kept.unlink()
+    elif kept.is_dir():
+        shutil.rmtree(kept)  # removes links inside as links, never what they point to
+    os.replace(logs, kept)
+
+
 def _set_aside(export_dir: Path) -> None:
     """A previous attempt's exports move to export.previous/, so a new run never reads a stale file as its own
     (AIPerf writes only some files when it fails) and the last attempt's evidence is still there to read."""
@@ -368,6 +390,8 @@ def _set_aside(export_dir: Path) -> None:
     if previous.exists():
         shutil.rmtree(previous)
     export_dir.rename(previous)
+    # An attempt cut off before its logs were kept apart (Ctrl-C during AIPerf) left them in its export.
+    _keep_private(previous / AIPERF_OWN_LOGS, export_dir.parent.parent / PRIVATE_DIR / (AIPERF_LOGS + ".previous"))
 
 
 def _failure_summary(failed: list[RequestRow], settings: RunSettings) -> str:

@@ -55,13 +55,13 @@ MIN_WORD_CHARS = 3  # `root` (4) must be checked; 1-2 characters would hit every
 # and followed by `/`, a quote, whitespace, the line's end, or any other character that does not continue a name
 # (so /tmp hits /tmp/x and "/tmp" but not /tmpfoo or /tmp.d; a sentence's closing dot after /tmp still hits).
 _NAME_CHAR = r"[\w.~+@%-]"
-_PATH_BEFORE = rf"(?<!{_NAME_CHAR})"
-_PATH_AFTER = r"(?!\.?[\w~+@%-])"
+PATH_BEFORE = rf"(?<!{_NAME_CHAR})"
+PATH_AFTER = r"(?!\.?[\w~+@%-])"
 # Words (user, host) match as whole tokens: not next to [A-Za-z0-9_], so `root` is no hit in root_correlation_id or
 # chroot, but is in root@host, /home/root/, "root". Case-sensitive, like paths: the tool writes these values as the
 # system gave them, and a case-blind match would flag ordinary words (a host named "Report").
-_WORD_BEFORE = r"(?<![A-Za-z0-9_])"
-_WORD_AFTER = r"(?![A-Za-z0-9_])"
+WORD_BEFORE = r"(?<![A-Za-z0-9_])"
+WORD_AFTER = r"(?![A-Za-z0-9_])"
 
 
 def _unique(values: Iterable[str]) -> list[str]:
@@ -111,7 +111,7 @@ class PublicCheckFailed(UserError):
 # --- the run's sentinels ----------------------------------------------------------------------------------------
 
 
-def _path_forms(path: Path | str) -> list[str]:
+def path_forms(path: Path | str) -> list[str]:
     """The absolute form as given and the resolved one (links followed): text may carry either."""
     given = Path(os.path.abspath(path))
     try:
@@ -121,7 +121,7 @@ def _path_forms(path: Path | str) -> list[str]:
     return [str(given), str(resolved)]
 
 
-def _keep_path(path: str) -> bool:
+def keep_path(path: str) -> bool:
     return path.startswith("/") and len(path) >= MIN_PATH_CHARS and path not in GENERIC_PATHS
 
 
@@ -154,14 +154,19 @@ def _keep_word(word: str) -> bool:
     return len(word) >= MIN_WORD_CHARS and word.lower() not in GENERIC_HOSTS
 
 
+def machine_words() -> list[str]:
+    """The user and host names that no public file may hold (too short or generic ones left out)."""
+    return [word for word in _unique([*_user_name(), *_host_names()]) if _keep_word(word)]
+
+
 def run_sentinels(out: Path, *, extra_paths: Sequence[Path | str] = (), secrets: Sequence[str] = ()) -> PublicSentinels:
     """This run's own values: the output directory, the venv, $HOME, the temp dir, the working directory and the
     paths given (a TRTMC checkout) in both forms; the user and host names; the secrets given."""
     candidates = [out, *_run_dirs(), *extra_paths]
-    paths = [form for path in candidates for form in _path_forms(path)]
+    paths = [form for path in candidates for form in path_forms(path)]
     return PublicSentinels(
-        paths=[path for path in _unique(paths) if _keep_path(path)],
-        words=[word for word in _unique([*_user_name(), *_host_names()]) if _keep_word(word)],
+        paths=[path for path in _unique(paths) if keep_path(path)],
+        words=machine_words(),
         secrets=list(secrets),
     )
 
@@ -185,8 +190,8 @@ class _Matchers:
     @classmethod
     def of(cls, sentinels: PublicSentinels) -> _Matchers:
         sources: list[tuple[HitKind, list[str], str, str]] = [
-            ("path", sentinels.paths, _PATH_BEFORE, _PATH_AFTER),
-            ("user-or-host", sentinels.words, _WORD_BEFORE, _WORD_AFTER),
+            ("path", sentinels.paths, PATH_BEFORE, PATH_AFTER),
+            ("user-or-host", sentinels.words, WORD_BEFORE, WORD_AFTER),
             ("secret", sentinels.secrets, "", ""),
         ]
         patterns = tuple(
@@ -236,7 +241,7 @@ def _raise(error: OSError) -> None:
     raise error  # a directory we cannot list is one we cannot vouch for: a tool error, not a silent pass
 
 
-def _public_files(root: Path) -> Iterator[Path]:
+def public_files(root: Path) -> Iterator[Path]:
     """Regular files under root, outside any private/ folder, never through a link."""
     for dirpath, dirnames, filenames in os.walk(root, onerror=_raise, followlinks=False):
         here = Path(dirpath)
@@ -285,7 +290,7 @@ def _scan(root: Path, sentinels: PublicSentinels) -> tuple[list[Hit], int]:
     matchers = _Matchers.of(sentinels)
     hits: list[Hit] = []
     scanned = 0
-    for path in _public_files(root):
+    for path in public_files(root):
         found = _scan_file(path, path.relative_to(root).as_posix(), matchers)
         if found is not None:
             scanned += 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .public_check import PRIVATE_DIR
 from .qualify import unsupported_row
 from .results import CheckpointEntry, ResultRow
 from .safe_names import plain_revision, safe_name
@@ -18,6 +19,7 @@ from .trtmc_steps import (
     file_digest,
 )
 
+CORRECTNESS_LOG = f"{PRIVATE_DIR}/correctness.log"  # the family's run, relative to the row: a raw log
 # Smoke, random-weight and partial profiles answer nothing worth grading: listed, run only when named.
 _NOT_BY_DEFAULT = ("l0", "random", "partial", "regression")
 
@@ -94,7 +96,7 @@ def correctness_problem(bundle: Path, digest: str, artifacts: Path, profile: str
     evidence), or None. Checked, not assumed: some test passed and none failed (pytest exits 0 when all skip),
     the bundle the runner found is still ours byte for byte, it built no other bundle, and its own result for the
     profile, where it wrote one, says pass."""
-    log = ["correctness.log"]
+    log = [CORRECTNESS_LOG]
     outcome = family_test_outcome(artifacts)
     if outcome is None:
         return "the family's tests left no JUnit report, so what ran is unknown", "no junit.xml", log

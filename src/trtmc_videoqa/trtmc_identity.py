@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from .aiperf.command import reproducible_command
 from .identity_run import compared, native_side
+from .public_check import PRIVATE_DIR
 from .results import IdentityAnswer, IdentityCheck
 from .trtmc_steps import perf_serving_argv, perf_serving_env, perf_serving_problem
 
@@ -26,13 +27,15 @@ def native_identity(cp: Checkpoint, bundle: Bundle, chat: list[IdentityAnswer]) 
     if problem is not None or entry.native_request is None:
         return blocked(problem or "the Task defines no native request"), {}
     port = free_loopback_port()
+    private = cp.row_dir / PRIVATE_DIR  # its log and records are raw: never published
+    private.mkdir(parents=True, exist_ok=True)
     argv = perf_serving_argv(
         cp.toolchain,
         cp.checkout,
         bundle.path,
         profile=entry.profile,
         port=port,
-        records=cp.row_dir / "native-records.jsonl",
+        records=private / "native-records.jsonl",
         scratch=cp.row_dir / "native-scratch",
         request_timeout_s=job.settings.request_timeout_s,
     )
@@ -43,7 +46,7 @@ def native_identity(cp: Checkpoint, bundle: Bundle, chat: list[IdentityAnswer]) 
         with ServerProcess(
             argv,
             url=url,
-            log_path=cp.row_dir / "native-server.log",
+            log_path=private / "native-server.log",
             startup_timeout_s=job.stage_timeouts["startup"],
             env=perf_serving_env(cp.checkout, dict(os.environ)),
         ):

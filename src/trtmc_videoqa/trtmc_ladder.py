@@ -20,6 +20,7 @@ from .cache_keys import reusable, trtmc_key
 from .endpoint_run import EndpointMeasurement, Gates, measure_endpoint
 from .hub_cache import checkpoint_tokenizer, revision_check
 from .identity_run import chat_side, recorded
+from .public_check import PRIVATE_DIR
 from .qualify import (
     QualifyJob,
     finish_row,
@@ -40,7 +41,7 @@ from .results import (
     StageStatus,
 )
 from .scrub import SERVER_TOKEN_ENV
-from .trtmc_checks import correctness_problem, manifest_path_problem
+from .trtmc_checks import CORRECTNESS_LOG, correctness_problem, manifest_path_problem
 from .trtmc_identity import native_identity
 from .trtmc_steps import (
     Toolchain,
@@ -55,6 +56,11 @@ from .trtmc_steps import (
     partial_path,
     server_argv,
 )
+
+# The raw logs and the server's per-request records, relative to the row directory: under private/, never published.
+BUILD_LOG = f"{PRIVATE_DIR}/build.log"
+SERVER_LOG = f"{PRIVATE_DIR}/server.log"
+SERVER_RECORDS = f"{PRIVATE_DIR}/server-records.jsonl"
 
 
 @dataclass(frozen=True)
@@ -179,7 +185,7 @@ def _build(cp: Checkpoint, climb: Climb) -> tuple[Climb, Bundle] | Stop:
         name="build",
         status="passed",
         detail=f"{path.name} {bundle.digest}",
-        evidence=["build.log"] if (cp.row_dir / "build.log").exists() else [],
+        evidence=[BUILD_LOG] if (cp.row_dir / BUILD_LOG).exists() else [],
     )
     row = climb.row.model_copy(
         update=dict(
@@ -199,7 +205,7 @@ def _run_build(cp: Checkpoint, bundle: Path) -> StageResult | None:
     try:
         code, wall = _run_step(
             build_argv(cp.toolchain, cp.entry, partial),
-            log=cp.row_dir / "build.log",
+            log=cp.row_dir / BUILD_LOG,
             timeout_s=cp.job.stage_timeouts["build"],
         )
         if code == 0 and partial.is_file():
@@ -209,7 +215,7 @@ def _run_build(cp: Checkpoint, bundle: Path) -> StageResult | None:
     if bundle.is_file():
         return None
     why = "timed out" if code is None else f"exit {code}" if code else "no bundle written"
-    return StageResult(name="build", status="failed", detail=why, wall_s=wall, evidence=["build.log"])
+    return StageResult(name="build", status="failed", detail=why, wall_s=wall, evidence=[BUILD_LOG])
 
 
 def _correctness(cp: Checkpoint, climb: Climb, bundle: Bundle) -> Climb | Stop:
@@ -228,14 +234,14 @@ def _correctness(cp: Checkpoint, climb: Climb, bundle: Bundle) -> Climb | Stop:
     job.stage = "correctness"
     code, wall = _run_step(
         argv,
-        log=cp.row_dir / "correctness.log",
+        log=cp.row_dir / CORRECTNESS_LOG,
         timeout_s=job.stage_timeouts["correctness"],
         cwd=cp.checkout,
         env=correctness_env(cp.checkout, dict(os.environ)),
     )
     if code != 0:
         why = "timed out" if code is None else f"exit {code}"
-        failed = StageResult(name="correctness", status="failed", detail=why, wall_s=wall, evidence=["correctness.log"])
+        failed = StageResult(name="correctness", status="failed", detail=why, wall_s=wall, evidence=[CORRECTNESS_LOG])
         return Stop(climb, "failed", f"family correctness {why}", failed, failed="correctness")
     problem = correctness_problem(bundle.path, bundle.digest, artifacts, entry.profile)
     if problem is not None:
@@ -247,7 +253,7 @@ def _correctness(cp: Checkpoint, climb: Climb, bundle: Bundle) -> Climb | Stop:
         status="passed",
         wall_s=wall,
         detail=f"{test.relative_to(cp.checkout)} on {bundle.digest}",
-        evidence=["correctness.log"],
+        evidence=[CORRECTNESS_LOG],
     )
     row = climb.row.model_copy(
         update=dict(
@@ -267,7 +273,8 @@ def _serve_and_measure(cp: Checkpoint, climb: Climb, bundle: Bundle) -> ResultRo
     job = cp.job
     port = free_loopback_port()
     url = f"http://127.0.0.1:{port}"
-    records = cp.row_dir / "server-records.jsonl"
+    records = cp.row_dir / SERVER_RECORDS
+    records.parent.mkdir(parents=True, exist_ok=True)  # the server may not make the folder of its records file
     argv = server_argv(
         cp.toolchain,
         bundle.path,
@@ -285,7 +292,7 @@ def _serve_and_measure(cp: Checkpoint, climb: Climb, bundle: Bundle) -> ResultRo
     job.progress(f"{cp.entry.profile}: starting trtmc-server")
     job.stage = "serve"
     started = time.monotonic()
-    log = cp.row_dir / "server.log"
+    log = cp.row_dir / SERVER_LOG
     chat: list[IdentityAnswer] | None = None
     try:
         with ServerProcess(
@@ -319,7 +326,7 @@ def served_model_name(cp: Checkpoint, url: str) -> str:
 
 def _serve_stage(status: StageStatus, detail: str, started: float) -> StageResult:
     wall = round(time.monotonic() - started, 3)
-    return StageResult(name="serve", status=status, detail=detail, wall_s=wall, evidence=["server.log"])
+    return StageResult(name="serve", status=status, detail=detail, wall_s=wall, evidence=[SERVER_LOG])
 
 
 def _with_stage(climb: Climb, stage: StageResult) -> Climb:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .aiperf.dataset import Prompt
 from .atomic_write import write_model_atomic
+from .public_check import PRIVATE_DIR
 from .results import StageResult, StageStatus, TransportAttempt, TransportChoice, VideoTransport
 from .serving.clip_server import ServedFile
 
@@ -36,7 +37,7 @@ TRIED: dict[TransportChoice, tuple[VideoTransport, ...]] = {
     "auto": ("data-url", "http"),
 }
 OTHER: dict[VideoTransport, VideoTransport] = {"data-url": "http", "http": "data-url"}
-CLIP_SERVER_LOG = "clip-server.log"
+CLIP_SERVER_LOG = f"{PRIVATE_DIR}/clip-server.log"  # relative to --out: a raw log, never published
 
 
 def needs_clip_server(choice: TransportChoice) -> bool:

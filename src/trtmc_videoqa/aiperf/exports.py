@@ -198,17 +198,22 @@ def _scrub_headers(value: Any) -> Any:
 def scrub_exports(artifact_dir: Path, secrets: list[str]) -> None:
     """Redact credential headers, any known secret value and the embedded clips from AIPerf's files, in place."""
     for path in sorted(artifact_dir.rglob("*")):
-        if not path.is_file() or path.suffix not in {".jsonl", ".json", ".txt", ".log", ".csv"}:
-            continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        cleaned = _redact_data_urls(text)
-        if path.suffix in {".jsonl", ".json"} and "request_headers" in cleaned:
-            cleaned = "\n".join(_scrub_json_line(line) for line in cleaned.split("\n"))
-        for secret in secrets:
-            if secret:
-                cleaned = cleaned.replace(secret, "<redacted>")
-        if cleaned != text:
-            write_bytes_atomic(path, cleaned.encode("utf-8"))
+        scrub_export_file(path, secrets)
+
+
+def scrub_export_file(path: Path, secrets: list[str]) -> None:
+    """`scrub_exports` for one file (a symbolic link, or a file of another kind, is left alone)."""
+    if path.is_symlink() or not path.is_file() or path.suffix not in {".jsonl", ".json", ".txt", ".log", ".csv"}:
+        return
+    text = path.read_text(encoding="utf-8", errors="replace")
+    cleaned = _redact_data_urls(text)
+    if path.suffix in {".jsonl", ".json"} and "request_headers" in cleaned:
+        cleaned = "\n".join(_scrub_json_line(line) for line in cleaned.split("\n"))
+    for secret in secrets:
+        if secret:
+            cleaned = cleaned.replace(secret, "<redacted>")
+    if cleaned != text:
+        write_bytes_atomic(path, cleaned.encode("utf-8"))
 
 
 def _scrub_json_line(line: str) -> str:
