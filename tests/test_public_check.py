@@ -54,6 +54,7 @@ def test_a_planted_absolute_path_is_found_at_its_file_and_line(tmp_path: Path) -
 
 def test_the_user_name_hits_only_as_a_whole_token(tmp_path: Path) -> None:
     lines = ["root_correlation_id: 7", "chroot jail", "rootfs", "root@x", "see /home/root/.cache", '"user": "root"']
+    lines += ["--runtime-root build", "root-owned"]  # an option's or a hyphenated word's part: no hit
     write(tmp_path, "log.txt", "\n".join(lines) + "\n")
 
     hits = scan_public(tmp_path, sentinels(words=["root"]))

@@ -182,6 +182,16 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
         "command.txt",
     ):
         assert (out / "checkpoints" / "vidqa-2b" / name).is_file(), name
+    # the public row says what the private logs saw, and its commands run from the artifact folder elsewhere
+    correctness = next(s for s in capable.stages if s.name == "correctness")
+    assert correctness.detail.endswith(": 1 passed, 0 failed, 0 skipped")
+    assert (
+        capable.commands["build"].startswith("trtmc build ") and "--output $BUNDLE_CACHE/" in capable.commands["build"]
+    )
+    serve = capable.commands["serve"]
+    assert serve.startswith("trtmc-server $BUNDLE_CACHE/") and "checkpoints/vidqa-2b/private/server-records" in serve
+    assert "--input-file checkpoints/vidqa-2b/aiperf/inputs.jsonl" in capable.commands["aiperf"]
+    assert str(out) not in (out / "checkpoints" / "vidqa-2b" / "command.txt").read_text()
     unsupported = row(out, "vlm-3b")
     assert unsupported.status == "unsupported" and "one image" in unsupported.status_reason
     assert any(e.startswith("families/vlm/") for e in unsupported.status_evidence)
@@ -227,7 +237,8 @@ def test_the_checkpoints_own_tokenizer_is_taken_from_the_hub_cache(tmp_path: Pat
     assert qualified.status == "aiperf-qualified"
     assert qualified.provenance.tokenizer == f"the checkpoint's own tokenizer (example/VidQA-2B@{'1' * 40}, hub cache)"
     assert qualified.provenance.settings["revision_check"].startswith("verified: the hub cache's main of example")
-    assert f"--tokenizer {snapshot}" in qualified.commands["aiperf"]
+    # named by placeholder in public files: where the hub cache is differs on another machine
+    assert f"--tokenizer $HF_HUB_CACHE/{snapshot.relative_to(hub)}" in qualified.commands["aiperf"]
 
 
 def test_a_family_run_that_only_skips_validates_nothing(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from .aiperf.command import reproducible_command
 from .errors import EXIT_OK, BadInput
 from .public_check import PRIVATE_DIR
 from .results import ComparisonFacts
@@ -221,4 +222,5 @@ def compare_row(
             identity=identity,
             alive=lambda: server.alive,
             comparison=facts,
+            serve_command=reproducible_command(argv),
         )

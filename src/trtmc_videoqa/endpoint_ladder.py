@@ -42,6 +42,7 @@ def qualify_endpoint(
     native_key: str | None = None,
     declared_no_answer: DeclaredNoAnswer | None = None,
     comparison: ComparisonFacts | None = None,
+    serve_command: str | None = None,
 ) -> ResultRow:
     """An already running OpenAI-compatible video chat server: planned -> endpoint-qualified.
 
@@ -49,7 +50,8 @@ def qualify_endpoint(
     own declaration that this server answers "cannot tell" here (the self-test's test double on a real clip): such
     answers then pass the output check, and the row says it is about transport and timing only. No other run has
     one. `comparison` marks an upstream server of a checkpoint that this run started (`trtmc-videoqa compare`): the
-    row carries its facts and label, and no report counts it as TRTMC."""
+    row carries its facts and label, and no report counts it as TRTMC. `serve_command` is how the server this run
+    started was started (the self-test's, a comparison's): the row's commands name it before AIPerf's."""
     key = row_key(
         job,
         identity=identity or url,
@@ -77,7 +79,7 @@ def qualify_endpoint(
     row = finish_row(
         job,
         _measured_row(job, row, measurement, url, stated, declared_no_answer),
-        {"trtmc-videoqa": job.command, **measurement.commands},
+        {"trtmc-videoqa": job.command, **({"serve": serve_command} if serve_command else {}), **measurement.commands},
     )
     if measurement.interrupted:
         raise KeyboardInterrupt  # the row is written; the run stops here

@@ -38,6 +38,11 @@ if TYPE_CHECKING:  # the capability check brings httpx; loaded when a measuremen
     from .self_test_plan import DeclaredNoAnswer
     from .serving.capability import CapabilityResult
 
+# Over http the input file names the run's own loopback clip server, which lives only as long as the run.
+HTTP_INPUTS_NOTE = (
+    "# inputs.jsonl names this run's loopback clip server (video transport http), which served the workload's\n"
+    "# files (workload/<name>/files/) only while the run lasted: re-run qualify with --video-transport http\n"
+)
 AIPERF_LOG = "aiperf.log"  # AIPerf's stdout and stderr, under the row's private/ folder: a raw log, never published
 AIPERF_OWN_LOGS = "logs"  # the folder AIPerf writes its own log to, in its artifact directory
 AIPERF_LOGS = "aiperf-logs"  # where that folder is kept, under the row's private/ folder
@@ -137,7 +142,7 @@ def measure_endpoint(
         return result
     plan = result.plan = _plan(prompts, settings, max_tokens, workload, aiperf_videos(transport, urls))
     run = run_aiperf(target, plan, settings, aiperf, tokenizer, row_dir, progress)
-    result.commands["aiperf"] = run.command
+    result.commands["aiperf"] = (HTTP_INPUTS_NOTE if transport == "http" else "") + run.command
     result.aiperf_exit, result.interrupted = run.outcome.exit_code, run.interrupted
     joined = join_requests(plan, run.clients, read_server_records(server_records), workload, max_tokens)
     result.records, result.task_time_field = joined.records, joined.task_time_field

@@ -4,6 +4,7 @@ that is the revision a build read, and the checkpoint's own tokenizer."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,8 +26,13 @@ def hub_snapshot(entry: CheckpointEntry, environ: dict[str, str] | None = None) 
         or not all(map(safe_name, entry.checkpoint.split("/")))
     ):
         return None
-    hub = Path(env.get("HF_HUB_CACHE") or Path(env.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "hub")
-    return hub / f"models--{entry.checkpoint.replace('/', '--')}" / "snapshots" / entry.revision
+    return hub_cache_dir(env) / f"models--{entry.checkpoint.replace('/', '--')}" / "snapshots" / entry.revision
+
+
+def hub_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The Hugging Face hub cache this environment uses (HF_HUB_CACHE, else HF_HOME/hub, else the default)."""
+    env = os.environ if environ is None else environ
+    return Path(env.get("HF_HUB_CACHE") or Path(env.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "hub")
 
 
 def revision_check(entry: CheckpointEntry) -> str:

@@ -57,11 +57,12 @@ MIN_WORD_CHARS = 3  # `root` (4) must be checked; 1-2 characters would hit every
 _NAME_CHAR = r"[\w.~+@%-]"
 PATH_BEFORE = rf"(?<!{_NAME_CHAR})"
 PATH_AFTER = r"(?!\.?[\w~+@%-])"
-# Words (user, host) match as whole tokens: not next to [A-Za-z0-9_], so `root` is no hit in root_correlation_id or
-# chroot, but is in root@host, /home/root/, "root". Case-sensitive, like paths: the tool writes these values as the
-# system gave them, and a case-blind match would flag ordinary words (a host named "Report").
-WORD_BEFORE = r"(?<![A-Za-z0-9_])"
-WORD_AFTER = r"(?![A-Za-z0-9_])"
+# Words (user, host) match as whole tokens: not next to [A-Za-z0-9_-], so `root` is no hit in root_correlation_id,
+# chroot or --runtime-root (host names and options are hyphenated words), but is in root@host, /home/root/, "root".
+# Case-sensitive, like paths: the tool writes these values as the system gave them, and a case-blind match would
+# flag ordinary words (a host named "Report").
+WORD_BEFORE = r"(?<![A-Za-z0-9_-])"
+WORD_AFTER = r"(?![A-Za-z0-9_-])"
 
 
 def _unique(values: Iterable[str]) -> list[str]:

@@ -15,6 +15,7 @@ Paths are replaced longest first, so a path inside the output folder becomes rel
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -23,8 +24,11 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from .atomic_write import write_bytes_atomic
+from .net import is_loopback_host
 from .public_check import (
     BINARY_SUFFIXES,
     PATH_AFTER,
@@ -40,6 +44,9 @@ from .public_check import (
     public_files,
     run_sentinels,
 )
+
+if TYPE_CHECKING:
+    from .workloads import Workload
 
 WORKLOAD_FILES = "files"  # workload/<name>/files/: the workload as it ran, clips included
 
@@ -169,3 +176,45 @@ def publish(out: Path, mapping: PublicMap, sentinels: PublicSentinels) -> int:
 def run_public_sentinels(out: Path, mapping: PublicMap, secrets: Sequence[str]) -> PublicSentinels:
     """What the check looks for: every path the map replaces, the user and host names, the secrets."""
     return run_sentinels(out, extra_paths=[path.rstrip("/") for path in mapping.paths], secrets=secrets)
+
+
+def publish_run(
+    args: argparse.Namespace, workloads: dict[str, Workload], aiperf_executable: str, api_key: str | None
+) -> int:
+    """A qualify run's artifacts made portable and public-safe, then checked: copy the workloads in, rewrite, check
+    (PublicCheckFailed names file:line for anything left). The number of public text files scanned."""
+    from .hub_cache import hub_cache_dir
+    from .scrub import known_secrets
+
+    for workload in workloads.values():
+        files = {clip.file for clip in workload.spec.clips} | {clip.attribution for clip in workload.spec.clips}
+        copy_workload(args.out, workload.name, workload.file, sorted(files))
+    # Bundles are never published (a run's own bundles/ folder included): a command names them by placeholder.
+    bundles = args.bundle_cache or args.out / "bundles"
+    named = {
+        "$TRTMC_CHECKOUT": args.trtmc,
+        "$BUNDLE_CACHE": bundles,
+        "$HF_HUB_CACHE": hub_cache_dir(),  # a checkpoint's tokenizer is read from there
+        "$TRTMC_VIDEOQA_SRC": source_tree(),
+    }
+    programs: list[str | None] = []
+    if args.trtmc:
+        from .trtmc_steps import find_toolchain
+
+        tools = find_toolchain()
+        programs = [tools.trtmc, tools.trtmc_server, tools.benchmark_worker, tools.python]
+    mapping = public_map(
+        args.out,
+        workloads={name: workload.root for name, workload in workloads.items()},
+        aiperf_executable=aiperf_executable,
+        named=named,
+        programs=programs,
+        endpoint_hosts=remote_hosts([getattr(args, "endpoint", None), getattr(args, "native_url", None)]),
+    )
+    return publish(args.out, mapping, run_public_sentinels(args.out, mapping, known_secrets(api_key)))
+
+
+def remote_hosts(urls: list[str | None]) -> list[str]:
+    """The host names of the given server URLs that are not loopback: a public file never names them."""
+    hosts = [urlsplit(url).hostname or "" for url in urls if url]
+    return [host for host in hosts if host and not is_loopback_host(host)]

@@ -294,46 +294,10 @@ def _run(
                 rows = _trtmc(args, workloads[0], tools)
         report = build_report([args.out])
         write_report(report, args.out, frame_strip(report, [args.out]))
-        _publish(args, workloads, aiperf, api_key)
+        from .publish import publish_run
+
+        publish_run(args, {workload.name: workload for workload in workloads}, aiperf.executable, api_key)
     return rows
-
-
-def _publish(args: argparse.Namespace, workloads: list[Workload], aiperf: AiperfInstall, api_key: str | None) -> None:
-    """The artifacts made portable and public-safe, then checked (see publish.py); a hit stops the run, named."""
-    from .publish import copy_workload, public_map, publish, run_public_sentinels, source_tree
-    from .scrub import known_secrets
-
-    roots = {}
-    for workload in workloads:
-        files = {clip.file for clip in workload.spec.clips} | {clip.attribution for clip in workload.spec.clips}
-        copy_workload(args.out, workload.name, workload.file, sorted(files))
-        roots[workload.name] = workload.root
-    named = {"$TRTMC_CHECKOUT": args.trtmc, "$BUNDLE_CACHE": args.bundle_cache, "$TRTMC_VIDEOQA_SRC": source_tree()}
-    programs: list[str | None] = []
-    if args.trtmc:
-        from .trtmc_steps import find_toolchain
-
-        tools = find_toolchain()
-        programs = [tools.trtmc, tools.trtmc_server, tools.benchmark_worker, tools.python]
-    mapping = public_map(
-        args.out,
-        workloads=roots,
-        aiperf_executable=aiperf.executable,
-        named=named,
-        programs=programs,
-        endpoint_hosts=_remote_hosts([getattr(args, "endpoint", None), getattr(args, "native_url", None)]),
-    )
-    publish(args.out, mapping, run_public_sentinels(args.out, mapping, known_secrets(api_key)))
-
-
-def _remote_hosts(urls: list[str | None]) -> list[str]:
-    """The host names of the given server URLs that are not loopback: a public file never names them."""
-    from urllib.parse import urlsplit
-
-    from .net import is_loopback_host
-
-    hosts = [urlsplit(url).hostname or "" for url in urls if url]
-    return [host for host in hosts if host and not is_loopback_host(host)]
 
 
 @contextlib.contextmanager
@@ -413,7 +377,7 @@ def _self_test(args: argparse.Namespace, workloads: list[Workload], tools: _RunT
     previous = [reusable(job.row_dir(p), key(job), args.force) for job, p in zip(jobs, profiles, strict=True)]
     if all(previous):  # nothing changed: no server, no AIPerf (and none of their imports)
         return [row for row in previous if row is not None]
-    from .reference import ReferenceConfig, argv_for_subprocess
+    from .reference import ReferenceConfig, argv_for_subprocess, serve_command
     from .serving.process import ServerProcess, free_loopback_port
 
     port = free_loopback_port()
@@ -439,6 +403,7 @@ def _self_test(args: argparse.Namespace, workloads: list[Workload], tools: _RunT
                 native_url=url if plan.native_route else None,
                 native_key=native_key,
                 declared_no_answer=plan.declared_for(job.workload.name),
+                serve_command=serve_command(config),
             )
             for job, profile in zip(jobs, profiles, strict=True)
         ]

@@ -52,6 +52,7 @@ from .trtmc_steps import (
     correctness_env,
     correctness_test,
     effective_precision,
+    family_test_outcome,
     file_digest,
     partial_path,
     server_argv,
@@ -252,7 +253,7 @@ def _correctness(cp: Checkpoint, climb: Climb, bundle: Bundle) -> Climb | Stop:
         name="correctness",
         status="passed",
         wall_s=wall,
-        detail=f"{test.relative_to(cp.checkout)} on {bundle.digest}",
+        detail=f"{test.relative_to(cp.checkout)} on {bundle.digest}: {_test_counts(artifacts)}",
         evidence=[CORRECTNESS_LOG],
     )
     row = climb.row.model_copy(
@@ -316,6 +317,11 @@ def _serve_and_measure(cp: Checkpoint, climb: Climb, bundle: Bundle) -> ResultRo
     if measurement.interrupted:
         raise KeyboardInterrupt  # the row is written and the server stopped; the run stops here
     return row
+
+
+def _test_counts(artifacts: Path) -> str:
+    outcome = family_test_outcome(artifacts)  # read again: correctness_problem has just checked it exists
+    return outcome.counts() if outcome is not None else "no JUnit report"
 
 
 def served_model_name(cp: Checkpoint, url: str) -> str:

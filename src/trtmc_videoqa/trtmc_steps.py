@@ -147,6 +147,10 @@ class TestOutcome(BaseModel):
     failed: int = 0
     skipped: list[str] = []  # the reasons
 
+    def counts(self) -> str:
+        """The run in one public line: its test counts (the log itself is raw and stays private)."""
+        return f"{self.passed} passed, {self.failed} failed, {len(self.skipped)} skipped"
+
     def problem(self) -> str | None:
         """Why this run does not show the bundle passing the family's checks, or None."""
         if self.failed:

@@ -35,7 +35,7 @@ Choices, in brief:
 from typing import TYPE_CHECKING
 
 from ..lazy import lazy_getattr
-from .cli_args import add_reference_arguments, argv_from_config, config_from_arguments
+from .cli_args import add_reference_arguments, argv_from_config, config_from_arguments, serve_command
 from .config import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_SAMPLING_POLICY,
@@ -101,6 +101,7 @@ __all__ = [
     "add_reference_arguments",
     "argv_for_subprocess",
     "argv_from_config",
+    "serve_command",
     "config_from_arguments",
     "create_app",
     "error_positions",

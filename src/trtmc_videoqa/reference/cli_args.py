@@ -7,6 +7,7 @@ them too, so a config survives the trip to a separate process unchanged.
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from .config import (
@@ -167,3 +168,9 @@ def argv_from_config(config: ReferenceConfig) -> list[str]:
     if config.faults.answer_text is not None:
         argv += [f"--answer-text={config.faults.answer_text}"]  # one token, even for a text that starts with '-'
     return argv
+
+
+def serve_command(config: ReferenceConfig) -> str:
+    """The command a user types to serve this config, shell-quoted (its records file, a raw log, left out)."""
+    argv = ["trtmc-videoqa", "serve-reference", *argv_from_config(config.model_copy(update={"records_path": None}))]
+    return shlex.join(argv)
