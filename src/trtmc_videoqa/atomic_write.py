@@ -1,12 +1,84 @@
-"""Atomic file writes: a reader (or a resumed run) never sees half a file."""
+"""Every file the tool writes: a regular file it created, written atomically.
+
+A reader (or a resumed run) never sees half a file, and nothing is ever written through a link or into a device:
+the tool runs as root in containers and CI, where following a planted link or replacing /dev/full does real harm.
+A target that exists and is not a regular file (a symbolic link, a device, a FIFO, a folder) is refused, and so is
+a folder that does not exist where the caller did not name it as one to create.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
+from typing import BinaryIO, TextIO
 
 from pydantic import BaseModel
+
+from .errors import UserError
+
+
+class UnsafeTarget(UserError):
+    """A path the tool was to write is not a regular file it may replace, or its folder does not exist."""
+
+
+_KINDS = {
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
+
+
+def check_target(path: Path, *, make_parents: bool = True) -> None:
+    """Raise UnsafeTarget unless path is absent or a regular file (never followed: lstat), and, unless
+    make_parents, its folder exists."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        if not make_parents and not path.parent.is_dir():
+            raise UnsafeTarget(
+                f"{path.parent} does not exist: create the folder first, or write {path.name} into one that exists"
+            ) from None
+        return
+    except OSError as error:
+        raise _named(error, path) from None
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise UnsafeTarget(
+            f"{path} is {kind}: trtmc-videoqa writes only regular files it creates and never through a link or "
+            "into a device; remove it or choose another path"
+        )
+
+
+def open_for_writing(path: Path) -> BinaryIO:
+    """A log or stream the tool writes as it goes: created or truncated, never through a link (O_NOFOLLOW) and
+    never a device or FIFO (checked before it is opened, and again on what was opened)."""
+    return os.fdopen(_open_regular(path, os.O_TRUNC), "wb")
+
+
+def open_for_appending(path: Path) -> TextIO:
+    """`open_for_writing`, appending UTF-8 text (a records file or an access log that grows line by line)."""
+    return os.fdopen(_open_regular(path, os.O_APPEND), "a", encoding="utf-8")
+
+
+def _open_regular(path: Path, mode_flag: int) -> int:
+    check_target(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | mode_flag | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as error:
+        check_target(path)  # a link or FIFO planted since the check: say so by name
+        raise _named(error, path) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        check_target(path)
+    os.set_blocking(fd, True)
+    return fd
 
 
 def _named(error: OSError, path: Path) -> OSError:
@@ -16,17 +88,19 @@ def _named(error: OSError, path: Path) -> OSError:
     return type(error)(error.errno, error.strerror, str(path))
 
 
-def write_text_atomic(path: Path, text: str) -> Path:
-    return write_bytes_atomic(path, text.encode("utf-8"), fsync=True)
+def write_text_atomic(path: Path, text: str, *, make_parents: bool = True) -> Path:
+    return write_bytes_atomic(path, text.encode("utf-8"), fsync=True, make_parents=make_parents)
 
 
 def write_model_atomic(path: Path, model: BaseModel) -> Path:
     return write_text_atomic(path, model.model_dump_json(indent=2) + "\n")
 
 
-def write_bytes_atomic(path: Path, data: bytes, *, fsync: bool = False) -> Path:
-    """Write to a temporary file beside it, then rename: a reader never sees half a file, and a failure (a full
-    or read-only file system) leaves the old file and no temporary one."""
+def write_bytes_atomic(path: Path, data: bytes, *, fsync: bool = False, make_parents: bool = True) -> Path:
+    """Write to a temporary file beside it (mkstemp: a new name, created exclusively), then rename: a reader never
+    sees half a file, and a failure (a full or read-only file system) leaves the old file and no temporary one. The
+    target must be absent or a regular file (`check_target`); its folder is made unless make_parents is False."""
+    check_target(path, make_parents=make_parents)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

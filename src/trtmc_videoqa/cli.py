@@ -125,7 +125,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     resolved = policy.resolve(manifest.frames_counted, manifest.fps, manifest.start_time_s)
     output: dict[str, object] = {"manifest": manifest.model_dump(), "sampling": resolved.model_dump(mode="json")}
     if args.strip:
-        output["strip"] = str(write_strip(args.clip, resolved, args.strip))
+        size = (manifest.width, manifest.height)  # the user's own path: its folder must exist already
+        output["strip"] = str(write_strip(args.clip, resolved, args.strip, frame_size=size, make_parents=False))
     print(json.dumps(output, indent=2))
     return EXIT_OK
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 from pathlib import Path
 
+from .atomic_write import check_target
 from .errors import UserError
 
 LOCK_NAME = ".trtmc-videoqa.lock"
@@ -27,7 +29,15 @@ class OutputLock:
     def __enter__(self) -> OutputLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(20):
-            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+            check_target(self.path)  # a planted link or device is refused by name
+            try:  # never through a link, never a FIFO that would block the open
+                fd = os.open(self.path, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+            except OSError:
+                check_target(self.path)  # planted between the check and the open
+                raise
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                check_target(self.path)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..atomic_write import write_text_atomic
+
 Phase = Literal["warmup", "profiling"]
 
 
@@ -119,6 +121,4 @@ def input_file_lines(plan: RequestPlan) -> list[str]:
 
 
 def write_input_file(plan: RequestPlan, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(input_file_lines(plan)) + "\n")
-    return path
+    return write_text_atomic(path, "\n".join(input_file_lines(plan)) + "\n")

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from ..atomic_write import open_for_writing
+
 GRACE_S = 10.0
 
 
@@ -54,9 +56,8 @@ def _restore_sigint(previous: object) -> None:
 def run_with_wall_limit(
     argv: list[str], *, wall_limit_s: float, log_path: Path, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> RunOutcome:
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    with log_path.open("wb") as log:
+    with open_for_writing(log_path) as log:
         process = subprocess.Popen(
             argv,
             stdout=log,

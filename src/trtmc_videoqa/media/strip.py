@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
+import io
 from os import PathLike
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
+from ..atomic_write import write_bytes_atomic
+from .errors import ClipError
 from .frames import decode_frames
 from .sampling import ResolvedSampling
 from .source import DEFAULT_MAX_BYTES
 
 _LABEL_COLOUR = (255, 255, 255)
 _BAND_COLOUR = (0, 0, 0)
+# A strip is for a person to look at: 32 picked frames of 720p is 29.5 million pixels. Past this the strip (and the
+# frames decoded for it) would take gigabytes for nothing anyone reads.
+MAX_STRIP_PIXELS = 40_000_000
 
 
 def write_strip(
@@ -23,14 +27,22 @@ def write_strip(
     out_png: str | PathLike[str],
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    frame_size: tuple[int, int] | None = None,
+    make_parents: bool = True,
 ) -> Path:
     """Write the picked frames side by side (width = frames x frame width), each labelled with its index and
-    timestamp in a band underneath; the PNG is written atomically. Returns its path."""
+    timestamp in a band underneath; the PNG is written atomically, as a regular file (a link, device or FIFO in
+    its place is refused; its folder must exist unless make_parents). `frame_size` (width, height), where known,
+    lets a strip over MAX_STRIP_PIXELS be refused before any frame is decoded. Returns its path."""
     indices = resolved_sampling.indices
     if not indices:
         raise ValueError("the resolved sampling picks no frames; nothing to draw")
+    out = Path(out_png)
+    if frame_size is not None:
+        _check_size(clip_path, len(indices), *frame_size)
     frames = decode_frames(clip_path, indices, max_bytes=max_bytes)
     height, width = frames[0].shape[:2]
+    _check_size(clip_path, len(frames), width, height)
     font = _font(width)
     band = _band_height(font)
     strip = Image.new("RGB", (width * len(frames), height + band), _BAND_COLOUR)
@@ -39,9 +51,20 @@ def write_strip(
     for slot, (pixels, index, seconds) in enumerate(labels):
         strip.paste(Image.fromarray(pixels, "RGB"), (slot * width, 0))
         draw.text((slot * width + 2, height + 1), f"#{index} {seconds:.2f}s", fill=_LABEL_COLOUR, font=font)
-    out = Path(out_png)
-    _save_atomically(strip, out)
-    return out
+    png = io.BytesIO()
+    strip.save(png, format="PNG")
+    return write_bytes_atomic(out, png.getvalue(), make_parents=make_parents)
+
+
+def _check_size(clip: str | PathLike[str], frames: int, width: int, height: int) -> None:
+    pixels = frames * width * height
+    if pixels > MAX_STRIP_PIXELS:
+        raise ClipError(
+            clip,
+            f"would make a strip of {frames} frames of {width}x{height}, {pixels / 1e6:.0f} million pixels "
+            f"(at most {MAX_STRIP_PIXELS / 1e6:.0f} million)",
+            "pick fewer frames with --policy, e.g. uniform:8",
+        )
 
 
 def _font(frame_width: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
@@ -56,15 +79,3 @@ def _font(frame_width: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
 def _band_height(font: ImageFont.ImageFont | ImageFont.FreeTypeFont) -> int:
     bottom = font.getbbox("#0 0.00s")[3]
     return int(bottom) + 4
-
-
-def _save_atomically(image: Image.Image, out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            image.save(stream, format="PNG")
-        os.replace(temporary, out)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

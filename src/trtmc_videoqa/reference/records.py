@@ -11,6 +11,7 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict
 
+from ..atomic_write import open_for_appending
 from .labels import RECORD_SCHEMA, SERVED_BY, TEST_DOUBLE_LABEL
 
 
@@ -63,8 +64,7 @@ class RecordWriter:
         line = record.json_line()
         with self._lock:
             if self._stream is None:  # opened on the first record, so an app that never serves leaves no handle
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._stream = self.path.open("a", encoding="utf-8")
+                self._stream = open_for_appending(self.path)
             self._stream.write(line)
             # Into the kernel now: an os._exit (the crash knob) or a kill keeps every line written so far.
             self._stream.flush()

@@ -7,7 +7,6 @@ refused even when the config was built without validation.
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
 import sys
 import threading
@@ -18,6 +17,7 @@ from types import TracebackType
 
 import uvicorn
 
+from ..atomic_write import write_text_atomic
 from .app import create_app
 from .cli_args import argv_from_config
 from .config import ReferenceConfig, check_loopback
@@ -50,11 +50,9 @@ def socket_url(sock: socket.socket) -> str:
 
 
 def write_url_file(path: Path, url: str) -> None:
-    """Atomically, so a process polling for it never reads half a URL."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(url + "\n", encoding="utf-8")
-    partial.replace(path)
+    """Atomically, so a process polling for it never reads half a URL; into a folder that exists, never through a
+    link or into a device (a new, unpredictable temporary name each time)."""
+    write_text_atomic(path, url + "\n", make_parents=False)
 
 
 def _uvicorn_server(config: ReferenceConfig) -> uvicorn.Server:

@@ -29,6 +29,8 @@ from types import TracebackType
 from typing import IO, Any
 from urllib.parse import unquote, urlsplit
 
+from ..atomic_write import open_for_appending
+
 LOOPBACK = "127.0.0.1"
 _CHUNK = 64 * 1024
 _ALLOWED = "GET, HEAD"
@@ -201,8 +203,7 @@ class ClipServer:
 
     def start(self) -> ClipServer:
         if self.log_path is not None:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = self.log_path.open("a", encoding="utf-8")
+            self._log = open_for_appending(self.log_path)
         try:
             self._server = _Server(self.files, self._log)
         except BaseException:

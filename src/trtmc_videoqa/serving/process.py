@@ -12,6 +12,8 @@ from pathlib import Path
 
 import httpx
 
+from ..atomic_write import open_for_writing
+
 READY_PATH = "/health/ready"
 
 
@@ -77,8 +79,7 @@ class ServerProcess:
         self.ready_after_s: float | None = None
 
     def __enter__(self) -> ServerProcess:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("wb")
+        log = open_for_writing(self.log_path)
         try:
             self.process = subprocess.Popen(
                 self.argv,

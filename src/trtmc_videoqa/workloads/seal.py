@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from ..atomic_write import write_text_atomic
 from ..digests import file_sha256
 from .digest import workload_digest
 from .loading import (
@@ -64,9 +64,7 @@ def seal_workload_file(path: str | Path) -> WorkloadFile:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise WorkloadError(f"{file}: cannot read it as JSON ({error})") from error
     spec = sealed(raw, file)
-    scratch = file.with_name(file.name + ".tmp")
-    scratch.write_text(workload_json(spec), encoding="utf-8")
-    os.replace(scratch, file)
+    write_text_atomic(file, workload_json(spec))
     return spec
 
 

@@ -21,6 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ..atomic_write import write_text_atomic
 from .loading import Workload, WorkloadError, load_workload_file
 from .seal import seal_workload_file
 
@@ -76,6 +77,6 @@ def silent_audio_workload(workload: Workload, folder: Path, *, why: str = "") ->
     extra["chat_template_kwargs"] = {**extra.get("chat_template_kwargs", {}), "num_frames": frames}
     generation["extra_body"] = extra
     file = folder / "workload.json"
-    file.write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
+    write_text_atomic(file, json.dumps(raw, indent=2) + "\n")
     seal_workload_file(file)
     return load_workload_file(file)  # what a run checks: digest, prompts, clip bytes

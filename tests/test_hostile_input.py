@@ -1,0 +1,178 @@
+"""Hostile input, class by class: each class is tried in more than one form.
+
+1. Writes that go where nobody asked: every file the tool writes is a regular file it created, never a link's
+   target, a device or a FIFO, and never in a folder that nobody named. The tool runs as root in containers and CI,
+   so a device target is tried for real where this test runs as root (a character device made with mknod in the
+   test's own folder, never one of the machine's).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from helpers import QUICK, cli, no_traceback, one_message, qualify
+
+from trtmc_videoqa.atomic_write import UnsafeTarget, check_target, write_text_atomic
+from trtmc_videoqa.output_lock import LOCK_NAME, OutputLock
+
+# --- 1. writes that go where nobody asked -----------------------------------------------------------------------
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def _device(path: Path) -> Path:
+    """A character device like /dev/full (1, 7), made in the test's own folder; root only."""
+    if os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs as root, where the device form must be tried: mknod needs root")
+        pytest.skip("mknod needs root (CI runs as root)")
+    os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+    return path
+
+
+def _link_to_victim(path: Path) -> Path:
+    victim = path.parent / "victim.txt"
+    victim.write_text("not yours\n")
+    path.symlink_to(victim)
+    return path
+
+
+TARGETS = {"fifo": _fifo, "device": _device, "link": _link_to_victim}
+
+
+def _unchanged(path: Path, kind: str) -> None:
+    mode = os.lstat(path).st_mode
+    expected = {"fifo": stat.S_ISFIFO, "device": stat.S_ISCHR, "link": stat.S_ISLNK}[kind]
+    assert expected(mode), f"{path} was replaced"
+    if kind == "link":
+        assert (path.parent / "victim.txt").read_text() == "not yours\n"
+
+
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+def test_a_strip_is_never_written_into_a_fifo_device_or_link(clips, tmp_path: Path, kind: str) -> None:
+    target = TARGETS[kind](tmp_path / "strip.png")
+    done = cli("probe", str(clips.mp4), "--policy", "uniform:4", "--strip", str(target), timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    no_traceback(done)
+    message = one_message(done)
+    assert str(target) in message and "writes only regular files" in message
+    _unchanged(target, kind)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+
+
+@pytest.mark.parametrize("option", ["probe --strip", "serve-reference --url-file"])
+def test_a_folder_that_does_not_exist_is_not_made(clips, tmp_path: Path, option: str) -> None:
+    target = tmp_path / "nonexistent" / "dir" / "out.file"
+    if option == "probe --strip":
+        done = cli("probe", str(clips.mp4), "--policy", "uniform:4", "--strip", str(target), timeout=60)
+    else:
+        done = cli("serve-reference", "--port", "0", "--url-file", str(target), timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    no_traceback(done)
+    assert "does not exist: create the folder first" in one_message(done)
+    assert not (tmp_path / "nonexistent").exists()
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_the_url_file_is_never_written_through_a_link_or_into_a_fifo(tmp_path: Path, kind: str) -> None:
+    target = TARGETS[kind](tmp_path / "url")
+    done = cli("serve-reference", "--port", "0", "--url-file", str(target), timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "writes only regular files" in one_message(done)
+    _unchanged(target, kind)
+
+
+def test_temporary_names_are_new_each_time_so_a_planted_link_is_never_followed(tmp_path: Path) -> None:
+    # The old url-file temporary was .NAME.PID.tmp: predictable. Plant links at every name of that shape a process
+    # could have; a write makes its own fresh name (mkstemp, created exclusively) and follows none of them.
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not yours\n")
+    for pid in (os.getpid(), os.getppid(), 1):
+        (tmp_path / f".url.{pid}.tmp").symlink_to(victim)
+    write_text_atomic(tmp_path / "url", "http://127.0.0.1:1\n", make_parents=False)
+    assert victim.read_text() == "not yours\n"
+    assert (tmp_path / "url").read_text() == "http://127.0.0.1:1\n" and not (tmp_path / "url").is_symlink()
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_a_planted_lock_is_refused_and_its_target_untouched(tmp_path: Path, kind: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    lock = TARGETS[kind](out / LOCK_NAME)
+    with pytest.raises(UnsafeTarget, match="writes only regular files"):
+        OutputLock(out).__enter__()
+    _unchanged(lock, kind)
+
+
+@pytest.mark.e2e
+def test_qualify_refuses_a_symlinked_lock_before_anything_runs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    lock = _link_to_victim(out / LOCK_NAME)
+    done = qualify("--out", str(out), *QUICK)
+    assert done.returncode == 2, done.stderr
+    no_traceback(done)
+    assert LOCK_NAME in one_message(done) and "symbolic link" in done.stderr
+    _unchanged(lock, "link")
+    assert not (out / "checkpoints").exists()
+
+
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+def test_check_target_names_what_is_there(tmp_path: Path, kind: str) -> None:
+    target = TARGETS[kind](tmp_path / "x")
+    words = {"fifo": "a FIFO", "device": "a character device", "link": "a symbolic link"}[kind]
+    with pytest.raises(UnsafeTarget, match=words):
+        check_target(target)
+    check_target(tmp_path / "absent")  # absent: fine
+    (tmp_path / "plain").write_text("")
+    check_target(tmp_path / "plain")  # a regular file: fine, it will be replaced
+
+
+def test_a_log_is_never_opened_through_a_link(tmp_path: Path) -> None:
+    from trtmc_videoqa.atomic_write import open_for_writing
+
+    link = _link_to_victim(tmp_path / "server.log")
+    with pytest.raises(UnsafeTarget, match="a symbolic link"):
+        open_for_writing(link)
+    _unchanged(link, "link")
+    fifo = _fifo(tmp_path / "aiperf.log")
+    with pytest.raises(UnsafeTarget, match="a FIFO"):  # and the open does not block on it
+        open_for_writing(fifo)
+
+
+def test_strip_pngs_are_readable_by_everyone_and_huge_strips_are_refused(clips, tmp_path: Path) -> None:
+    done = cli("probe", str(clips.mp4), "--policy", "uniform:4", "--strip", str(tmp_path / "s.png"), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE((tmp_path / "s.png").stat().st_mode) == 0o644
+    from trtmc_videoqa.media import SamplingPolicy, probe_clip
+    from trtmc_videoqa.media.strip import MAX_STRIP_PIXELS, write_strip
+
+    manifest = probe_clip(clips.mp4)
+    resolved = SamplingPolicy.parse("uniform:4").resolve(manifest.frames_counted, manifest.fps, manifest.start_time_s)
+    frames_allowed = MAX_STRIP_PIXELS // (manifest.width * manifest.height)
+    huge = (manifest.width * (frames_allowed + 1), manifest.height)  # as if each frame were that wide
+    from trtmc_videoqa.media import ClipError
+
+    with pytest.raises(ClipError, match="million pixels"):
+        write_strip(clips.mp4, resolved, tmp_path / "huge.png", frame_size=huge)
+    assert not (tmp_path / "huge.png").exists()
+
+
+def test_no_module_writes_a_file_but_through_the_safe_writers() -> None:
+    """A source scan: plain Path.write_text/write_bytes/open('w') in src/ would bypass every check above."""
+    src = Path(__file__).resolve().parents[1] / "src" / "trtmc_videoqa"
+    patterns = (".write_text(", ".write_bytes(", '.open("w', '.open("a', 'open(path, "w')
+    found = [
+        f"{path.relative_to(src)}:{number}"
+        for path in sorted(src.rglob("*.py"))
+        if path.name != "atomic_write.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if any(pattern in line for pattern in patterns)
+    ]
+    assert found == []
