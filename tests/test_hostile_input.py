@@ -4,12 +4,18 @@
    target, a device or a FIFO, and never in a folder that nobody named. The tool runs as root in containers and CI,
    so a device target is tried for real where this test runs as root (a character device made with mknod in the
    test's own folder, never one of the machine's).
+2. SIGTERM and SIGHUP (what `docker stop`, `timeout` and a CI cancel send) stop every child as Ctrl-C does, record
+   the row as interrupted, write the report of what exists and exit 143 or 129.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +23,7 @@ from helpers import QUICK, cli, no_traceback, one_message, qualify
 
 from trtmc_videoqa.atomic_write import UnsafeTarget, check_target, write_text_atomic
 from trtmc_videoqa.output_lock import LOCK_NAME, OutputLock
+from trtmc_videoqa.results import ResultRow
 
 # --- 1. writes that go where nobody asked -----------------------------------------------------------------------
 
@@ -176,3 +183,64 @@ def test_no_module_writes_a_file_but_through_the_safe_writers() -> None:
         if any(pattern in line for pattern in patterns)
     ]
     assert found == []
+
+
+# --- 2. SIGTERM and SIGHUP stop a run as Ctrl-C does: no orphan, the row interrupted, the report written ------------
+
+
+def _processes_naming(text: str) -> set[int]:
+    """Live processes whose command line names `text` (the run's output folder: the reference server, AIPerf)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state != "Z":
+            found.add(int(entry.name))
+    return found
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_stop_signal_during_aiperf_leaves_no_process_and_a_report(tmp_path: Path, signum: int, code: int) -> None:
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "trtmc_videoqa", "qualify", "--out", str(out), *QUICK]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seen: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        # Bounded wait until AIPerf runs beside the reference server this run started (both name the out folder).
+        while time.monotonic() < deadline and process.poll() is None:
+            seen |= _processes_naming(str(out)) - {process.pid}
+            if (out / "checkpoints" / "reference-self-test.synthetic" / "aiperf" / "inputs.jsonl").exists() and any(
+                "aiperf" in (Path("/proc") / str(pid) / "cmdline").read_bytes().decode(errors="replace")
+                for pid in seen
+                if (Path("/proc") / str(pid)).exists()
+            ):
+                break
+            time.sleep(0.05)
+        assert process.poll() is None, process.communicate()
+        time.sleep(1.0)  # AIPerf's workers are up
+        seen |= _processes_naming(str(out)) - {process.pid}
+        os.kill(process.pid, signum)  # to our process only, as `docker stop` or `timeout` sends it
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == code, stderr
+    assert "Traceback" not in stderr and f"interrupted ({signal.Signals(signum).name})" in stderr
+    assert len(seen) >= 2  # the reference server and AIPerf's processes were there
+    time.sleep(0.5)
+    assert _processes_naming(str(out)) == set()  # and none of them, nor anything else naming the run, is left
+    interrupted = ResultRow.model_validate_json(
+        (out / "checkpoints" / "reference-self-test.synthetic" / "result.json").read_bytes()
+    )
+    assert (interrupted.status, interrupted.failed_stage) == ("failed", "aiperf")
+    assert "interrupted" in interrupted.status_reason
+    assert (out / "report.md").is_file() and "reference-self-test.synthetic" in (out / "report.md").read_text()
+    assert not (out / LOCK_NAME).exists()

@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from . import __version__
 from .atomic_write import write_model_atomic, write_text_atomic
-from .errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOOL_ERROR, BadInput, UserError
+from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL_ERROR, BadInput, UserError
+from .stop_signals import interrupted_by, interrupted_exit_code, stop_signals_interrupt
 
 if TYPE_CHECKING:
     from .results import Inventory
@@ -382,7 +383,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        return handler(args)
+        with stop_signals_interrupt():
+            return handler(args)
     except UserError as error:
         _say(f"trtmc-videoqa {args.command}: {error}")
         return EXIT_BAD_INPUT
@@ -391,11 +393,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # the reader went away (`| head`): nothing left to say
         return EXIT_OK
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM or SIGHUP (stop_signals): every child was stopped on the way
+        by = interrupted_by()
         _say(
-            f"trtmc-videoqa {args.command}: interrupted; what was written so far is kept (a run again resumes from it)"
+            f"trtmc-videoqa {args.command}: {'interrupted' if by == 'interrupted' else f'interrupted ({by})'}; "
+            "what was written so far is kept (a run again resumes from it)"
         )
-        return EXIT_INTERRUPTED
+        return interrupted_exit_code()
     except OSError as error:
         # An output or input location we cannot use (read-only, full, missing): the user can fix it.
         # A write error names no file of its own; the output directory is then where it happened.

@@ -263,7 +263,7 @@ def _run(
 ) -> list[ResultRow]:
     """Find aiperf, then under the output lock: the tokenizer, the workloads' artifacts, the rows, the reports."""
     from .output_lock import OutputLock
-    from .report import build_report, frame_strip, write_report
+    from .stop_signals import stop_signals_ignored
     from .workload_artifacts import prepare_workload_artifacts
 
     pins = load_pins()
@@ -280,24 +280,47 @@ def _run(
         candidates = [args.tokenizer] if args.tokenizer else []
         tokenizer, label = choose_tokenizer(candidates, args.out / "tokenizer")
         facts = {workload.name: prepare_workload_artifacts(args.out, workload) for workload in workloads}
-        with _clip_server(args, workloads) as clip_server:
-            tools = _RunTools(aiperf, tokenizer, label, command, progress, api_key, facts, clip_server)
-            if comparison is not None:
-                from .compare_cli import compare_row
-
-                rows = [compare_row(args, workloads[0], tools, comparison, adaptation)]
-            elif self_test:
-                rows = _self_test(args, workloads, tools)
-            elif args.endpoint:
-                rows = [_endpoint(args, workloads[0], tools)]
-            else:
-                rows = _trtmc(args, workloads[0], tools)
-        report = build_report([args.out])
-        write_report(report, args.out, frame_strip(report, [args.out]))
-        from .publish import publish_run
-
-        publish_run(args, {workload.name: workload for workload in workloads}, aiperf.executable, api_key)
+        try:
+            with _clip_server(args, workloads) as clip_server:
+                tools = _RunTools(aiperf, tokenizer, label, command, progress, api_key, facts, clip_server)
+                rows = _rows(args, workloads, tools, self_test, comparison, adaptation)
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP: every child is stopped; report what exists
+            with stop_signals_ignored():
+                _report_and_publish(args, workloads, aiperf.executable, api_key)
+            raise
+        _report_and_publish(args, workloads, aiperf.executable, api_key)
     return rows
+
+
+def _rows(
+    args: argparse.Namespace,
+    workloads: list[Workload],
+    tools: _RunTools,
+    self_test: bool,
+    comparison: ComparisonRun | None,
+    adaptation: str,
+) -> list[ResultRow]:
+    if comparison is not None:
+        from .compare_cli import compare_row
+
+        return [compare_row(args, workloads[0], tools, comparison, adaptation)]
+    if self_test:
+        return _self_test(args, workloads, tools)
+    if args.endpoint:
+        return [_endpoint(args, workloads[0], tools)]
+    return _trtmc(args, workloads[0], tools)
+
+
+def _report_and_publish(
+    args: argparse.Namespace, workloads: list[Workload], aiperf_executable: str, api_key: str | None
+) -> None:
+    """Every report over the rows that exist, then the artifacts made public-safe and checked (publish.py)."""
+    from .publish import publish_run
+    from .report import build_report, frame_strip, write_report
+
+    report = build_report([args.out])
+    write_report(report, args.out, frame_strip(report, [args.out]))
+    publish_run(args, {workload.name: workload for workload in workloads}, aiperf_executable, api_key)
 
 
 @contextlib.contextmanager

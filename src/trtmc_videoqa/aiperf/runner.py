@@ -10,13 +10,13 @@ import contextlib
 import os
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from ..atomic_write import open_for_writing
+from ..stop_signals import stop_signals_ignored
 
 GRACE_S = 10.0
 
@@ -42,17 +42,6 @@ def _end_group(process: subprocess.Popen[bytes]) -> None:
             continue
 
 
-def _ignore_sigint() -> object:
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _restore_sigint(previous: object) -> None:
-    if previous is not None:
-        signal.signal(signal.SIGINT, previous)  # type: ignore[arg-type]
-
-
 def run_with_wall_limit(
     argv: list[str], *, wall_limit_s: float, log_path: Path, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> RunOutcome:
@@ -74,12 +63,9 @@ def run_with_wall_limit(
             _end_group(process)
             exit_code, timed_out = process.returncode, True
         except BaseException:  # Ctrl-C or a crash of ours: leave no orphaned group behind
-            # A second Ctrl-C while the group is being ended must not leave it half-ended.
-            previous = _ignore_sigint()
-            try:
+            # A second Ctrl-C (or SIGTERM) while the group is being ended must not leave it half-ended.
+            with stop_signals_ignored():
                 _end_group(process)
-            finally:
-                _restore_sigint(previous)
             raise
         finally:
             # The main process may be gone while children linger; end the rest of the group.
