@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from trtmc_videoqa.aiperf.command import API_KEY_PLACEHOLDER, AiperfSettings, profile_argv, reproducible_command
+from trtmc_videoqa.aiperf.command import (
+    API_KEY_PLACEHOLDER,
+    AiperfSettings,
+    key_config_yaml,
+    key_environment,
+    profile_argv,
+)
 from trtmc_videoqa.aiperf.dataset import Prompt, input_file_lines, plan_requests
 from trtmc_videoqa.aiperf.exports import read_client_records, scrub_exports
 from trtmc_videoqa.aiperf.locate import AiperfProblem, locate_aiperf
@@ -56,15 +62,23 @@ def test_argv_sets_counts_timeout_and_hides_the_key_when_reproduced() -> None:
         profiling_requests=12,
         request_timeout_s=30,
         api_key="s3cret-token",
+        config_file="/aiperf-config.yaml",
     )
     argv = profile_argv("/bin/aiperf", settings)
     assert argv[argv.index("--request-count") + 1] == "12"
     assert argv[argv.index("--warmup-request-count") + 1] == "2"
     assert argv[argv.index("--request-timeout-seconds") + 1] == "30"
     assert argv[argv.index("--custom-dataset-type") + 1] == "single_turn"
-    assert "s3cret-token" in argv  # the real run needs it
-    shown = reproducible_command(profile_argv("/bin/aiperf", settings, reveal_secrets=False))
-    assert "s3cret-token" not in shown and API_KEY_PLACEHOLDER in shown
+    # the key never goes on the command line (`ps` shows it): the config file names the variable that carries it
+    assert "s3cret-token" not in " ".join(argv) and "--api-key" not in argv
+    assert argv[argv.index("--config") + 1] == "/aiperf-config.yaml"
+    assert key_environment(settings) == {"TRTMC_SERVE_TOKEN": "s3cret-token"}
+    config = key_config_yaml("/in.jsonl")
+    assert "api_key: ${TRTMC_SERVE_TOKEN}" in config and "s3cret" not in config and 'path: "/in.jsonl"' in config
+    assert API_KEY_PLACEHOLDER == "$TRTMC_SERVE_TOKEN"
+    with pytest.raises(ValueError, match="config file"):
+        profile_argv("/bin/aiperf", settings.model_copy(update={"config_file": None}))
+    assert "--config" not in profile_argv("/bin/aiperf", settings.model_copy(update={"api_key": None}))
 
 
 def _raw(session: str, request_id: str, phase: str, body: dict | None, error: dict | None = None) -> dict:

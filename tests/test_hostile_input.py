@@ -6,6 +6,7 @@
    test's own folder, never one of the machine's).
 2. SIGTERM and SIGHUP (what `docker stop`, `timeout` and a CI cancel send) stop every child as Ctrl-C does, record
    the row as interrupted, write the report of what exists and exit 143 or 129.
+3. Secrets: a server key is never on a command line (`ps`), and a URL with a credential in it is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from helpers import QUICK, cli, no_traceback, one_message, qualify
 
 from trtmc_videoqa.atomic_write import UnsafeTarget, check_target, write_text_atomic
 from trtmc_videoqa.output_lock import LOCK_NAME, OutputLock
+from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, FaultKnobs, ReferenceConfig, ReferenceServer
 from trtmc_videoqa.results import ResultRow
 
 # --- 1. writes that go where nobody asked -----------------------------------------------------------------------
@@ -244,3 +246,62 @@ def test_a_stop_signal_during_aiperf_leaves_no_process_and_a_report(tmp_path: Pa
     assert "interrupted" in interrupted.status_reason
     assert (out / "report.md").is_file() and "reference-self-test.synthetic" in (out / "report.md").read_text()
     assert not (out / LOCK_NAME).exists()
+
+
+# --- 3. secrets: never in `ps`, never in a URL ----------------------------------------------------------------------
+
+
+def _cmdlines_holding(secret: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if secret.encode() in cmdline:
+                found.append(cmdline.replace(b"\0", b" ").decode(errors="replace")[:200])
+    return found
+
+
+@pytest.mark.e2e
+def test_the_api_key_is_in_no_process_listing_while_aiperf_runs(tmp_path: Path, monkeypatch) -> None:
+    key = "sk-ps-SENTINEL-0123456789abcdef"
+    key_file = tmp_path / "api.key"
+    key_file.write_text(key + "\n")
+    monkeypatch.setenv("REFERENCE_REQUIRED_KEY", key)  # the server (in this process) reads its key from here
+    config = ReferenceConfig(api_key_env="REFERENCE_REQUIRED_KEY", faults=FaultKnobs(added_task_ms=300))
+    env = {k: v for k, v in os.environ.items() if k not in ("TRTMC_SERVE_TOKEN", "REFERENCE_REQUIRED_KEY")}
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "trtmc_videoqa", "qualify", "--out", str(out), *QUICK, "--model", DEFAULT_MODEL_NAME]
+    with ReferenceServer(config) as server:
+        argv += ["--endpoint", server.url, "--api-key-file", str(key_file)]
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        listed: list[str] = []
+        seen_aiperf = False
+        while process.poll() is None:  # bounded by the run itself (communicate's timeout below)
+            listed += _cmdlines_holding(key)
+            seen_aiperf = (
+                seen_aiperf or bool(_cmdlines_holding("aiperf profile")) or bool(_cmdlines_holding("--config"))
+            )
+            time.sleep(0.02)
+        stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert seen_aiperf  # the listing was read while AIPerf ran
+    assert listed == []
+    measured = ResultRow.model_validate_json((out / "checkpoints" / DEFAULT_MODEL_NAME / "result.json").read_bytes())
+    assert measured.status == "endpoint-qualified"  # every request carried the key (the server refuses without)
+
+
+@pytest.mark.parametrize("option", ["--endpoint", "--native-url"])
+def test_a_credential_inside_a_url_is_refused_without_being_repeated(tmp_path: Path, option: str) -> None:
+    secret = "KEYinURL0123456789"
+    url = f"http://someone:{secret}@127.0.0.1:9"
+    args = ["--endpoint", url] if option == "--endpoint" else ["--endpoint", "http://127.0.0.1:9", "--native-url", url]
+    done = qualify(*args, "--model", "m", "--out", str(tmp_path / "out"))
+    assert done.returncode == 2, done.stderr
+    no_traceback(done)
+    message = one_message(done)
+    assert option in message and "--api-key-env" in message
+    assert secret not in done.stdout + done.stderr
+    assert not (tmp_path / "out").exists()

@@ -69,7 +69,9 @@ def test_an_api_key_from_a_file_reaches_the_server_but_no_artifact_log_or_comman
     records = (tmp_path / "records.jsonl").read_text()
     assert key not in records
     command = (tmp_path / "out" / "checkpoints" / DEFAULT_MODEL_NAME / "command.txt").read_text()
-    assert "--api-key $TRTMC_SERVE_TOKEN" in command and "--api-key-file" in command
+    assert "--config checkpoints/" in command and "--api-key-file" in command and "--api-key " not in command
+    config = (tmp_path / "out" / "checkpoints" / DEFAULT_MODEL_NAME / "aiperf" / "aiperf-config.yaml").read_text()
+    assert "api_key: ${TRTMC_SERVE_TOKEN}" in config
 
 
 @pytest.mark.parametrize("content", [None, "", "\n\n"])

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .aiperf.command import AiperfSettings, profile_argv, reproducible_command
+from .aiperf.command import AiperfSettings, key_config_yaml, key_environment, profile_argv, reproducible_command
 from .aiperf.dataset import Prompt, RequestPlan, plan_requests, write_input_file
 from .aiperf.exports import ClientRecord, read_client_records, scrub_export_file, scrub_exports
 from .aiperf.locate import AiperfInstall
@@ -255,6 +255,9 @@ def run_aiperf(
     aiperf_dir, private = row_dir / "aiperf", row_dir / PRIVATE_DIR
     input_file = write_input_file(plan, aiperf_dir / "inputs.jsonl")
     write_model_atomic(aiperf_dir / "plan.json", plan)
+    config_file = None
+    if target.api_key:  # the key reaches AIPerf by environment, named in this file, never on its command line
+        config_file = write_text_atomic(aiperf_dir / "aiperf-config.yaml", key_config_yaml(str(input_file.resolve())))
     aiperf_settings = AiperfSettings(
         url=target.url,
         model=target.model,
@@ -266,8 +269,10 @@ def run_aiperf(
         concurrency=settings.concurrency,
         request_timeout_s=settings.request_timeout_s,
         api_key=target.api_key,
+        config_file=str(config_file.resolve()) if config_file else None,
     )
-    command = reproducible_command(profile_argv(aiperf.executable, aiperf_settings, reveal_secrets=False))
+    argv = profile_argv(aiperf.executable, aiperf_settings)
+    command = reproducible_command(argv)
     progress(f"aiperf: {len(plan.warmup)} warmup + {len(plan.profiling)} profiling requests")
     _set_aside(Path(aiperf_settings.artifact_dir))
     log = private / AIPERF_LOG
@@ -275,10 +280,10 @@ def run_aiperf(
     interrupted = False
     try:
         outcome = run_with_wall_limit(
-            profile_argv(aiperf.executable, aiperf_settings),
+            argv,
             wall_limit_s=settings.aiperf_wall_limit_s,
             log_path=log,
-            env=aiperf_environment(dict(os.environ)),
+            env=aiperf_environment(dict(os.environ)) | key_environment(aiperf_settings),
         )
     except KeyboardInterrupt:  # AIPerf's whole group is already ended; keep what it wrote, then say so
         interrupted = True

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import shlex
 import sys
@@ -195,6 +196,20 @@ def _check_bodies(workloads: list[Workload], args: argparse.Namespace, model: st
     return notes
 
 
+def _no_credential_in_urls(args: argparse.Namespace) -> None:
+    """A key inside a URL (http://user:KEY@host) would land in the row, every report, command.txt and `ps`: refused,
+    without repeating it."""
+    from urllib.parse import urlsplit
+
+    for option, url in (("--endpoint", args.endpoint), ("--native-url", args.native_url)):
+        if url and ("@" in (urlsplit(url).netloc or "")):
+            raise BadInput(
+                f"{option} carries a user name or key before '@': a URL is written to the row, every report and "
+                "command.txt; give the server's key with --api-key-env NAME or --api-key-file FILE, and the URL "
+                "without it"
+            )
+
+
 def _checked_inputs(args: argparse.Namespace, self_test: bool) -> tuple[list[Workload], str | None, list[str]]:
     """Every option and input checked before anything runs: the workloads, the API key and notes for the plan, or
     a UserError (or a ValidationError of the settings) naming the option and the fix."""
@@ -208,12 +223,13 @@ def _checked_inputs(args: argparse.Namespace, self_test: bool) -> tuple[list[Wor
         raise BadInput(
             "--native-url goes with --endpoint (a --trtmc run starts the checkout's own perf_serving for it)"
         )
+    _no_credential_in_urls(args)
     workloads = _workloads(args, self_test)
     _stated(args)
     _settings(args)
     api_key = _api_key(args)
     _check_server_records(args)
-    if args.startup_timeout <= 0:
+    if not 0 < args.startup_timeout < math.inf:  # nan fails both comparisons
         raise BadInput("--startup-timeout must be positive: the seconds a server we start may take to get ready")
     model = args.model if args.endpoint else DEFAULT_MODEL_NAME if self_test else _LONGEST_MODEL_NAME
     notes = _check_bodies(workloads, args, model)

@@ -1,13 +1,23 @@
-"""The exact `aiperf profile` argv, built as a list (never a shell string); a reproducible form hides secrets."""
+"""The exact `aiperf profile` argv, built as a list (never a shell string), with no secret in it.
+
+A server API key never goes on AIPerf's command line, where `ps` shows it to every user for the whole run. AIPerf
+0.13.0 reads a key only from `--api-key` or from its YAML config (`--config`), where `${VAR}` is substituted from
+the environment when the file is loaded. So a run with a key writes a small config file that names the variable
+(`api_key: ${TRTMC_SERVE_TOKEN}`) and gives AIPerf the key in that variable; the config file holds no secret and
+is kept with the artifacts. AIPerf refuses command-line dataset flags on top of a config whose dataset is of
+another kind, so the file declares the same file dataset the flags name; the flags then set everything else.
+"""
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-API_KEY_PLACEHOLDER = "$TRTMC_SERVE_TOKEN"
+API_KEY_ENV = "TRTMC_SERVE_TOKEN"  # the variable AIPerf reads the key from, through its config file
+API_KEY_PLACEHOLDER = f"${API_KEY_ENV}"
 
 
 class AiperfSettings(BaseModel):
@@ -23,9 +33,10 @@ class AiperfSettings(BaseModel):
     request_timeout_s: float = 120.0
     streaming: bool = False
     api_key: str | None = None
+    config_file: str | None = None  # written by key_config_yaml when api_key is set: the key travels through it
 
 
-def profile_argv(executable: str, settings: AiperfSettings, *, reveal_secrets: bool = True) -> list[str]:
+def profile_argv(executable: str, settings: AiperfSettings) -> list[str]:
     argv = [
         executable,
         "profile",
@@ -63,12 +74,39 @@ def profile_argv(executable: str, settings: AiperfSettings, *, reveal_secrets: b
     if settings.streaming:
         argv.append("--streaming")
     if settings.api_key:
-        argv += ["--api-key", settings.api_key if reveal_secrets else API_KEY_PLACEHOLDER]
+        if not settings.config_file:
+            raise ValueError("an API key travels to AIPerf through its config file; none was given")
+        argv += ["--config", settings.config_file]
     return argv
 
 
+def key_config_yaml(input_file: str) -> str:
+    """AIPerf's config file for a run with an API key: the key by variable, the dataset as the flags name it."""
+    return (
+        "# Written by trtmc-videoqa: AIPerf reads the server's API key from the environment variable below when it\n"
+        "# loads this file, so the key is never on a command line. The command-line flags set everything else.\n"
+        'schemaVersion: "2.0"\n'
+        "benchmark:\n"
+        "  endpoint:\n"
+        f"    api_key: ${{{API_KEY_ENV}}}\n"
+        "  dataset:\n"
+        "    type: file\n"
+        f"    path: {json.dumps(input_file)}\n"
+        "    format: single_turn\n"
+        "  phases:\n"
+        "    type: concurrency\n"
+        "    concurrency: 1\n"
+        "    requests: 1\n"
+    )
+
+
+def key_environment(settings: AiperfSettings) -> dict[str, str]:
+    """The variable that carries the key to AIPerf (empty when the run has none)."""
+    return {API_KEY_ENV: settings.api_key} if settings.api_key else {}
+
+
 def reproducible_command(argv: list[str]) -> str:
-    """For command.txt and reports: shell-quoted, with any secret already replaced by its placeholder."""
+    """For command.txt and reports: shell-quoted (a placeholder, never a secret, left for the shell to expand)."""
     return " ".join(API_KEY_PLACEHOLDER if part == API_KEY_PLACEHOLDER else shlex.quote(part) for part in argv)
 
 
