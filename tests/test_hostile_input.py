@@ -7,11 +7,15 @@
 2. SIGTERM and SIGHUP (what `docker stop`, `timeout` and a CI cancel send) stop every child as Ctrl-C does, record
    the row as interrupted, write the report of what exists and exit 143 or 129.
 3. Secrets: a server key is never on a command line (`ps`), and a URL with a credential in it is refused.
+4. One foreign file never breaks a run: a result file that cannot be read is named in every report while the rest
+   is reported, and a row that claims a measured status without the evidence beside it is `unverified`.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -25,7 +29,7 @@ from helpers import QUICK, cli, no_traceback, one_message, qualify
 from trtmc_videoqa.atomic_write import UnsafeTarget, check_target, write_text_atomic
 from trtmc_videoqa.output_lock import LOCK_NAME, OutputLock
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, FaultKnobs, ReferenceConfig, ReferenceServer
-from trtmc_videoqa.results import ResultRow
+from trtmc_videoqa.results import Report, ResultRow
 
 # --- 1. writes that go where nobody asked -----------------------------------------------------------------------
 
@@ -305,3 +309,66 @@ def test_a_credential_inside_a_url_is_refused_without_being_repeated(tmp_path: P
     assert option in message and "--api-key-env" in message
     assert secret not in done.stdout + done.stderr
     assert not (tmp_path / "out").exists()
+
+
+# --- 4. one foreign file never breaks a run, and a claim without its evidence is never qualified -------------------
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("quick") / "out"
+    done = qualify("--out", str(out), *QUICK)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+FOREIGN = {
+    "a brace": lambda path: path.write_text("{"),
+    "another tool's json": lambda path: path.write_text('{"profile": "x", "status": "aiperf-qualified"}'),
+    "a fifo": lambda path: os.mkfifo(path),
+}
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("kind", sorted(FOREIGN))
+def test_a_foreign_result_file_is_named_in_the_report_and_the_run_goes_on(quick_run, tmp_path, kind) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(quick_run, out)
+    stray = out / "checkpoints" / "x" / "result.json"
+    stray.parent.mkdir()
+    FOREIGN[kind](stray)
+    done = qualify("--out", str(out), *QUICK, timeout=120)  # the rows are reused; the report is written again
+    assert done.returncode == 0, done.stderr
+    no_traceback(done)
+    report = (out / "report.md").read_text()
+    assert "Result files that could not be read" in report and "checkpoints/x/result.json" in report
+    assert "reference-self-test.synthetic" in report  # the rest is reported
+    junit = (out / "junit.xml").read_text()
+    assert 'name="checkpoints/x/result.json"' in junit and "could not be read" in junit
+
+
+def _strip_evidence(row_dir: Path) -> None:
+    (row_dir / "aiperf" / "outcome.json").unlink()
+    (row_dir / "requests.jsonl").unlink()
+
+
+def _claim_without_requests(row_dir: Path) -> None:
+    raw = json.loads((row_dir / "result.json").read_text())
+    raw["requests"] = []
+    (row_dir / "result.json").write_text(json.dumps(raw))
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("edit", [_strip_evidence, _claim_without_requests])
+def test_a_row_claiming_a_status_without_its_evidence_is_unverified(quick_run, tmp_path, edit) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(quick_run, out)
+    row_dir = out / "checkpoints" / "reference-self-test.synthetic"
+    edit(row_dir)
+    done = cli("report", str(out))
+    assert done.returncode == 0, done.stderr
+    report = Report.model_validate_json((out / "report.json").read_text())
+    (claimed,) = report.rows
+    assert claimed.status == "unverified" and "claims endpoint-qualified" in claimed.status_reason
+    assert "**unverified**" in (out / "report.md").read_text()
+    assert 'message="unverified: claims endpoint-qualified' in (out / "junit.xml").read_text()

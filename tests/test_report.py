@@ -9,6 +9,7 @@ from xml.etree import ElementTree as ET
 from helpers import cli
 
 from trtmc_videoqa.report import build_report
+from trtmc_videoqa.report.build import MEASURED
 from trtmc_videoqa.report.group import group_line
 from trtmc_videoqa.report.html import render_html
 from trtmc_videoqa.report.junit import render_junit
@@ -64,10 +65,13 @@ def _row(profile: str, status: str, endpoint: str, **extra) -> ResultRow:
 
 
 def _write(out: Path, rows: list[ResultRow]) -> Path:
+    """Each row as a run leaves it: result.json with the evidence a measured row's folder holds beside it."""
     for row in rows:
         path = out / "checkpoints" / row.profile / "result.json"
-        path.parent.mkdir(parents=True)
+        (path.parent / "aiperf").mkdir(parents=True)
         path.write_text(row.model_dump_json())
+        (path.parent / "aiperf" / "outcome.json").write_text('{"exit_code": 0, "timed_out": false}\n')
+        (path.parent / "requests.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in row.requests))
     return out
 
 
@@ -129,8 +133,9 @@ def test_report_of_a_directory_without_results_is_bad_input(tmp_path: Path) -> N
     bad = tmp_path / "checkpoints" / "x" / "result.json"
     bad.parent.mkdir(parents=True)
     bad.write_text(json.dumps({"profile": "x"}))
-    done = cli("report", str(tmp_path))
-    assert done.returncode == 2 and "is not a result of this tool" in done.stderr and "Traceback" not in done.stderr
+    done = cli("report", str(tmp_path))  # a file that is no row is named in the report, not a stop
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    assert "checkpoints/x/result.json" in (tmp_path / "report.md").read_text()
 
 
 # --- the group line, models apart from variants, and the row details ------------------------------------------------
@@ -148,6 +153,8 @@ def _trtmc(profile: str, status: str, *, verdict: str = "temporal-video-qa", nor
         normal_profile=normal,
         status=status,
         status_reason=extra.pop("status_reason", f"{status} because"),
+        # a measured row carries its requests (and, written out, the evidence files beside it)
+        requests=_row(profile, status, "http://127.0.0.1:1").requests if status in MEASURED else [],
         **({"provenance": None if status == "unsupported" else provenance} | extra),
     )
 

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .errors import UserError
 from .qualify import QualifyJob
 from .results import CheckpointEntry, Inventory, QualificationStatus, ResultRow
+from .safe_read import MAX_RESULT_BYTES, read_regular_file
 
 # The statuses a row ends with when everything that could run here ran; only those are reused.
 FINAL_STATUSES: frozenset[QualificationStatus] = frozenset({"unsupported", "aiperf-qualified", "endpoint-qualified"})
@@ -58,9 +60,9 @@ def reusable(row_dir: Path, key: str, force: bool) -> ResultRow | None:
     if force or not path.is_file():
         return None
     try:
-        row = ResultRow.model_validate_json(path.read_bytes())
-    except ValueError:
-        return None  # a damaged result is measured again, not trusted
+        row = ResultRow.model_validate_json(read_regular_file(path, MAX_RESULT_BYTES))
+    except (ValueError, UserError):
+        return None  # a damaged or foreign result (a FIFO, a huge file) is measured again, not trusted
     if row.cache_key == key and row.status in FINAL_STATUSES:
         return row.model_copy(update={"reused": True})
     return None

@@ -7,9 +7,10 @@ from collections import Counter
 from pathlib import Path
 
 from .. import __version__
-from ..atomic_write import write_model_atomic, write_text_atomic
+from ..atomic_write import open_for_appending, write_model_atomic, write_text_atomic
 from ..errors import UserError
-from ..results import Report, ResultRow
+from ..results import Report, ResultRow, UnreadableRow
+from ..safe_read import MAX_RESULT_BYTES, read_regular_file
 from .group import group_line
 from .html import render_html
 from .junit import render_junit
@@ -22,28 +23,61 @@ class ReportInputError(UserError):
     """An artifact directory without results, or a result file that does not parse."""
 
 
-def load_rows(directory: Path) -> list[ResultRow]:
+# A row that claims one of these was measured: its folder must hold what the measurement left.
+MEASURED = ("aiperf-qualified", "endpoint-qualified")
+EVIDENCE = ("aiperf/outcome.json", "requests.jsonl")
+
+
+def load_rows(directory: Path) -> tuple[list[ResultRow], list[UnreadableRow]]:
+    """The rows of one artifact directory, each checked against its own folder, and the result files that could
+    not be read (named with the parse error; one foreign or damaged file never hides the others)."""
     results = sorted((directory / "checkpoints").glob("*/result.json"))
     if not results:
         raise ReportInputError(
             f"{directory} holds no checkpoints/*/result.json; pass the --out directory of a `trtmc-videoqa qualify` run"
         )
-    rows = []
+    rows, unreadable = [], []
     for path in results:
         try:
-            rows.append(ResultRow.model_validate_json(path.read_bytes()))
-        except ValueError as error:
-            raise ReportInputError(
-                f"{path} is not a result of this tool ({str(error).splitlines()[0]}); "
-                "re-run the qualification for that checkpoint"
-            ) from None
-    return rows
+            row = ResultRow.model_validate_json(read_regular_file(path, MAX_RESULT_BYTES))
+        except (ValueError, OSError, UserError) as error:
+            first = (str(error).splitlines() or [type(error).__name__])[0]
+            unreadable.append(
+                UnreadableRow(path=path.relative_to(directory).as_posix(), source=str(directory), error=first)
+            )
+            continue
+        rows.append(_verified(row, path.parent))
+    return rows, unreadable
+
+
+def _verified(row: ResultRow, row_dir: Path) -> ResultRow:
+    """The row as it claims itself, unless it claims a measured status whose evidence its folder lacks: then it
+    is `unverified` (a hand-edited or half-copied row is never reported qualified)."""
+    if row.status not in MEASURED:
+        return row
+    missing = [name for name in EVIDENCE if not (row_dir / name).is_file()]
+    if not row.requests:
+        missing.append("requests in result.json")
+    if not missing:
+        return row
+    return row.model_copy(
+        update=dict(
+            status="unverified",
+            status_reason=(
+                f"claims {row.status} but its folder shows no evidence for it (missing: {', '.join(missing)}); "
+                "re-run the qualification for this checkpoint"
+            ),
+        )
+    )
 
 
 def build_report(directories: list[Path], title: str | None = None) -> Report:
     rows: list[ResultRow] = []
+    unreadable: list[UnreadableRow] = []
     for directory in directories:
-        rows.extend(load_rows(directory))
+        found, damaged = load_rows(directory)
+        rows.extend(found)
+        unreadable.extend(damaged)
     # Rows of several runs stand side by side: one profile on two servers stays two rows.
     rows.sort(key=lambda row: (row.profile, row.provenance.endpoint if row.provenance else ""))
     self_test = bool(rows) and all(row.reference_self_test for row in rows)
@@ -62,6 +96,7 @@ def build_report(directories: list[Path], title: str | None = None) -> Report:
         counts=_by_status(rows),
         models=_by_status([row for row in rows if row.normal_profile is True]),
         variants=_by_status([row for row in rows if row.normal_profile is False]),
+        unreadable=unreadable,
     )
 
 
@@ -90,6 +125,6 @@ def write_report(report: Report, out: Path, frames_png: Path | None = None) -> l
     ]
     summary = os.environ.get(STEP_SUMMARY_ENV)
     if summary:
-        with open(summary, "a", encoding="utf-8") as stream:
+        with open_for_appending(Path(summary)) as stream:
             stream.write(render_step_summary(report))
     return written

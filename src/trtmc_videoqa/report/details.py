@@ -34,6 +34,11 @@ def counts_line(report: Report) -> str:
     )
 
 
+def unreadable_lines(report: Report) -> list[str]:
+    """One line per result file the report could not read: where it is and why (the rest is reported)."""
+    return [f"{damaged.path} (in {damaged.source}): {damaged.error}" for damaged in report.unreadable]
+
+
 def profile_note(row: ResultRow) -> str | None:
     """Whether the row is its checkpoint's normal profile, with its variant kinds; None off TRTMC without kinds."""
     kinds = ", ".join(row.variant_kinds)

@@ -16,6 +16,8 @@ from ..results import COMPARISON_LABEL, GroupLine, ResultRow
 
 CAPABLE_VERDICT: Final = "temporal-video-qa"
 QUALIFIED: Final = "aiperf-qualified"
+# A capable row with one of these fails the group: it ran and failed, or it claims a result its folder cannot show.
+FAILING: Final = frozenset({"failed", "unverified"})
 SELF_TEST_LINE: Final = "Reference self-test: the tool checked against a test double; no TRTMC model was qualified"
 _REASON_CHARS: Final = 200
 
@@ -72,7 +74,7 @@ def _where(row: ResultRow) -> str:
 def _trtmc_line(rows: list[ResultRow]) -> GroupLine:
     group = [row for row in rows if row.in_group]
     capable = [row for row in group if is_capable(row)]
-    failed = [row for row in capable if row.status == "failed"]
+    failed = [row for row in capable if row.status in FAILING]
     if failed:
         named = "; ".join(_where(row) for row in failed)
         line = f"Group: failed: {len(failed)} of {len(capable)} capable checkpoint(s) failed ({named})"

@@ -27,6 +27,7 @@ from .details import (
     timing_scope,
     transport_cell,
     transport_line,
+    unreadable_lines,
 )
 from .markdown import served_by, served_by_test_double
 
@@ -238,6 +239,9 @@ def render_html(report: Report, frames_png: Path | None = None) -> str:
         )
     parts.append(f"<p>{escape(counts_line(report))}</p>")
     parts.append(_status_table(report))
+    if report.unreadable:
+        items = "".join(f"<li>{escape(line)}</li>" for line in unreadable_lines(report))
+        parts.append(f"<h2>Result files that could not be read</h2><ul>{items}</ul>")
     if frames_png is not None and frames_png.is_file():
         encoded = base64.b64encode(frames_png.read_bytes()).decode()
         parts.append(

@@ -12,6 +12,7 @@ from xml.etree import ElementTree as ET
 
 from ..results import GroupLine, Report
 from .details import transport_cell
+from .group import FAILING
 
 PASSING = frozenset({"aiperf-qualified", "endpoint-qualified"})
 SKIPPED = frozenset({"unsupported", "blocked"})
@@ -29,13 +30,14 @@ def _group_case(suite: ET.Element, group: GroupLine) -> None:
 
 
 def render_junit(report: Report) -> str:
-    failures = sum(1 for r in report.rows if r.status == "failed") + (report.group.status == "failed")
-    skipped = sum(1 for r in report.rows if r.status in SKIPPED or r.status not in PASSING | {"failed"})
+    failures = sum(1 for r in report.rows if r.status in FAILING) + (report.group.status == "failed")
+    failures += len(report.unreadable)
+    skipped = sum(1 for r in report.rows if r.status in SKIPPED or r.status not in PASSING | FAILING)
     skipped += report.group.status == "blocked"
     suite = ET.Element(
         "testsuite",
         name="trtmc-videoqa",
-        tests=str(len(report.rows) + 1),
+        tests=str(len(report.rows) + len(report.unreadable) + 1),
         failures=str(failures),
         skipped=str(skipped),
         errors="0",
@@ -49,7 +51,12 @@ def render_junit(report: Report) -> str:
         if row.status == "failed":
             node = ET.SubElement(case, "failure", message=f"failed at {row.failed_stage}: {row.status_reason}")
             node.text = "\n".join(f"{s.name}: {s.status} {s.detail}" for s in row.stages)
+        elif row.status == "unverified":
+            ET.SubElement(case, "failure", message=f"unverified: {row.status_reason}")
         elif row.status not in PASSING:
             ET.SubElement(case, "skipped", message=f"{row.status}: {row.status_reason}")
+    for damaged in report.unreadable:
+        case = ET.SubElement(suite, "testcase", classname="trtmc-videoqa.unreadable", name=damaged.path)
+        ET.SubElement(case, "failure", message=f"{damaged.path} could not be read: {damaged.error}")
     ET.indent(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"

@@ -26,6 +26,7 @@ from .details import (
     timing_scope,
     transport_cell,
     transport_line,
+    unreadable_lines,
 )
 
 
@@ -204,7 +205,11 @@ def render_markdown(report: Report) -> str:
             "",
         ]
     out += [counts_line(report), ""]
-    out += status_table(report) + ["", "## Checkpoints", ""]
+    out += status_table(report) + [""]
+    if report.unreadable:
+        out += ["## Result files that could not be read", ""]
+        out += [f"- {_cell(line)}" for line in unreadable_lines(report)] + [""]
+    out += ["## Checkpoints", ""]
     for row in report.rows:
         out += _row_details(row)
     return "\n".join(out) + "\n"

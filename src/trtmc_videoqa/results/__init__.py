@@ -67,6 +67,7 @@ from .rows import (  # noqa: F401
     StageStatus,
     TransportAttempt,
     TransportChoice,
+    UnreadableRow,
     VideoTransport,
     json_schemas,
 )

@@ -23,6 +23,7 @@ QualificationStatus = Literal[
     "endpoint-qualified",
     "blocked",
     "failed",
+    "unverified",  # set by a report only: the row claims a measured status its own folder shows no evidence for
 ]
 StageName = Literal[
     "plan", "build", "correctness", "serve", "capability", "aiperf", "timing", "grading", "output-check", "identity"
@@ -254,6 +255,14 @@ class GroupLine(_Model):
     line: str
 
 
+class UnreadableRow(_Model):
+    """A checkpoints/*/result.json a report could not read: named, with why, while the rest is reported."""
+
+    path: str = Field(description="relative to the artifact directory it was found in")
+    source: str = Field(description="the artifact directory")
+    error: str
+
+
 class Report(_Model):
     schema_version: Literal["trtmc-videoqa.report/v1"] = REPORT_SCHEMA
     title: str
@@ -267,6 +276,7 @@ class Report(_Model):
         default_factory=dict, description="normal profiles (one per checkpoint@revision) by status"
     )
     variants: dict[str, int] = Field(default_factory=dict, description="variant rows by status, never models")
+    unreadable: list[UnreadableRow] = Field(default_factory=list, description="result files that could not be read")
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:

@@ -1,0 +1,40 @@
+"""Reading a file a user named or an artifact folder holds: a regular file only, and never more than a cap.
+
+`--against /dev/zero` would read forever (and run out of memory), `--against` a FIFO would block forever, and a
+huge stray file would do the same to a report. So the file is opened without following a final link into a device
+and without blocking (O_NONBLOCK), checked to be a regular file on what was opened, and read up to a cap.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from .errors import UserError
+
+MAX_RESULT_BYTES = 64 << 20  # a result row or an inventory is tens or hundreds of kB: past this it is no file of ours
+
+
+class UnreadableInput(UserError):
+    """A path to read that is not a regular file, or is larger than what the tool reads."""
+
+
+def read_regular_file(path: Path, max_bytes: int) -> bytes:
+    """The bytes of path: a regular file (a link to one is fine) of at most max_bytes, else UnreadableInput."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise UnreadableInput(f"cannot read {path}: {error.strerror or error}") from None
+    with os.fdopen(fd, "rb") as stream:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableInput(f"{path} is not a regular file (a device, FIFO or folder): give a file")
+        if info.st_size > max_bytes:
+            raise UnreadableInput(
+                f"{path} is {info.st_size} bytes, more than the {max_bytes} this reads: give the file"
+            )
+        data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:  # grew while being read
+        raise UnreadableInput(f"{path} is more than the {max_bytes} bytes this reads")
+    return data
