@@ -9,12 +9,16 @@
 3. Secrets: a server key is never on a command line (`ps`), and a URL with a credential in it is refused.
 4. One foreign file never breaks a run: a result file that cannot be read is named in every report while the rest
    is reported, and a row that claims a measured status without the evidence beside it is `unverified`.
+5. Injection: text from a server or a checkout (a model name, a fingerprint, an answer, a manifest or file name)
+   holding `|`, a newline, `<script>` or control characters keeps report.md and inventory.md rows whole, passes no
+   HTML, leaves junit.xml valid XML, and prints no escape sequence (text_escape.py: one function per format).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -29,7 +33,7 @@ from helpers import QUICK, cli, no_traceback, one_message, qualify
 from trtmc_videoqa.atomic_write import UnsafeTarget, check_target, write_text_atomic
 from trtmc_videoqa.output_lock import LOCK_NAME, OutputLock
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, FaultKnobs, ReferenceConfig, ReferenceServer
-from trtmc_videoqa.results import Report, ResultRow
+from trtmc_videoqa.results import GroupLine, Provenance, Report, RequestRow, ResultRow
 
 # --- 1. writes that go where nobody asked -----------------------------------------------------------------------
 
@@ -372,3 +376,94 @@ def test_a_row_claiming_a_status_without_its_evidence_is_unverified(quick_run, t
     assert claimed.status == "unverified" and "claims endpoint-qualified" in claimed.status_reason
     assert "**unverified**" in (out / "report.md").read_text()
     assert 'message="unverified: claims endpoint-qualified' in (out / "junit.xml").read_text()
+
+
+# --- 5. injection into Markdown, HTML, XML and the terminal ---------------------------------------------------------
+
+HOSTILE = "evil|cell\nnext line <script>alert(1)</script> `tick` \x1b[31mred\x1b[0m \x07bell"
+
+
+def _hostile_report() -> Report:
+    # A row as a server's text would fill it.
+    requests = [RequestRow(session_id="s|1", phase="profiling", question_id="q", clip_id="c", repeat=0, answer=HOSTILE)]
+    row = ResultRow(
+        profile=HOSTILE,
+        status="failed",
+        failed_stage="output-check",
+        status_reason=f"answers like {HOSTILE}",
+        status_evidence=[f"file`{HOSTILE}"],
+        requests=requests,
+        provenance=Provenance(
+            tool_versions={}, workload="synthetic", workload_digest="0" * 64, mode="endpoint", served_by=HOSTILE
+        ),
+        commands={"aiperf": f"aiperf profile --model '{HOSTILE}'"},
+    )
+    return Report(
+        title=HOSTILE,
+        generated_by="t",
+        sources=["."],
+        reference_self_test=False,
+        group=GroupLine(status="endpoint", line=HOSTILE),
+        rows=[row],
+        counts={"failed": 1},
+    )
+
+
+def _outside_code(markdown: str) -> str:
+    """The Markdown with its fenced blocks and inline code spans (which show text as it is) taken out."""
+    without_blocks = re.sub(r"^( *)(`{3,})\n.*?^\1\2$", "", markdown, flags=re.M | re.S)
+    return re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", without_blocks)
+
+
+def test_markdown_rows_stay_rows_and_carry_no_html_or_controls() -> None:
+    from trtmc_videoqa.report.markdown import render_markdown
+
+    text = render_markdown(_hostile_report())
+    assert "\x1b" not in text and "\x07" not in text
+    assert "<script>" not in _outside_code(text)  # in a code span or block it is text, not HTML
+    header = next(line for line in text.splitlines() if line.startswith("| profile |"))
+    columns = len(re.findall(r"(?<!\\)\|", header))
+    table = [line for line in text.splitlines() if line.startswith("| ") and "profile |" not in line]
+    assert table and all(len(re.findall(r"(?<!\\)\|", line)) == columns for line in table)  # one row, its cells
+    assert "next line" in text  # the text is there, on the row's line
+    fence = next(line.strip() for line in text.splitlines() if line.strip().startswith("```"))
+    assert fence != "```" or "```" not in HOSTILE  # a fence longer than any backtick run inside
+
+
+def test_html_escapes_and_junit_is_valid_xml() -> None:
+    from xml.etree import ElementTree
+
+    from trtmc_videoqa.report.html import render_html
+    from trtmc_videoqa.report.junit import render_junit
+
+    page = render_html(_hostile_report())
+    assert "<script>alert" not in page and "\x1b" not in page and "&lt;script&gt;" in page
+    junit = render_junit(_hostile_report())
+    root = ElementTree.fromstring(junit.encode())  # ESC or BEL would make this raise
+    assert "\x1b" not in junit and root.find("testcase") is not None
+
+
+def test_the_inventory_of_a_hostile_manifest_keeps_its_table_and_terminal_clean(tmp_path: Path) -> None:
+    import shutil as sh
+
+    tree = tmp_path / "trtmc"
+    sh.copytree(Path(__file__).parent / "fixtures" / "trtmc_families", tree)
+    manifests = tree / "families" / "vidqa" / "tests" / "manifests"
+    data = json.loads((manifests / "vidqa-2b.json").read_text())
+    data["name"] = "vidqa|2b\x1b[2J<b>x</b>"
+    (manifests / "evil|name\x1b.json").write_text(json.dumps(data))
+    done = cli("inventory", "--trtmc", str(tree), "--out", str(tmp_path / "inv"))
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout + done.stderr  # printed, never driving the terminal
+    text = (tmp_path / "inv" / "inventory.md").read_text()
+    assert "\x1b" not in text and "<b>" not in _outside_code(text)
+    header = next(line for line in text.splitlines() if line.startswith("| profile |"))
+    columns = len(re.findall(r"(?<!\\)\|", header))
+    rows = [line for line in text.splitlines() if line.startswith("| ") and line.count("|") > 5 and "---" not in line]
+    assert rows and all(len(re.findall(r"(?<!\\)\|", line)) == columns for line in rows if "profile |" not in line)
+
+
+def test_an_error_naming_a_hostile_path_prints_no_control_character(tmp_path: Path) -> None:
+    done = cli("probe", str(tmp_path / "clip\x1b[2J\x1b]0;title\x07.mp4"), timeout=60)
+    assert done.returncode == 2
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr and "clip" in done.stderr

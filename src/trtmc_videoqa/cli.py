@@ -16,6 +16,7 @@ from . import __version__
 from .atomic_write import write_model_atomic, write_text_atomic
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL_ERROR, BadInput, UserError
 from .stop_signals import interrupted_by, interrupted_exit_code, stop_signals_interrupt
+from .text_escape import ControlFree
 
 if TYPE_CHECKING:
     from .results import Inventory
@@ -380,6 +381,9 @@ def _validation_message(error: ValidationError, option_for_field: Mapping[str, s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Nothing printed drives the terminal: a manifest name or a server's text may hold escape sequences.
+    if not isinstance(sys.stdout, ControlFree):
+        sys.stdout, sys.stderr = ControlFree(sys.stdout), ControlFree(sys.stderr)
     args = build_parser().parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from ..results import CheckpointEntry, Inventory
+from ..text_escape import md_code, md_text
 from .audit import skipped_manifests
 from .normal_profile import normal_of
 
 
 def _cell(value: object) -> str:
-    text = "–" if value in (None, "", []) else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Every value from the checkout goes through here (or _code): manifest and file names are not ours."""
+    return "–" if value in (None, "", []) else md_text(value)
+
+
+def _code(value: object) -> str:
+    return md_code(value, in_table=True)
 
 
 def _evidence(entry: CheckpointEntry) -> str:
     first = next((e for e in entry.evidence if e.line is not None), entry.evidence[0] if entry.evidence else None)
-    return f"`{first.file}:{first.line}`" if first and first.line else (f"`{first.file}`" if first else "–")
+    return _code(f"{first.file}:{first.line}") if first and first.line else (_code(first.file) if first else "–")
 
 
 def _normal(entry: CheckpointEntry, everyone: list[CheckpointEntry]) -> str:
@@ -24,7 +29,7 @@ def _normal(entry: CheckpointEntry, everyone: list[CheckpointEntry]) -> str:
     if entry.profile_gap:
         return _cell(entry.profile_gap)
     normal = normal_of(everyone, entry)
-    return f"no (normal: `{normal.profile}`)" if normal else "–"
+    return f"no (normal: {_code(normal.profile)})" if normal else "–"
 
 
 def _table(entries: list[CheckpointEntry], everyone: list[CheckpointEntry]) -> list[str]:
@@ -34,7 +39,7 @@ def _table(entries: list[CheckpointEntry], everyone: list[CheckpointEntry]) -> l
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in entries:
-        verdict = f"**{e.verdict}**" + (" (ambiguous)" if e.ambiguous else "")
+        verdict = f"**{_cell(e.verdict)}**" + (" (ambiguous)" if e.ambiguous else "")
         lines.append(
             "| "
             + " | ".join(
@@ -62,7 +67,7 @@ def _normal_summary(entries: list[CheckpointEntry]) -> str:
     gaps = [e.profile for e in entries if e.profile_gap]
     return (
         f"- Normal profiles (one per checkpoint@revision, the one run by default): {len(normal)}; "
-        f"rows whose checkpoint has no full-model profile in this checkout: {', '.join(gaps) if gaps else 'none'}"
+        f"rows whose checkpoint has no full-model profile in this checkout: {_cell(', '.join(gaps) or 'none')}"
     )
 
 
@@ -80,11 +85,11 @@ def render_inventory_markdown(inventory: Inventory) -> str:
     out = [
         "# TRTMC inventory",
         "",
-        f"- Checkout: `{inventory.checkout}` ({inventory.layout_description})",
-        f"- Commit: `{inventory.commit}` — {pin}",
+        f"- Checkout: {_code(inventory.checkout)} ({inventory.layout_description})",
+        f"- Commit: {_code(inventory.commit)} — {_cell(pin)}",
         f"- Rows: {s.rows} manifests, {s.in_group} in the vision/video group; {s.models} models "
         f"(distinct checkpoints without variants), {s.variant_rows} variant rows",
-        f"- Capable of temporal video QA: {', '.join(s.capable) if s.capable else 'none'}",
+        f"- Capable of temporal video QA: {_cell(', '.join(s.capable) or 'none')}",
         _normal_summary(inventory.entries),
     ]
     if inventory.skipped:
@@ -98,8 +103,8 @@ def render_inventory_markdown(inventory: Inventory) -> str:
             inventory.serving.accepts_video
         ]
         out.append(
-            f"- trtmc-server chat content parts: {', '.join(inventory.serving.chat_content_types) or '?'} "
-            f"({accepts}; `{inventory.serving.source}`)"
+            f"- trtmc-server chat content parts: {_cell(', '.join(inventory.serving.chat_content_types) or '?')} "
+            f"({accepts}; {_code(inventory.serving.source)})"
         )
     out += ["", "| verdict | rows | in group |", "|---|---|---|"]
     out += [f"| {v} | {n} | {s.in_group_by_verdict.get(v, 0)} |" for v, n in s.by_verdict.items() if n]
@@ -115,19 +120,22 @@ def render_inventory_markdown(inventory: Inventory) -> str:
         out += ["", "## Outside the group", "", *_table(others, everyone)]
     ambiguous = [e for e in inventory.entries if e.ambiguous]
     if ambiguous:
-        out += ["", "## Ambiguous evidence", ""] + [f"- `{e.profile}`: {e.ambiguity}" for e in ambiguous]
+        out += ["", "## Ambiguous evidence", ""] + [f"- {_code(e.profile)}: {_cell(e.ambiguity)}" for e in ambiguous]
     if inventory.lacking:
-        out += ["", "## What the checkout lacked", ""] + [f"- {item}" for item in inventory.lacking]
+        out += ["", "## What the checkout lacked", ""] + [f"- {_cell(item)}" for item in inventory.lacking]
     if inventory.skipped:
-        out += ["", "## Skipped", ""] + [f"- `{item.path}`: {item.reason}" for item in inventory.skipped]
+        out += ["", "## Skipped", ""] + [f"- {_code(item.path)}: {_cell(item.reason)}" for item in inventory.skipped]
     if inventory.reconciliation:
         r = inventory.reconciliation
         out += [
             "",
-            f"## Against `{r.against}`",
+            f"## Against {_code(r.against)}",
             "",
-            f"- Added: {', '.join(r.added) or 'none'}",
-            f"- Removed: {', '.join(r.removed) or 'none'}",
+            f"- Added: {_cell(', '.join(r.added) or 'none')}",
+            f"- Removed: {_cell(', '.join(r.removed) or 'none')}",
         ]
-        out += [f"- Changed `{c.profile}` {c.field}: {c.old} -> {c.new}" for c in r.changed] or ["- Changed: none"]
+        changed = [
+            f"- Changed {_code(c.profile)} {_cell(c.field)}: {_cell(c.old)} -> {_cell(c.new)}" for c in r.changed
+        ]
+        out += changed or ["- Changed: none"]
     return "\n".join(out) + "\n"

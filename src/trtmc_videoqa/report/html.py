@@ -4,10 +4,10 @@ plots drawn as inline SVG, the frame strip of the declared sampling policy, and 
 from __future__ import annotations
 
 import base64
-from html import escape
 from pathlib import Path
 
 from ..results import IdentityCheck, OutputCheck, Report, ResultRow
+from ..text_escape import html_text as escape
 from .details import (
     EXAMPLES,
     NOT_REPORTED_LINE,

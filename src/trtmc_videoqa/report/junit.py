@@ -11,6 +11,7 @@ from __future__ import annotations
 from xml.etree import ElementTree as ET
 
 from ..results import GroupLine, Report
+from ..text_escape import xml_text
 from .details import transport_cell
 from .group import FAILING
 
@@ -27,6 +28,14 @@ def _group_case(suite: ET.Element, group: GroupLine) -> None:
         ET.SubElement(case, "failure", message=group.line).text = group.line
     else:
         ET.SubElement(case, "system-out").text = group.line
+
+
+def _only_xml_characters(root: ET.Element) -> None:
+    """Every text and attribute value of the tree holds only what XML 1.0 allows (a server's text may hold ESC)."""
+    for node in root.iter():
+        node.attrib = {name: xml_text(value) for name, value in node.attrib.items()}
+        if node.text:
+            node.text = xml_text(node.text)
 
 
 def render_junit(report: Report) -> str:
@@ -58,5 +67,6 @@ def render_junit(report: Report) -> str:
     for damaged in report.unreadable:
         case = ET.SubElement(suite, "testcase", classname="trtmc-videoqa.unreadable", name=damaged.path)
         ET.SubElement(case, "failure", message=f"{damaged.path} could not be read: {damaged.error}")
+    _only_xml_characters(suite)
     ET.indent(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"

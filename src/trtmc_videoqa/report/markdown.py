@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from ..results import IdentityCheck, OutputCheck, Report, ResultRow, SamplingFacts
+from ..text_escape import md_code, md_fence, md_text
 from .details import (
     EXAMPLES,
     NOT_REPORTED_LINE,
@@ -51,18 +50,12 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:.0f}%"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "/").replace("\n", " ")
+# Every value from a row goes through one of these: text (md_text) or code (_code, md_fence); never raw.
+_cell = md_text
 
 
 def _code(text: str | None) -> str:
-    """An inline code span that holds any text: a fence longer than any run of backticks in it."""
-    one = flat(text)
-    if not one:
-        return "(empty)"
-    longest = max((len(run) for run in re.findall("`+", one)), default=0)
-    fence = "`" * (longest + 1)
-    return f"{fence} {one} {fence}" if longest else f"`{one}`"
+    return md_code(flat(text))
 
 
 def status_table(report: Report) -> list[str]:
@@ -75,9 +68,9 @@ def status_table(report: Report) -> list[str]:
         c, t, a = row.client_latency, row.server_task_time, row.accuracy
         stage = f" (at {row.failed_stage})" if row.failed_stage else ""
         lines.append(
-            f"| {row.profile} | {_cell(served_by(row))} | **{row.status}**{stage} | "
-            f"{_cell(row.status_reason)} | {transport_cell(row)} | {_cell(output_check_cell(row))} | "
-            f"{identity_cell(row)} | "
+            f"| {_cell(row.profile)} | {_cell(served_by(row))} | **{row.status}**{stage} | "
+            f"{_cell(row.status_reason)} | {_cell(transport_cell(row))} | {_cell(output_check_cell(row))} | "
+            f"{_cell(identity_cell(row))} | "
             f"{ms(c.p50_ms if c else None)} | {ms(t.p50_ms if t else None)} | "
             f"{row.requests_per_s or '–'} | {_pct(a.forward if a else None)} | "
             f"{_pct(a.reversed if a else None)} | {_pct(a.both_right if a else None)} |"
@@ -87,9 +80,9 @@ def status_table(report: Report) -> list[str]:
 
 def _profile_lines(row: ResultRow) -> list[str]:
     note = profile_note(row)
-    out = [f"- Profile: {note}"] if note else []
+    out = [f"- Profile: {_cell(note)}"] if note else []
     if row.profile_gap:
-        out.append(f"- Profile gap: {row.profile_gap}")
+        out.append(f"- Profile gap: {_cell(row.profile_gap)}")
     return out
 
 
@@ -99,7 +92,7 @@ def _timing_lines(row: ResultRow) -> list[str]:
         out.append(f"- Client end-to-end latency (AIPerf): {figures(row.client_latency)}")
     if row.server_task_time and has_task_time(row):
         out.append(
-            f"- Server task time (`{row.task_time_field or 'field not stated'}`, {timing_scope(row)}): "
+            f"- Server task time ({_code(row.task_time_field or 'field not stated')}, {_cell(timing_scope(row))}): "
             f"{figures(row.server_task_time)}"
         )
     elif ran_aiperf(row):
@@ -108,32 +101,34 @@ def _timing_lines(row: ResultRow) -> list[str]:
 
 
 def _output_check_lines(check: OutputCheck) -> list[str]:
-    out = [f"- Output check: {output_check_summary(check)}"]
+    out = [f"- Output check: {_cell(output_check_summary(check))}"]
     if check.declared_no_answer:
-        out.append(f"  - Declared no-answer (the run's own plan): {flat(check.declared_no_answer, 400)}")
+        out.append(f"  - Declared no-answer (the run's own plan): {_cell(flat(check.declared_no_answer, 400))}")
     for example in check.examples[:EXAMPLES]:
         out.append(
-            f"  - {example.outcome}: `{example.session_id}` (question {example.question_id}, clip "
-            f"{example.clip_id}): {_code(example.answer)}"
+            f"  - {_cell(example.outcome)}: {_code(example.session_id)} (question {_cell(example.question_id)}, "
+            f"clip {_cell(example.clip_id)}): {_code(example.answer)}"
         )
     return out
 
 
 def _identity_lines(identity: IdentityCheck) -> list[str]:
-    out = [f"- Native/HTTP {identity_summary(identity)}"]
+    out = [f"- Native/HTTP {_cell(identity_summary(identity))}"]
     if identity.native_route:
-        fields = f"; request fields {', '.join(identity.request_fields)}" if identity.request_fields else ""
-        source = f" (`{identity.request_source}`)" if identity.request_source else ""
-        out.append(f"  - Native route: `{identity.native_route}`{fields}{source}")
+        fields = f"; request fields {_cell(', '.join(identity.request_fields))}" if identity.request_fields else ""
+        source = f" ({_code(identity.request_source)})" if identity.request_source else ""
+        out.append(f"  - Native route: {_code(identity.native_route)}{fields}{source}")
     if identity.pairs:
-        out.append(f"  - Pairs: {len(identity.pairs)} ({pair_counts(identity)}); compared {identity.normalisation}")
+        counts = _cell(pair_counts(identity))
+        out.append(f"  - Pairs: {len(identity.pairs)} ({counts}); compared {_cell(identity.normalisation)}")
     pair = first_differing(identity)
     if pair is not None:
         chat = side(pair.chat.answer, pair.chat.error, pair.chat.http_status)
         native = side(pair.native.answer, pair.native.error, pair.native.http_status)
         out.append(
-            f"  - First differing pair (question {pair.question_id}, clip {pair.clip_id}, {pair.verdict}): "
-            f"chat {_code(chat)} (`{pair.chat.request_id}`) vs native {_code(native)} (`{pair.native.request_id}`)"
+            f"  - First differing pair (question {_cell(pair.question_id)}, clip {_cell(pair.clip_id)}, "
+            f"{pair.verdict}): chat {_code(chat)} ({_code(pair.chat.request_id)}) vs native {_code(native)} "
+            f"({_code(pair.native.request_id)})"
         )
     return out
 
@@ -144,31 +139,31 @@ def _provenance_lines(row: ResultRow) -> list[str]:
         return []
     source = f" ({p.settings['precision_source']})" if "precision_source" in p.settings else ""
     inventory = f", inventory {p.inventory_digest}" if p.inventory_digest else ""
-    return [
-        f"- Provenance: workload {p.workload} ({p.workload_digest[:12]}), aiperf "
-        f"{p.aiperf.get('version')}, mode {p.mode}, served by {served_by(row)}, server version "
-        f"{p.server_version or 'unknown'}, bundle {p.bundle_digest or '–'}, TRTMC {p.trtmc_commit or '–'}, "
-        f"precision {p.effective_precision or '–'}{source}{inventory}",
-        f"- Tokenizer (token counts only): {p.tokenizer or 'unknown'}",
-    ]
+    provenance = (
+        f"workload {p.workload} ({p.workload_digest[:12]}), aiperf {p.aiperf.get('version')}, mode {p.mode}, "
+        f"served by {served_by(row)}, server version {p.server_version or 'unknown'}, bundle "
+        f"{p.bundle_digest or '–'}, TRTMC {p.trtmc_commit or '–'}, precision {p.effective_precision or '–'}"
+        f"{source}{inventory}"
+    )
+    return [f"- Provenance: {_cell(provenance)}", f"- Tokenizer (token counts only): {_cell(p.tokenizer or 'unknown')}"]
 
 
 def _row_details(row: ResultRow) -> list[str]:
-    out = [f"### {row.profile}", "", f"- Status: **{row.status}** — {row.status_reason}"]
+    out = [f"### {_cell(row.profile)}", "", f"- Status: **{row.status}** — {_cell(row.status_reason)}"]
     if served_by_test_double(row):
         out.append("- Served by the reference endpoint, a **test double**: not a TRTMC model qualification")
     comparison = comparison_line(row)
     if comparison:
-        out.append(f"- {comparison}")
+        out.append(f"- {_cell(comparison)}")
     out += _profile_lines(row)
     if row.status_evidence:
-        out.append(f"- Evidence: {', '.join(f'`{e}`' for e in row.status_evidence)}")
+        out.append(f"- Evidence: {', '.join(_code(e) for e in row.status_evidence)}")
     for stage in row.stages:
         wall = f" ({stage.wall_s:.1f} s)" if stage.wall_s is not None else ""
-        out.append(f"  - {stage.name}: {stage.status}{wall} — {stage.detail}")
+        out.append(f"  - {stage.name}: {stage.status}{wall} — {_cell(stage.detail)}")
     transport = transport_line(row)
     if transport:
-        out.append(f"- {transport[0].upper()}{transport[1:]}")
+        out.append(f"- {_cell(transport[0].upper() + transport[1:])}")
     if row.profiling_requests_planned:
         out.append(
             f"- Requests: {row.warmup_requests} warmup (kept apart), {row.profiling_requests_completed}/"
@@ -181,23 +176,25 @@ def _row_details(row: ResultRow) -> list[str]:
         out += _identity_lines(row.identity)
     for clip_id, clip in row.clips.items():
         out.append(
-            f"- Clip `{clip_id}`: {clip.frames_counted} frames, {clip.width}x{clip.height}, "
-            f"{clip.duration_s} s at {clip.fps} fps, sha256 {clip.sha256[:12]}"
+            f"- Clip {_code(clip_id)}: {clip.frames_counted} frames, {clip.width}x{clip.height}, "
+            f"{clip.duration_s} s at {_cell(clip.fps)} fps, sha256 {_cell(clip.sha256[:12])}"
         )
     if isinstance(row.sampling, SamplingFacts):  # else {}: the row ran nothing
         sampling = row.sampling
-        out.append(f"- Sampling: `{sampling.applied_by_server or sampling.policy}` applied by the {sampling.where}")
+        out.append(
+            f"- Sampling: {_code(sampling.applied_by_server or sampling.policy)} applied by the {sampling.where}"
+        )
         if sampling.mismatch:
-            out.append(f"- Sampling mismatch: {sampling.mismatch}")
+            out.append(f"- Sampling mismatch: {_cell(sampling.mismatch)}")
     out += _provenance_lines(row)
     for name, command in row.commands.items():
-        out += [f"- Reproduce ({name}):", "", "  ```", f"  {command}", "  ```"]
+        out += [f"- Reproduce ({_cell(name)}):", "", *md_fence(command, indent="  ")]
     return out + [""]
 
 
 def render_markdown(report: Report) -> str:
-    out = [f"# {report.title}", "", f"**{report.group.line}**", ""]
-    out += [f"Generated by {report.generated_by} from {', '.join(report.sources)}.", ""]
+    out = [f"# {_cell(report.title)}", "", f"**{_cell(report.group.line)}**", ""]
+    out += [f"Generated by {_cell(report.generated_by)} from {_cell(', '.join(report.sources))}.", ""]
     if report.reference_self_test:
         out += [
             "> Every row here was served by the reference endpoint, a test double that answers the synthetic "
@@ -216,4 +213,5 @@ def render_markdown(report: Report) -> str:
 
 
 def render_step_summary(report: Report) -> str:
-    return "\n".join([f"## {report.title}", "", f"**{report.group.line}**", "", *status_table(report), ""]) + "\n"
+    heading = [f"## {_cell(report.title)}", "", f"**{_cell(report.group.line)}**", ""]
+    return "\n".join([*heading, *status_table(report), ""]) + "\n"
