@@ -169,12 +169,12 @@ def test_runner_ends_the_whole_group_past_its_wall_limit(tmp_path: Path) -> None
 
 def fake_aiperf(tmp_path: Path, metadata: dict) -> Path:
     """An `aiperf` script whose interpreter answers the metadata probe with `metadata`, as installed aiperf would."""
-    (tmp_path / "metadata.json").write_text(json.dumps(metadata))
+    (tmp_path / "metadata.json").write_text(json.dumps({"entry": "aiperf.cli:app"} | metadata))
     venv_python = tmp_path / "python"
     venv_python.write_text(f"#!/bin/sh\nexec cat {tmp_path / 'metadata.json'}\n")
     venv_python.chmod(0o755)
     fake = tmp_path / "aiperf"
-    fake.write_text(f"#!{venv_python}\n")
+    fake.write_text(f"#!{venv_python}\nfrom aiperf.cli import app\n")  # the entry point pip's script runs
     fake.chmod(0o755)
     return fake
 

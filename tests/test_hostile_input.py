@@ -12,6 +12,10 @@
 5. Injection: text from a server or a checkout (a model name, a fingerprint, an answer, a manifest or file name)
    holding `|`, a newline, `<script>` or control characters keeps report.md and inventory.md rows whole, passes no
    HTML, leaves junit.xml valid XML, and prints no escape sequence (text_escape.py: one function per format).
+6. Limits that hold: time limits refuse nan, negative and infinite values; the capability check waits as long as
+   --request-timeout says and names it; --against reads only a regular file; deeply nested JSON is a 400; doctor
+   refuses a script that is not aiperf's own; an invalid MODEL.toml is said, not taken. (A strip's size cap and mode,
+   and the report after an interruption, are tried with classes 1 and 2 above.)
 """
 
 from __future__ import annotations
@@ -467,3 +471,98 @@ def test_an_error_naming_a_hostile_path_prints_no_control_character(tmp_path: Pa
     done = cli("probe", str(tmp_path / "clip\x1b[2J\x1b]0;title\x07.mp4"), timeout=60)
     assert done.returncode == 2
     assert "\x1b" not in done.stderr and "\x07" not in done.stderr and "clip" in done.stderr
+
+
+# --- 6. limits that hold --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("option", ["--request-timeout", "--aiperf-wall-limit", "--startup-timeout"])
+@pytest.mark.parametrize("value", ["nan", "-1", "inf"])
+def test_time_limits_refuse_nan_negative_and_infinite_values(tmp_path: Path, option: str, value: str) -> None:
+    done = qualify("--out", str(tmp_path / "out"), *QUICK, option, value, "--dry-run", timeout=60)
+    assert done.returncode == 2, done.stdout
+    no_traceback(done)
+    assert option in one_message(done)
+
+
+def test_the_capability_check_waits_as_long_as_request_timeout_says_and_says_so(tmp_path: Path) -> None:
+    from trtmc_videoqa.serving.capability import check_capability
+    from trtmc_videoqa.workloads import builtin_workload
+
+    clip = builtin_workload("synthetic").clip_path("forward")
+    with ReferenceServer(ReferenceConfig(faults=FaultKnobs(added_task_ms=3000))) as slow:
+        started = time.monotonic()
+        result = check_capability(
+            slow.url, DEFAULT_MODEL_NAME, clip, "q?", max_tokens=4, timeout_s=0.5, body_limit=1 << 22
+        )
+        waited = time.monotonic() - started
+    assert not result.accepted and waited < 2.5  # the limit given, not a fixed 120 s
+    assert "within 0.5 s (--request-timeout)" in result.detail and "raise --request-timeout" in result.detail
+
+
+@pytest.mark.e2e
+def test_qualify_passes_request_timeout_to_the_capability_check(tmp_path: Path) -> None:
+    with ReferenceServer(ReferenceConfig(faults=FaultKnobs(added_task_ms=4000))) as slow:
+        args = ("--endpoint", slow.url, "--model", DEFAULT_MODEL_NAME, "--request-timeout", "1")
+        started = time.monotonic()
+        done = qualify(*args, "--out", str(tmp_path / "out"), *QUICK, timeout=120)
+        waited = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    failed = ResultRow.model_validate_json(
+        (tmp_path / "out" / "checkpoints" / DEFAULT_MODEL_NAME / "result.json").read_bytes()
+    )
+    assert failed.failed_stage == "capability" and "within 1 s (--request-timeout)" in failed.status_reason
+    assert waited < 60
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo"])
+def test_against_reads_only_a_regular_file(tmp_path: Path, kind: str) -> None:
+    against = "/dev/zero" if kind == "/dev/zero" else str(_fifo(tmp_path / "old.json"))
+    tree = Path(__file__).parent / "fixtures" / "trtmc_families"
+    done = cli("inventory", "--trtmc", str(tree), "--out", str(tmp_path / "inv"), "--against", against, timeout=60)
+    assert done.returncode == 2, done.stderr  # at once: never read forever, never waiting on a writer
+    no_traceback(done)
+    assert "not a regular file" in one_message(done) and "MemoryError" not in done.stderr
+
+
+@pytest.mark.parametrize("nested", ["[" * 50_000 + "]" * 50_000, '{"a":' * 50_000 + "1" + "}" * 50_000])
+def test_the_reference_server_answers_deeply_nested_json_with_400(nested: str) -> None:
+    import httpx
+
+    with ReferenceServer(ReferenceConfig()) as server:
+        for route in ("/v1/chat/completions", "/v1/tasks/generate"):
+            response = httpx.post(server.url + route, content=nested, headers={"content-type": "application/json"})
+            assert response.status_code == 400, (route, response.text[:200])
+            assert "nested too deeply" in response.text
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "#!{python}\nprint('9.9.9')\n",  # prints a version, under a Python that has aiperf installed
+        "#!{python}\nimport sys\nfrom json import dumps\nsys.exit(0)\n",  # runs something else
+    ],
+)
+def test_doctor_refuses_a_script_that_is_not_aiperfs_own(tmp_path: Path, script: str) -> None:
+    fake = tmp_path / "aiperf"
+    fake.write_text(script.format(python=sys.executable))
+    fake.chmod(0o755)
+    done = cli("doctor", env={**os.environ, "TRTMC_VIDEOQA_AIPERF": str(fake)}, timeout=120)
+    assert done.returncode != 0
+    line = next(line for line in done.stdout.splitlines() if " aiperf " in f" {line} ")
+    assert line.startswith("FAIL") and "not aiperf's console script" in line
+
+
+@pytest.mark.parametrize("broken", ["[e2e_defaults\ninput = ", "\x00\x01 not toml = = ="])
+def test_an_invalid_model_toml_is_said_not_taken(tmp_path: Path, broken: str) -> None:
+    tree = tmp_path / "trtmc"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "trtmc_e2e", tree)
+    (tree / "tests" / "e2e" / "models" / "oldvl" / "MODEL.toml").write_text(broken)
+    done = cli("inventory", "--trtmc", str(tree), "--out", str(tmp_path / "inv"))
+    assert done.returncode == 0, done.stderr
+    inventory = json.loads((tmp_path / "inv" / "inventory.json").read_text())
+    assert any(
+        "oldvl/MODEL.toml: not valid TOML" in item or "oldvl/MODEL.toml: unreadable" in item
+        for item in inventory["lacking"]
+    )
+    assert "MODEL.toml" in (tmp_path / "inv" / "inventory.md").read_text()

@@ -36,12 +36,13 @@ def _say(message: str) -> None:
 
 def _load_inventory_file(path: Path) -> Inventory:
     from .results import Inventory
+    from .safe_read import MAX_RESULT_BYTES, UnreadableInput, read_regular_file
 
-    try:
-        return Inventory.model_validate_json(path.read_bytes())
-    except FileNotFoundError:
-        raise BadInput(f"--against {path} does not exist; pass an inventory.json written by an earlier audit") from None
-    except (OSError, ValidationError, ValueError) as error:
+    if not path.exists():
+        raise BadInput(f"--against {path} does not exist; pass an inventory.json written by an earlier audit")
+    try:  # a regular file, read up to a cap: /dev/zero or a FIFO is refused, never read or waited on
+        return Inventory.model_validate_json(read_regular_file(path, MAX_RESULT_BYTES))
+    except (OSError, ValidationError, ValueError, UnreadableInput) as error:
         first = str(error).splitlines()[0]
         raise BadInput(
             f"--against {path} is not an inventory.json of this tool ({first}); "

@@ -141,7 +141,7 @@ def _try(
             Path(request.prompt.clip_path),
             request.prompt.text,
             max_tokens=request.max_tokens,
-            timeout_s=settings.capability_timeout_s,
+            timeout_s=settings.request_timeout_s,  # one request, like every other: --request-timeout names it
             body_limit=settings.body_limit,
             api_key=request.api_key,
             video_url=chat_video_url(transport, request.prompt, request.clip_urls),

@@ -20,7 +20,9 @@ AIPERF_ENV = "TRTMC_VIDEOQA_AIPERF"  # a configured path, e.g. an environment of
 _METADATA_PROBE = (
     "import importlib.metadata as m, json\n"
     "d = m.distribution('aiperf')\n"
-    "print(json.dumps({'version': d.version, 'direct_url': d.read_text('direct_url.json')}))\n"
+    "e = [e.value for e in d.entry_points if e.group == 'console_scripts' and e.name == 'aiperf']\n"
+    "u = d.read_text('direct_url.json')\n"
+    "print(json.dumps({'version': d.version, 'direct_url': u, 'entry': e[0] if e else None}))\n"
 )
 
 
@@ -111,7 +113,12 @@ def _read_metadata(interpreter: Path, executable: Path, fix: str) -> dict[str, s
             found = metadata.distribution("aiperf")
         except metadata.PackageNotFoundError:
             raise AiperfProblem(f"{executable} has no installed aiperf package metadata; {fix}") from None
-        return {"version": found.version, "direct_url": found.read_text("direct_url.json")}
+        entries = [e.value for e in found.entry_points if e.group == "console_scripts" and e.name == "aiperf"]
+        return {
+            "version": found.version,
+            "direct_url": found.read_text("direct_url.json"),
+            "entry": entries[0] if entries else None,
+        }
     try:
         done = subprocess.run(
             [str(interpreter), "-c", _METADATA_PROBE], capture_output=True, text=True, timeout=30, check=False
@@ -121,6 +128,19 @@ def _read_metadata(interpreter: Path, executable: Path, fix: str) -> dict[str, s
     if done.returncode != 0:
         raise AiperfProblem(f"{executable} has no installed aiperf package metadata; {fix}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _check_console_script(executable: Path, entry: str | None, fix: str) -> None:
+    """The file is aiperf's own console script: it imports the entry point aiperf's metadata declares (pip writes
+    `from aiperf.cli import app`). Another script under the same Python (one that prints a version) is refused."""
+    if not entry or ":" not in entry:
+        raise AiperfProblem(f"the aiperf package beside {executable} declares no `aiperf` console script; {fix}")
+    module, attribute = entry.split(":", 1)
+    needed = f"from {module.strip()} import {attribute.strip().split('.')[0]}"
+    with executable.open("rb") as handle:
+        text = handle.read(64 * 1024).decode("utf-8", "replace")
+    if needed not in text:
+        raise AiperfProblem(f"{executable} is not aiperf's console script (it does not run {entry}); {fix}")
 
 
 def locate_aiperf(configured: str | None = None, *, expected_version: str) -> AiperfInstall:
@@ -141,6 +161,7 @@ def locate_aiperf(configured: str | None = None, *, expected_version: str) -> Ai
         raise AiperfProblem(
             f"{executable} is aiperf {version}, but this tool needs the published {expected_version}; {fix}"
         )
+    _check_console_script(executable, record.get("entry"), fix)
     source = "PyPI release"
     direct_url = record.get("direct_url")
     if direct_url:

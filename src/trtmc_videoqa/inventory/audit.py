@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -237,13 +238,15 @@ def _registry_evidence(context: _AuditContext, task: str, operation: str | None)
 def _model_toml_text(context: _AuditContext, family_dir: str) -> tuple[str, ...] | None:
     if family_dir not in context.model_tomls:
         path = context.tree.root / "tests" / "e2e" / "models" / family_dir / "MODEL.toml"
+        rel = f"tests/e2e/models/{family_dir}/MODEL.toml"
         try:
-            context.model_tomls[family_dir] = tuple(path.read_text(encoding="utf-8").splitlines())
-        except (OSError, UnicodeDecodeError):
+            text = path.read_text(encoding="utf-8")
+            tomllib.loads(text)  # read as lines below, but only once it is known to be the TOML it claims to be
+            context.model_tomls[family_dir] = tuple(text.splitlines())
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
             context.model_tomls[family_dir] = None
-            context.lack(
-                f"tests/e2e/models/{family_dir}/MODEL.toml: its E2E input fields and manifest list are unknown"
-            )
+            why = f"not valid TOML ({error})" if isinstance(error, tomllib.TOMLDecodeError) else "unreadable"
+            context.lack(f"{rel}: {why}; its E2E input fields and manifest list are unknown")
     return context.model_tomls[family_dir]
 
 

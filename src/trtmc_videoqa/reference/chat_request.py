@@ -7,13 +7,12 @@ are strict, because a part the endpoint silently dropped would make its answer a
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import RequestRejected
+from .errors import RequestRejected, json_body
 
 ACCEPTED_PARTS = "text parts and exactly one video_url part"
 
@@ -104,10 +103,7 @@ def _check_system(message: _Message) -> None:
 
 
 def parse_chat_request(body: bytes) -> ChatRequest:
-    try:
-        raw = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise RequestRejected(400, f"request body is not valid JSON: {error}") from error
+    raw = json_body(body)
     try:
         chat = _ChatBody.model_validate(raw)
     except ValidationError as error:

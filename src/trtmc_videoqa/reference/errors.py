@@ -3,6 +3,9 @@ start with."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from ..errors import UserError
 
 
@@ -18,3 +21,14 @@ class RequestRejected(Exception):
 
 class ApiKeyEnvUnset(UserError, ValueError):
     """--api-key-env names an environment variable that is empty or unset."""
+
+
+def json_body(body: bytes) -> Any:
+    """The request body as JSON, or a 400 naming why: not UTF-8 JSON, or nested deeper than the parser goes (a
+    client's fault, never a 500 of ours)."""
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise RequestRejected(400, f"request body is not valid JSON: {error}") from error
+    except RecursionError:
+        raise RequestRejected(400, "request body is JSON nested too deeply to read; send a chat request") from None

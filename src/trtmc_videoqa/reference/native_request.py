@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import mimetypes
 from dataclasses import dataclass
 from typing import Any
 
 from .clip import RequestClip, clip_from_bytes
-from .errors import RequestRejected
+from .errors import RequestRejected, json_body
 from .labels import SERVED_OPERATION
 
 _TOP_LEVEL = frozenset({"request", "model"})
@@ -39,10 +38,7 @@ def check_operation(operation: str) -> None:
 
 
 def _request_object(body: bytes) -> dict[str, Any]:
-    try:
-        raw = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise RequestRejected(400, f"request body is not valid JSON: {error}") from error
+    raw = json_body(body)
     if not isinstance(raw, dict):
         raise RequestRejected(400, f"the body must be a JSON object {{'request': {{...}}}}, got {type(raw).__name__}")
     unknown = sorted(set(raw) - _TOP_LEVEL)
