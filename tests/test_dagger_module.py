@@ -522,6 +522,49 @@ def test_profile_names_are_checked_before_they_become_paths(module, bad) -> None
         qualify(module, profile=[bad])
 
 
+# --- refresh and pin --------------------------------------------------------------------------------------------------
+
+MAIN_SHA = "4" * 40
+
+
+@pytest.fixture
+def main_commit(monkeypatch) -> str:
+    """The one await stood in for: the commit the engine reads for the ref."""
+
+    async def commit(self) -> str:
+        return MAIN_SHA
+
+    monkeypatch.setattr(dagger.GitRef, "commit", commit)
+    return MAIN_SHA
+
+
+def test_refresh_audits_the_pinned_commit_and_main_and_exports_the_folder(module, main_commit) -> None:
+    folder = anyio.run(lambda: module.refresh())
+    steps = plan(folder)
+    assert steps[-1] == ("Container", "directory", {"path": dagger_plan.REFRESH_OUT})
+    (run,) = [e for e in execs(folder) if e.argv[:2] == ["trtmc-videoqa", "refresh"]]
+    assert run.argv == dagger_plan.refresh_argv("main", main_commit) and run.expect == "ANY"  # exit 3 still exports
+    assert run.argv[run.argv.index("--main-commit") + 1] == main_commit
+    assert not run.gpu and run.image == PINS.images["cpu"].reference
+    text = everything(folder)
+    assert PINS.trtmc.repository in text and PINS.trtmc.commit in text  # the pinned commit, from the pin file
+    assert '"branch", {"name": "main"}' in text.replace("'", '"')  # and main, as the engine fetches it
+    assert set(run.directories) >= {dagger_plan.TRTMC_MOUNT, dagger_plan.MAIN_MOUNT}
+    with pytest.raises(ValueError, match="named no commit"):
+        dagger_plan.refresh_argv("main", "not-a-sha")
+
+
+def test_pin_prints_the_trtmc_line_for_a_ref(module, main_commit, monkeypatch) -> None:
+    async def image_ref(self) -> str:
+        return "registry.invalid/x@sha256:" + "d4" * 32
+
+    monkeypatch.setattr(dagger.Container, "image_ref", image_ref)
+    text = anyio.run(lambda: module.pin(trtmc_ref="main"))
+    parsed = tomllib.loads(text)
+    assert parsed["trtmc"] == {"repository": PINS.trtmc.repository, "commit": main_commit}
+    assert "dagger call refresh" in text
+
+
 # --- pin --------------------------------------------------------------------------------------------------------------
 
 
@@ -550,6 +593,7 @@ FUNCTIONS = {
     "gpu_smoke",
     "qualify",
     "compare",
+    "refresh",
     "pin",
 }
 
@@ -632,6 +676,7 @@ def test_the_module_registers_as_the_engine_would_see_it(monkeypatch) -> None:
         "compare",
         "self_test",
         "gpu_smoke",
+        "refresh",  # main moves: never answered from the cache
         "pin",
     }
     assert set(functions["qualify"]["args"]) == {

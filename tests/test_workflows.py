@@ -207,7 +207,7 @@ def _steps(workflow: dict) -> list[dict]:
     return [step for job in workflow["jobs"].values() for step in job["steps"]]
 
 
-@pytest.mark.parametrize("name", ["ci.yml", "qualify.yml"])
+@pytest.mark.parametrize("name", ["ci.yml", "qualify.yml", "refresh.yml"])
 def test_every_action_is_pinned_to_the_commit_of_its_tag(name) -> None:
     lines = [line.strip() for line in (WORKFLOWS / name).read_text().splitlines() if "uses:" in line]
     assert lines
@@ -222,7 +222,7 @@ def test_every_action_is_pinned_to_the_commit_of_its_tag(name) -> None:
     )
 
 
-@pytest.mark.parametrize("name", ["ci.yml", "qualify.yml"])
+@pytest.mark.parametrize("name", ["ci.yml", "qualify.yml", "refresh.yml"])
 def test_no_checkout_keeps_its_credentials_and_no_job_may_write(name) -> None:
     workflow = load(name)
     checkouts = [step for step in _steps(workflow) if step.get("uses", "").startswith("actions/checkout@")]
@@ -279,3 +279,19 @@ def test_pre_commit_runs_the_same_gates_as_local_hooks() -> None:
     assert len(hooks) == len(gates)
     for hook, gate in zip(hooks, gates, strict=True):
         assert gate[: len(hook)] == hook  # check-jsonschema's workflow files come from pre-commit itself
+
+
+def test_the_weekly_refresh_watches_main_and_fails_exactly_on_a_new_capable_checkpoint() -> None:
+    workflow = load("refresh.yml")
+    assert set(workflow["on"]) == {"schedule", "workflow_dispatch"}
+    (cron,) = [entry["cron"] for entry in workflow["on"]["schedule"]]
+    assert len(cron.split()) == 5 and cron.split()[2:4] == ["*", "*"] and cron.split()[4] != "*"  # weekly
+    (job,) = workflow["jobs"].values()
+    assert job["runs-on"].startswith("ubuntu")  # a hosted runner: no GPU needed to read sources
+    runs = [step.get("run", "") for step in job["steps"]]
+    (audit,) = [run for run in runs if "trtmc-videoqa refresh" in run]
+    assert "--fail-on-new-capable" in audit and "--out refresh" in audit  # exit 3 fails the job, and only that
+    summary = next(step for step in job["steps"] if "GITHUB_STEP_SUMMARY" in step.get("run", ""))
+    assert "reconciliation.md" in summary["run"] and summary["if"] == "${{ always() }}"
+    (upload,) = steps_using(job, "actions/upload-artifact@")
+    assert upload["with"]["path"].strip() == "refresh/" and upload["if"] == "${{ always() }}"

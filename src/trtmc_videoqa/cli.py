@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 from . import __version__
 from .atomic_write import write_model_atomic, write_text_atomic
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL_ERROR, BadInput, UserError
+from .refresh import add_refresh_parser
 from .stop_signals import interrupted_by, interrupted_exit_code, stop_signals_interrupt
 from .text_escape import ControlFree
 
@@ -56,7 +58,7 @@ def cmd_inventory(args: argparse.Namespace) -> int:
     from .inventory.reconcile import reconcile
 
     old = _load_inventory_file(args.against) if args.against else None
-    inventory = run_inventory(args.trtmc)
+    inventory = run_inventory(args.trtmc, commit=args.commit)
     if old is not None:
         inventory.reconciliation = reconcile(old, inventory, str(args.against))
     out: Path = args.out
@@ -223,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_report_parser,
         _add_serve_reference_parser,
         _add_schemas_parser,
+        add_refresh_parser,
     ):
         add_command(commands)
     return parser
@@ -250,7 +253,19 @@ def _add_inventory_parser(commands: _Commands) -> None:
         metavar="OLD.json",
         help="an earlier inventory.json to reconcile with: added, removed and changed rows",
     )
+    inventory.add_argument(
+        "--commit",
+        type=_full_sha,
+        metavar="SHA",
+        help="the commit the tree is, when it has no .git (an exported tree); its own .git wins where it has one",
+    )
     inventory.set_defaults(handler=cmd_inventory)
+
+
+def _full_sha(value: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{40}", value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a full 40-character commit SHA")
+    return value
 
 
 def _add_matrix_parser(commands: _Commands) -> None:

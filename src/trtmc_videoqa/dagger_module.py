@@ -31,10 +31,12 @@ from .dagger_plan import (
     GPU_LOCK,
     HUB_CACHE,
     KEY_PREFIX,
+    MAIN_MOUNT,
     PACKAGE_DIR,
     PIP_CACHE,
     PRIVATE_EXCLUDE,
     RECIPES,
+    REFRESH_OUT,
     SOURCE_IGNORE,
     TRTMC_BUILD,
     TRTMC_MOUNT,
@@ -51,10 +53,12 @@ from .dagger_plan import (
     pins,
     qualification_argv,
     qualification_key,
+    refresh_argv,
     resolution,
     runtime_env,
     runtime_labels,
     self_test_argv,
+    trtmc_pin_line,
     unresolved_note,
     workload_sha256,
 )
@@ -63,10 +67,9 @@ _T = TypeVar("_T")
 _Fn = TypeVar("_Fn", bound=Callable[..., Any])
 
 if TYPE_CHECKING:
-    # The signatures dagger-io 0.21.11 implements, for the type checker only. Its own annotations cannot be read by
-    # mypy: `function` is typed with a TypeVar declared `infer_variance=True`, which mypy rejects, so a decorated
-    # method loses its return type (mypy's "R?"), and its overloads leave out the `cache` keyword the implementation
-    # takes; `object_type` is re-exported as a bound method, so mypy never sees its dataclass_transform.
+    # For mypy only, the signatures dagger-io 0.21.11 implements: its `function` uses an `infer_variance=True` TypeVar
+    # mypy rejects (a method loses its return type) and leaves `cache` out of its overloads; `object_type` is a bound
+    # method re-exported, whose dataclass_transform mypy never sees.
     from typing import dataclass_transform, overload
 
     @dataclass_transform(kw_only_default=True)
@@ -109,11 +112,7 @@ def with_labels(labels: dict[str, str]) -> Step:
 
 def with_cache(path: str, volume: str, sharing: CacheSharingMode = CacheSharingMode.SHARED) -> Step:
     """Mount the named cache volume at path (shared between execs unless told otherwise)."""
-
-    def step(container: dagger.Container) -> dagger.Container:
-        return container.with_mounted_cache(path, dag.cache_volume(volume), sharing=sharing)
-
-    return step
+    return lambda container: container.with_mounted_cache(path, dag.cache_volume(volume), sharing=sharing)
 
 
 with_pip_cache = with_cache(PIP_CACHE, "trtmc-videoqa-pip")
@@ -127,31 +126,18 @@ def with_all_gpus(container: dagger.Container) -> dagger.Container:
 
 def with_nonce(fresh: bool = True) -> Step:
     """A new value in the exec's key each time, so the engine's cache never answers for it (nothing when not fresh)."""
-
-    def step(container: dagger.Container) -> dagger.Container:
-        return container.with_env_variable(f"{KEY_PREFIX}NONCE", uuid.uuid4().hex) if fresh else container
-
-    return step
+    return lambda container: container.with_env_variable(f"{KEY_PREFIX}NONCE", uuid.uuid4().hex) if fresh else container
 
 
 def with_secret(name: str, secret: dagger.Secret | None) -> Step:
     """The secret as an environment variable of the execs that follow (nothing when none is given)."""
-
-    def step(container: dagger.Container) -> dagger.Container:
-        return container.with_secret_variable(name, secret) if secret is not None else container
-
-    return step
+    return lambda container: container.with_secret_variable(name, secret) if secret is not None else container
 
 
 def system_packages(recipes: dagger.Directory, image: str, include: list[str] | None = None) -> Step:
     """The recipes copied in (only those named in include, if given) and containers/system-packages.sh run."""
-
-    def step(container: dagger.Container) -> dagger.Container:
-        return container.with_directory(RECIPES, recipes, include=include).with_exec(
-            ["sh", f"{RECIPES}/system-packages.sh", image]
-        )
-
-    return step
+    script = ["sh", f"{RECIPES}/system-packages.sh", image]
+    return lambda container: container.with_directory(RECIPES, recipes, include=include).with_exec(script)
 
 
 def build_trtmc(tree: dagger.Directory, cuda_arch: str) -> Step:
@@ -172,11 +158,9 @@ def build_trtmc(tree: dagger.Directory, cuda_arch: str) -> Step:
 
 def install_python(image: str, venv: str) -> Step:
     """containers/install-python.sh: this package (copied in before) into venv, the pinned aiperf into its own."""
-
-    def step(container: dagger.Container) -> dagger.Container:
-        return container.with_exec(["sh", f"{RECIPES}/install-python.sh", image, PACKAGE_DIR, venv, AIPERF_VENV])
-
-    return step
+    return lambda container: container.with_exec(
+        ["sh", f"{RECIPES}/install-python.sh", image, PACKAGE_DIR, venv, AIPERF_VENV]
+    )
 
 
 def with_rows(runs: dict[str, dagger.Directory]) -> Step:
@@ -438,7 +422,19 @@ class TrtmcVideoqa:
         return {name: dag.container().from_(image.base) for name, image in pins().images.items()}
 
     @function(cache="never")
-    async def pin(self) -> str:
+    async def refresh(
+        self, ref: Annotated[str, Doc("the TRTMC ref to compare with the pinned commit")] = "main"
+    ) -> dagger.Directory:
+        """Audit the pinned commit and a TRTMC ref (main): what changed in the group (refresh/, exit 3 kept)."""
+        main = dag.git(pins().trtmc.repository).branch(ref)
+        trees = self.cpu().with_directory(TRTMC_MOUNT, self._trtmc_tree()).with_directory(MAIN_MOUNT, main.tree())
+        argv = refresh_argv(ref, await main.commit())  # the commit as the engine fetched it
+        return trees.with_exec(argv, expect=ReturnType.ANY).directory(REFRESH_OUT)
+
+    @function(cache="never")
+    async def pin(
+        self, trtmc_ref: Annotated[str | None, Doc("also print the [trtmc] table for this ref's commit")] = None
+    ) -> str:
         """Resolve the pinned image tags to digests where the registry is reachable; print the pin-file lines."""
         resolved: dict[str, str | None] = {}
         notes: dict[str, str] = {}
@@ -447,4 +443,7 @@ class TrtmcVideoqa:
                 resolved[name], notes[name] = resolution(await container.image_ref())
             except dagger.QueryError as error:
                 resolved[name], notes[name] = None, unresolved_note(error)
-        return pin_lines(pins(), resolved, notes)
+        if trtmc_ref is None:
+            return pin_lines(pins(), resolved, notes)
+        commit = await dag.git(pins().trtmc.repository).branch(trtmc_ref).commit()
+        return pin_lines(pins(), resolved, notes) + "\n" + trtmc_pin_line(pins(), trtmc_ref, commit)

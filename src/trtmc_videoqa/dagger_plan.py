@@ -25,6 +25,8 @@ TRTMC_BUILD = "/opt/trtmc/build"
 TRTMC_VENV = "/opt/venv"  # TRTMC's Python environment; this package is installed into it too
 ARTIFACTS = "/artifacts"
 TRTMC_MOUNT = "/trtmc"  # a TRTMC tree given to the CPU steps
+MAIN_MOUNT = "/trtmc-main"  # the tree of TRTMC's main (or another ref), for refresh
+REFRESH_OUT = "/refresh"
 PIP_CACHE, CCACHE_DIR, HUB_CACHE, BUNDLE_CACHE = (
     "/root/.cache/pip",
     "/cache/ccache",
@@ -149,6 +151,41 @@ def check_video_transport(transport: str) -> str:
     if transport not in VIDEO_TRANSPORTS:
         raise ValueError(f"video transport {transport!r} is not one of: {', '.join(VIDEO_TRANSPORTS)}")
     return transport
+
+
+def refresh_argv(ref: str, main_commit: str) -> list[str]:
+    """refresh over the two trees the engine fetched (no git inside): the pinned one, whose commit is the pin
+    file's, and the ref's, whose commit the engine read. Exit 3 (a new capable checkpoint) still exports."""
+    if not re.fullmatch(r"[0-9a-f]{40}", main_commit):
+        raise ValueError(f"the engine named no commit for {ref!r}: {main_commit!r}")
+    return [
+        "trtmc-videoqa",
+        "refresh",
+        "--trtmc",
+        TRTMC_MOUNT,
+        "--main-tree",
+        MAIN_MOUNT,
+        "--main-commit",
+        main_commit,
+        "--ref",
+        ref,
+        "--out",
+        REFRESH_OUT,
+        "--fail-on-new-capable",
+    ]
+
+
+def trtmc_pin_line(p: Pins, ref: str, commit: str) -> str:
+    """The pin file's [trtmc] table moved to `commit` (what `ref` is now), with the reason to move it."""
+    return "\n".join(
+        [
+            "[trtmc]",
+            f"# {ref} is {commit}; move the pin only after `dagger call refresh` shows what changed in the group",
+            f'repository = "{p.trtmc.repository}"',
+            f'commit = "{commit}"',
+            "",
+        ]
+    )
 
 
 def self_test_argv(video_transport: str = DEFAULT_VIDEO_TRANSPORT) -> list[str]:

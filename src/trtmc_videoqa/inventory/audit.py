@@ -83,7 +83,9 @@ class _AuditContext:
         return self.scans[family]
 
 
-def run_inventory(checkout: Path, *, pinned_commit: str | None = None) -> Inventory:
+def run_inventory(checkout: Path, *, pinned_commit: str | None = None, commit: str | None = None) -> Inventory:
+    """One row per manifest of the checkout. Its commit is HEAD from its .git when it has one, else `commit` as
+    the caller knows it (an exported tree of a known commit), else 'unknown'."""
     tree, layout = open_checkout(checkout)
     registry, registry_lines, registry_problem = (
         read_task_registry(tree.root) if layout == "families" else (None, (), None)
@@ -108,7 +110,8 @@ def run_inventory(checkout: Path, *, pinned_commit: str | None = None) -> Invent
     for profile, count in Counter(entry.profile for entry in entries).items():
         if count > 1:
             context.lack(f"profile {profile!r} is named by {count} manifests: rows are told apart by manifest path")
-    commit = checkout_commit(tree.root)
+    head = checkout_commit(tree.root)
+    commit = head if head != "unknown" else (commit or "unknown")
     pinned = pinned_commit or load_pins().trtmc.commit
     return Inventory(
         tool_version=__version__,

@@ -9,15 +9,15 @@ from ..results import CheckpointEntry, FieldChange, Inventory, Reconciliation
 COMPARED_FIELDS = ("verdict", "catalog_status", "in_group", "checkpoint", "revision", "precision")
 
 
-def _keyed(inventory: Inventory) -> dict[str, CheckpointEntry]:
+def keyed(inventory: Inventory) -> dict[str, CheckpointEntry]:
     """By profile; a profile that several manifests name is told apart by its manifest path."""
     counts = Counter(e.profile for e in inventory.entries)
     return {(e.profile if counts[e.profile] == 1 else f"{e.profile} ({e.manifest})"): e for e in inventory.entries}
 
 
 def reconcile(old: Inventory, new: Inventory, against: str) -> Reconciliation:
-    before = _keyed(old)
-    after = _keyed(new)
+    before = keyed(old)
+    after = keyed(new)
     changed = [
         FieldChange(profile=profile, field=name, old=getattr(before[profile], name), new=getattr(after[profile], name))
         for profile in sorted(before.keys() & after.keys())

@@ -170,13 +170,49 @@ class Reconciliation(_Model):
     changed: list[FieldChange]
 
 
+GroupChangeKind = Literal["joined", "left", "verdict", "catalog_status", "revision", "precision", "checkpoint"]
+
+
+class GroupChange(_Model):
+    """One in-group change of one row between the pinned commit and main."""
+
+    profile: str
+    kind: GroupChangeKind
+    old: str | None
+    new: str | None
+    variant: bool = Field(description="the row (on main, else pinned) is a variant, never counted as a model")
+    new_capable: bool = Field(description="the row joined the group or changed verdict, and is temporal-video-qa now")
+
+
+class OutsideCounts(_Model):
+    added: int
+    removed: int
+    changed: int
+
+
+class GroupReconciliation(_Model):
+    """`trtmc-videoqa refresh`: the group's changes between the pinned commit and main first, the rest counted."""
+
+    schema_version: Literal["trtmc-videoqa.reconciliation/v1"] = "trtmc-videoqa.reconciliation/v1"
+    pinned_commit: str
+    pinned_commit_source: str = Field(description="where the pinned side's commit came from (git, or the pin file)")
+    main_ref: str
+    main_commit: str
+    line: str = Field(description="the one line reconciliation.md opens with")
+    changes: list[GroupChange]
+    new_capable: list[str] = Field(description="profiles that became or arrived temporal-video-qa")
+    flagged_verdicts: list[str] = Field(description="profiles that became or arrived temporal-video-qa or partial")
+    outside: OutsideCounts
+    by_kind: dict[str, int]
+
+
 class Inventory(_Model):
     schema_version: Literal["trtmc-videoqa.inventory/v1"] = INVENTORY_SCHEMA
     tool_version: str
     checkout: str
     layout: Layout
     layout_description: str
-    commit: str = Field(description="the checkout's HEAD from git, else 'unknown'")
+    commit: str = Field(description="the checkout's HEAD from git, else the commit the caller named, else 'unknown'")
     pinned_commit: str
     matches_pin: bool | None = Field(description="None when the commit is unknown")
     lacking: list[str] = Field(default_factory=list, description="what the checkout lacked, and what that costs")
