@@ -194,7 +194,9 @@ def test_docker_stop_ends_the_self_test_as_ctrl_c_does(image: dict[str, str], tm
     name = f"trtmc-videoqa-stop-{os.getpid()}"
     user = f"{os.getuid()}:{os.getgid()}"
     argv = ["docker", "run", "-d", "--name", name, "--network", "host", "--user", user, "--env", "HOME=/tmp"]
-    started = _run([*argv, "--volume", f"{tmp_path}:/work/artifacts", TAG], image, timeout=120)
+    # Enough requests that AIPerf is still running when the stop comes (the default self-test is over in seconds).
+    long_run = ["trtmc-videoqa", "qualify", "--out", "/work/artifacts", "--workload", "synthetic", "--repeats", "200"]
+    started = _run([*argv, "--volume", f"{tmp_path}:/work/artifacts", TAG, *long_run], image, timeout=120)
     assert started.returncode == 0, started.stderr
     try:
         deadline = time.monotonic() + 300
