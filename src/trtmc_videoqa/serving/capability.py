@@ -87,26 +87,21 @@ def check_capability(
     try:
         with httpx.Client(timeout=timeout_s, trust_env=False) as client:
             response = client.post(url.rstrip("/") + CHAT_PATH, content=content, headers=headers)
-    except httpx.TimeoutException:
-        return CapabilityResult(
-            accepted=False,
-            rejected=False,
-            http_status=None,
-            request_id=request_id,
-            latency_ms=(time.perf_counter() - start) * 1000,
-            detail=(
+    except httpx.HTTPError as error:
+        if isinstance(error, httpx.TimeoutException):
+            detail = (
                 f"no answer from {url} within {timeout_s:g} s (--request-timeout); raise --request-timeout if the "
                 "server is slow to answer its first video request"
-            ),
-        )
-    except httpx.HTTPError as error:
+            )
+        else:
+            detail = f"no answer from {url}: {type(error).__name__}: {error}"
         return CapabilityResult(
             accepted=False,
             rejected=False,
             http_status=None,
             request_id=request_id,
             latency_ms=(time.perf_counter() - start) * 1000,
-            detail=f"no answer from {url}: {type(error).__name__}: {error}",
+            detail=detail,
         )
     return _judged_response(response, request_id, (time.perf_counter() - start) * 1000)
 
