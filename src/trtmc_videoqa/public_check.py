@@ -126,13 +126,14 @@ def keep_path(path: str) -> bool:
     return path.startswith("/") and len(path) >= MIN_PATH_CHARS and path not in GENERIC_PATHS
 
 
-def _run_dirs() -> list[Path | str]:
-    """The venv, $HOME, the temp dir, the working directory; one that cannot be told is left out."""
-    dirs: list[Path | str] = [sys.prefix, tempfile.gettempdir()]
+def run_dirs() -> dict[str, Path | str]:
+    """The venv, $HOME, the temp dir and the working directory, by the placeholder a public file names each with;
+    one that cannot be told is left out."""
+    dirs: dict[str, Path | str] = {"$VENV": sys.prefix, "$TMPDIR": tempfile.gettempdir()}
     with suppress(RuntimeError, KeyError, OSError):  # no $HOME and no passwd entry (a bare container user)
-        dirs.append(Path.home())
+        dirs["$HOME"] = Path.home()
     with suppress(OSError):  # the working directory was removed
-        dirs.append(os.getcwd())
+        dirs["$PWD"] = os.getcwd()
     return dirs
 
 
@@ -163,7 +164,7 @@ def machine_words() -> list[str]:
 def run_sentinels(out: Path, *, extra_paths: Sequence[Path | str] = (), secrets: Sequence[str] = ()) -> PublicSentinels:
     """This run's own values: the output directory, the venv, $HOME, the temp dir, the working directory and the
     paths given (a TRTMC checkout) in both forms; the user and host names; the secrets given."""
-    candidates = [out, *_run_dirs(), *extra_paths]
+    candidates = [out, *run_dirs().values(), *extra_paths]
     paths = [form for path in candidates for form in path_forms(path)]
     return PublicSentinels(
         paths=[path for path in _unique(paths) if keep_path(path)],

@@ -16,11 +16,8 @@ Paths are replaced longest first, so a path inside the output folder becomes rel
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
-import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +39,7 @@ from .public_check import (
     machine_words,
     path_forms,
     public_files,
+    run_dirs,
     run_sentinels,
 )
 
@@ -105,13 +103,7 @@ def public_map(
     if aiperf_executable:
         pairs += [(form, "aiperf") for form in path_forms(aiperf_executable)]
         pairs += [(form, "$AIPERF_VENV") for form in path_forms(Path(aiperf_executable).parent.parent)]
-    placeholders: dict[str, Path | str | None] = {
-        "$VENV": sys.prefix,
-        "$HOME": _home(),
-        "$TMPDIR": tempfile.gettempdir(),
-        "$PWD": _cwd(),
-    }
-    for placeholder, path in {**(named or {}), **placeholders}.items():
+    for placeholder, path in {**(named or {}), **run_dirs()}.items():
         if path:
             pairs += [(form, placeholder) for form in path_forms(path)]
     paths: dict[str, str] = {}
@@ -121,20 +113,6 @@ def public_map(
     words = {word: "<user-or-host>" for word in machine_words()}
     words |= {host: "<endpoint-host>" for host in endpoint_hosts}
     return PublicMap(paths=paths, words=words)
-
-
-def _home() -> str | None:
-    try:
-        return str(Path.home())
-    except (RuntimeError, KeyError):  # no $HOME and no passwd entry
-        return None
-
-
-def _cwd() -> str | None:
-    try:
-        return os.getcwd()
-    except OSError:  # the working directory was removed
-        return None
 
 
 def rewrite_public_files(root: Path, mapping: PublicMap) -> int:
