@@ -22,6 +22,7 @@ from .aiperf.locate import AiperfInstall
 from .aiperf.runner import RunOutcome, run_with_wall_limit
 from .aiperf.tokenizer import aiperf_environment
 from .atomic_write import write_model_atomic, write_text_atomic
+from .gpu import gpu_busy_percent
 from .grading import GradedAnswer, grade_workload
 from .output_check import check_outputs, output_check_stage, write_output_check
 from .public_check import PRIVATE_DIR
@@ -276,6 +277,7 @@ def run_aiperf(
     progress(f"aiperf: {len(plan.warmup)} warmup + {len(plan.profiling)} profiling requests")
     _set_aside(Path(aiperf_settings.artifact_dir))
     log = private / AIPERF_LOG
+    busy = gpu_busy_percent()  # aiperf_qual's idleness fact for the run (execution.jsonl): read before it starts
     started = time.monotonic()
     interrupted = False
     try:
@@ -289,6 +291,7 @@ def run_aiperf(
         interrupted = True
         wall = time.monotonic() - started
         outcome = RunOutcome(exit_code=None, timed_out=False, wall_s=wall, log=str(log), interrupted=True)
+    outcome = outcome.model_copy(update={"gpu_busy_percent": busy})
     clients = read_client_records(Path(aiperf_settings.artifact_dir))
     secrets = known_secrets(target.api_key)
     scrub_exports(aiperf_dir, secrets)

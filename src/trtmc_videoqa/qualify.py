@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .aiperf_qual.execution_file import write_execution
+from .aiperf_qual.verdicts import with_verdict
 from .atomic_write import write_model_atomic, write_text_atomic
 from .hardware_provenance import hardware_provenance
 from .pins import tool_versions
@@ -219,7 +221,8 @@ def earned_reason(stages: list[StageResult]) -> str:
 
 
 def finish_row(job: QualifyJob, row: ResultRow, commands: dict[str, str]) -> ResultRow:
-    """Scrub the row directory of secrets, then write command.txt and result.json: the row is done."""
+    """Scrub the row directory of secrets, then write execution.jsonl (aiperf_qual's evidence of its AIPerf run),
+    command.txt and result.json, the row carrying the aiperf_qual verdict its status supports: the row is done."""
     row_dir = job.row_dir(row.profile)
     # The tools we ran (build, the family's tests and their artifacts, the server and its records) may write a
     # token they were given anywhere under the row: never kept. (Bundles live outside the row directory.)
@@ -227,7 +230,8 @@ def finish_row(job: QualifyJob, row: ResultRow, commands: dict[str, str]) -> Res
         scrub_secrets(
             sorted(p for p in row_dir.rglob("*") if p.is_file() and not p.is_symlink()), known_secrets(job.api_key)
         )
-    row = row.model_copy(update={"commands": commands})
+    row = with_verdict(row.model_copy(update={"commands": commands}))
+    write_execution(row_dir, row)
     write_text_atomic(row_dir / "command.txt", "".join(f"# {name}\n{command}\n" for name, command in commands.items()))
     write_model_atomic(row_dir / "result.json", row)
     return row

@@ -118,7 +118,7 @@ def _latencies(artifact_dir: Path) -> dict[str, float]:
     return found
 
 
-def _raw_lines(artifact_dir: Path) -> Iterator[dict[str, Any]]:
+def raw_lines(artifact_dir: Path) -> Iterator[dict[str, Any]]:
     """The raw export; when AIPerf did not consolidate it (every request failed, or it was ended early), the
     per-record-processor files it wrote on the way (raw_records/*.jsonl) instead."""
     if (artifact_dir / RAW_EXPORT).is_file():
@@ -128,7 +128,7 @@ def _raw_lines(artifact_dir: Path) -> Iterator[dict[str, Any]]:
         yield from _lines(part)
 
 
-def _client_record(raw: dict[str, Any], latencies: dict[str, float]) -> ClientRecord | None:
+def client_record(raw: dict[str, Any], latencies: dict[str, float]) -> ClientRecord | None:
     meta = raw.get("metadata") or {}
     session = meta.get("conversation_id")
     if not session:
@@ -163,15 +163,15 @@ def read_client_records(artifact_dir: Path) -> list[ClientRecord]:
     records = []
     latencies = _latencies(artifact_dir)
     seen: set[str] = set()
-    for raw in _raw_lines(artifact_dir):
-        record = _client_record(raw, latencies)
+    for raw in raw_lines(artifact_dir):
+        record = client_record(raw, latencies)
         if record is not None:
             records.append(record)
             seen.add(record.x_request_id or "")
     for raw in _lines(artifact_dir / RECORDS_EXPORT):
         request_id = (raw.get("metadata") or {}).get("x_request_id")
         if request_id and request_id not in seen:
-            record = _client_record(raw, latencies)
+            record = client_record(raw, latencies)
             if record is not None:
                 records.append(record)
                 seen.add(request_id)

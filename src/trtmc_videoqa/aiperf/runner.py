@@ -27,6 +27,7 @@ class RunOutcome(BaseModel):
     wall_s: float
     log: str
     interrupted: bool = False  # we were interrupted (SIGINT) and ended the group
+    gpu_busy_percent: float | None = None  # the busiest GPU just before AIPerf started; None: no GPU was read
 
 
 def _end_group(process: subprocess.Popen[bytes]) -> None:

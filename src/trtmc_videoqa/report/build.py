@@ -7,11 +7,12 @@ from collections import Counter
 from pathlib import Path
 
 from .. import __version__
+from ..aiperf_qual.verdicts import with_verdict
 from ..atomic_write import open_for_appending, write_model_atomic, write_text_atomic
 from ..errors import UserError
 from ..results import Report, ResultRow, UnreadableRow
 from ..safe_read import MAX_RESULT_BYTES, read_regular_file
-from .group import group_line
+from .group import aiperf_qual_group, group_line
 from .html import render_html
 from .junit import render_junit
 from .markdown import render_markdown, render_step_summary
@@ -46,7 +47,7 @@ def load_rows(directory: Path) -> tuple[list[ResultRow], list[UnreadableRow]]:
                 UnreadableRow(path=path.relative_to(directory).as_posix(), source=str(directory), error=first)
             )
             continue
-        rows.append(_verified(row, path.parent))
+        rows.append(with_verdict(_verified(row, path.parent)))
     return rows, unreadable
 
 
@@ -92,6 +93,7 @@ def build_report(directories: list[Path], title: str | None = None) -> Report:
         sources=[str(d) for d in directories],
         reference_self_test=self_test,
         group=group_line(rows),
+        aiperf_qual=aiperf_qual_group(rows),
         rows=rows,
         counts=_by_status(rows),
         models=_by_status([row for row in rows if row.normal_profile is True]),

@@ -152,3 +152,24 @@ def comparison_line(row: ResultRow) -> str | None:
         f"{c.label[0].upper()}{c.label[1:]}: {c.server}{version} serving {c.checkpoint}{revision} on {c.device}"
         f"{beside}; media adaptation: {c.media_adaptation}"
     )
+
+
+AIPERF_QUAL_NOTE: Final = (
+    "TRTMC aiperf_qual's verdict each row's evidence supports, by a fixed table from our status and failed stage "
+    "(README: Reuse of TRTMC's mechanics); `pass` would need its gold benchmarks against the native model, which this "
+    "workload does not run. Worst first, in aiperf_qual's severity order."
+)
+
+
+def aiperf_qual_line(report: Report) -> str | None:
+    """'aiperf_qual verdict of the group: acc-inconclusive (scope)'; None for a report made before the field."""
+    group = report.aiperf_qual
+    if group is None:
+        return None
+    return f"aiperf_qual verdict of the group: {group.verdict or 'none (no row to judge)'} ({group.scope})"
+
+
+def aiperf_qual_rows(report: Report) -> list[tuple[str, str]]:
+    """(verdict, its profiles) worst first."""
+    group = report.aiperf_qual
+    return [(verdict, ", ".join(profiles)) for verdict, profiles in (group.rows.items() if group else [])]

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Final
 
-from ..results import COMPARISON_LABEL, GroupLine, ResultRow
+from ..aiperf_qual.verdicts import group_verdict
+from ..results import COMPARISON_LABEL, GroupLine, GroupVerdict, ResultRow
 
 CAPABLE_VERDICT: Final = "temporal-video-qa"
 QUALIFIED: Final = "aiperf-qualified"
@@ -128,3 +129,13 @@ def group_line(rows: list[ResultRow]) -> GroupLine:
         line = f"{group.line}; plus {_not_counted(others)}"
         return GroupLine(status=group.status, line=line)
     return group
+
+
+def aiperf_qual_group(rows: list[ResultRow]) -> GroupVerdict:
+    """The group in aiperf_qual's verdicts: the worst over the group's models (in-group normal profiles of TRTMC
+    rows), or over every row of a report without TRTMC rows (which then says it judged no TRTMC model)."""
+    trtmc = [row for row in rows if is_trtmc_row(row) and row.comparison is None]
+    if trtmc:
+        models = [row for row in trtmc if row.in_group and row.normal_profile is True]
+        return group_verdict(rows, models, "the group's models: in-group normal profiles of TRTMC rows")
+    return group_verdict(rows, rows, "every row; no TRTMC row in this report, so no TRTMC model was judged")

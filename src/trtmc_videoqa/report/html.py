@@ -9,8 +9,11 @@ from pathlib import Path
 from ..results import IdentityCheck, OutputCheck, Report, ResultRow
 from ..text_escape import html_text as escape
 from .details import (
+    AIPERF_QUAL_NOTE,
     EXAMPLES,
     NOT_REPORTED_LINE,
+    aiperf_qual_line,
+    aiperf_qual_rows,
     comparison_line,
     counts_line,
     figures,
@@ -205,12 +208,13 @@ def _row_section(row: ResultRow) -> list[str]:
 
 def _status_table(report: Report) -> str:
     header = (
-        "<tr><th>profile</th><th>served by</th><th>status</th><th>reason</th><th>transport</th>"
+        "<tr><th>profile</th><th>served by</th><th>status</th><th>aiperf_qual</th><th>reason</th><th>transport</th>"
         "<th>output check</th><th>identity</th>"
         "<th>p50 client ms</th><th>p50 task ms</th><th>req/s</th><th>both right</th></tr>"
     )
     cells = "".join(
         f"<tr><td>{escape(r.profile)}</td><td>{escape(served_by(r))}</td><td>{_status(r)}</td>"
+        f"<td>{escape(r.aiperf_qual_verdict or '')}</td>"
         f"<td>{escape(r.status_reason)}</td><td>{escape(transport_cell(r))}</td>"
         f"<td>{escape(output_check_cell(r))}</td>"
         f"<td>{escape(identity_cell(r))}</td>"
@@ -221,6 +225,17 @@ def _status_table(report: Report) -> str:
         for r in report.rows
     )
     return f"<table>{header}{cells}</table>"
+
+
+def _aiperf_qual_section(report: Report) -> list[str]:
+    line = aiperf_qual_line(report)
+    if line is None:
+        return []
+    rows = "".join(f"<tr><td>{escape(v)}</td><td>{escape(p)}</td></tr>" for v, p in aiperf_qual_rows(report))
+    return [
+        f"<h2>In TRTMC aiperf_qual's verdicts</h2><p><b>{escape(line)}</b></p><p>{escape(AIPERF_QUAL_NOTE)}</p>",
+        f"<table><tr><th>aiperf_qual verdict</th><th>rows</th></tr>{rows}</table>",
+    ]
 
 
 def render_html(report: Report, frames_png: Path | None = None) -> str:
@@ -239,6 +254,7 @@ def render_html(report: Report, frames_png: Path | None = None) -> str:
         )
     parts.append(f"<p>{escape(counts_line(report))}</p>")
     parts.append(_status_table(report))
+    parts += _aiperf_qual_section(report)
     if report.unreadable:
         items = "".join(f"<li>{escape(line)}</li>" for line in unreadable_lines(report))
         parts.append(f"<h2>Result files that could not be read</h2><ul>{items}</ul>")

@@ -25,6 +25,21 @@ QualificationStatus = Literal[
     "failed",
     "unverified",  # set by a report only: the row claims a measured status its own folder shows no evidence for
 ]
+# TRTMC aiperf_qual's verdicts and its summary's categories: another tool's vocabulary, kept in its own field.
+AiperfQualVerdict = Literal[
+    "pass",
+    "acc-issue",
+    "not-covered",
+    "acc-inconclusive",
+    "not-comparable",
+    "perf-issue",
+    "perf-inconclusive",
+    "error",
+    "not-run",
+    "config-error",
+    "build-failed",
+    "excluded",
+]
 StageName = Literal[
     "plan", "build", "correctness", "serve", "capability", "aiperf", "timing", "grading", "output-check", "identity"
 ]
@@ -208,6 +223,9 @@ class ResultRow(_Model):
     status_reason: str
     status_evidence: list[str] = Field(default_factory=list, description="what earned the status: files and lines")
     failed_stage: StageName | None = None
+    aiperf_qual_verdict: AiperfQualVerdict | None = Field(
+        default=None, description="TRTMC aiperf_qual's verdict that (status, failed_stage) supports, by a fixed table"
+    )
     stages: list[StageResult] = Field(default_factory=list)
     reference_self_test: bool = Field(default=False, description="served by the reference endpoint, a test double")
     comparison: ComparisonFacts | None = Field(
@@ -255,6 +273,14 @@ class GroupLine(_Model):
     line: str
 
 
+class GroupVerdict(_Model):
+    """The group's verdict in aiperf_qual's words: the worst of the judged rows, by aiperf_qual's severity order."""
+
+    verdict: AiperfQualVerdict | None = Field(description="None: no row to judge")
+    scope: str = Field(description="which rows were judged")
+    rows: dict[str, list[str]] = Field(default_factory=dict, description="every row's profile by verdict, worst first")
+
+
 class UnreadableRow(_Model):
     """A checkpoints/*/result.json a report could not read: named, with why, while the rest is reported."""
 
@@ -270,6 +296,7 @@ class Report(_Model):
     sources: list[str] = Field(description="artifact directories the report was built from")
     reference_self_test: bool
     group: GroupLine
+    aiperf_qual: GroupVerdict | None = Field(default=None, description="the group in TRTMC aiperf_qual's verdicts")
     rows: list[ResultRow]
     counts: dict[str, int] = Field(description="every row by status")
     models: dict[str, int] = Field(
