@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import execution_checks
 import pytest
 from doubles.toolchain import install_doubles
 from helpers import QUICK, no_traceback, one_message, qualify, reference, row
@@ -37,6 +38,7 @@ from trtmc_videoqa.reference import (
     ReferenceServer,
     error_positions,
 )
+from trtmc_videoqa.results import ResultRow
 from trtmc_videoqa.serving.process import free_loopback_port
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -492,7 +494,24 @@ def test_after_a_fault_the_same_command_resumes_and_measures_again(tmp_path: Pat
     assert previous.is_dir() == faulted.exports_set_aside  # the faulty attempt's AIPerf exports, kept beside
     if faulted.exports_set_aside:
         assert any(previous.glob("*.jsonl"))
+    _superseded_in_execution_file(faulted, resumed)
     faulted.after(again)
+
+
+def _superseded_in_execution_file(faulted: Faulted, resumed: ResultRow) -> None:
+    """aiperf_qual's evidence after the resume: the faulty attempt's AIPerf run, where its exports now are, marked
+    superseded; the new run the one active batch (an attempt that never reached AIPerf left no batch)."""
+    row_dir = faulted.out / "checkpoints" / faulted.profile
+    items = execution_checks.check_execution(row_dir, resumed)
+    if not faulted.exports_set_aside:
+        assert [item["batch_id"] for item in items] == [0]
+        return
+    first, event, second = items
+    assert event == {"event": "supersede_failed_attempt", "batch_ids": [first["batch_id"]]}
+    assert {r["output_ref"]["aiperf_run"] for r in first["records"]} <= {"aiperf/export.previous"}
+    assert second["batch_id"] > first["batch_id"]
+    incomplete = first["aiperf_exit"] != 0 or not all(r["valid"] for r in first["records"])
+    assert incomplete or len(first["records"]) < first["expected_requests"]
 
 
 HOLD_LOCK = (

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import execution_checks
 import pytest
 import self_test_checks as checks
 from doubles.toolchain import install_doubles
@@ -86,6 +87,24 @@ def test_identity_is_checked_on_both_rows_and_the_report_opens_with_the_group_li
 
 
 @pytest.mark.e2e
+def test_each_row_writes_aiperf_quals_execution_file_and_verdict(self_test) -> None:
+    out, done, _ = self_test
+    assert done.returncode == 0, done.stderr
+    rows = sorted((out / "checkpoints").glob("*/result.json"))
+    assert len(rows) == 2
+    for path in rows:
+        measured = row(out, path.parent.name)
+        items = execution_checks.check_execution(path.parent, measured)
+        assert len(items) == 1  # a first attempt: one batch, nothing superseded
+        assert items[0]["identity"]["side"] == "candidate" and items[0]["role"] == "both"
+        assert measured.aiperf_qual_verdict == "acc-inconclusive"
+    report = json.loads((out / "report.json").read_text())
+    assert report["aiperf_qual"]["verdict"] == "acc-inconclusive"
+    assert "no TRTMC model was judged" in report["aiperf_qual"]["scope"]
+    assert "## In TRTMC aiperf_qual's verdicts" in (out / "report.md").read_text()
+
+
+@pytest.mark.e2e
 def test_a_report_rebuilt_from_the_artifacts_shows_the_same_frame_strip(self_test, tmp_path: Path) -> None:
     out = self_test[0]
     done = cli("report", str(out), "--out", str(tmp_path), timeout=120)
@@ -152,6 +171,8 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
         ("identity", "passed"),
     ]
     assert capable.status == "aiperf-qualified"
+    assert capable.aiperf_qual_verdict == "acc-inconclusive"  # no gold benchmark against the native model ran
+    execution_checks.check_execution(out / "checkpoints" / "vidqa-2b", capable)
     # every gate is shown earned: task times joined (and what they measure), answers resolved, identity held
     # the double says in its own word what its task time measures (it is no TRTMC task call); the row keeps it
     assert capable.timing_scope.startswith("reference task: decode the sampled frames and answer")
@@ -194,6 +215,12 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
     assert str(out) not in (out / "checkpoints" / "vidqa-2b" / "command.txt").read_text()
     unsupported = row(out, "vlm-3b")
     assert unsupported.status == "unsupported" and "one image" in unsupported.status_reason
+    assert unsupported.aiperf_qual_verdict == "not-covered"
+    assert not (out / "checkpoints" / "vlm-3b" / "execution.jsonl").exists()  # it ran no AIPerf
+    group = json.loads((out / "report.json").read_text())["aiperf_qual"]
+    # their severity order: an in-group model with no video path (not-covered) outranks acc-inconclusive
+    assert group["verdict"] == "not-covered" and list(group["rows"]) == ["not-covered", "acc-inconclusive"]
+    assert group["rows"] == {"not-covered": ["vlm-3b"], "acc-inconclusive": ["vidqa-2b"]}
     assert any(e.startswith("families/vlm/") for e in unsupported.status_evidence)
     assert (out / "inventory.json").is_file()
     junit = (out / "junit.xml").read_text()

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from . import __version__
 from .atomic_write import write_model_atomic, write_text_atomic
+from .doctor_cli import add_doctor_parser
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL_ERROR, BadInput, UserError
 from .refresh import add_refresh_parser
 from .stop_signals import interrupted_by, interrupted_exit_code, stop_signals_interrupt
@@ -96,23 +97,6 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     capable = set(inventory.summary.capable)
     print(json.dumps([e.profile for e in inventory.entries if e.profile in capable and e.normal_profile]))
     return EXIT_OK
-
-
-# --- doctor ---------------------------------------------------------------------------------------------------
-
-
-def cmd_doctor(args: argparse.Namespace) -> int:
-    from .doctor import run_checks
-
-    checks = run_checks()
-    if args.json:
-        print(json.dumps([c.model_dump() for c in checks], indent=2))
-    else:
-        for check in checks:
-            print(f"{check.level.upper():<4}  {check.name:<14} {check.detail}")
-            if check.fix and check.level != "ok":
-                print(f"      {'':<14} fix: {check.fix}")
-    return EXIT_TOOL_ERROR if any(c.level == "fail" for c in checks) else EXIT_OK
 
 
 # --- probe ----------------------------------------------------------------------------------------------------
@@ -218,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add_command in (
         _add_inventory_parser,
         _add_matrix_parser,
-        _add_doctor_parser,
+        add_doctor_parser,
         _add_probe_parser,
         _add_qualify_parser,
         _add_compare_parser,
@@ -278,17 +262,6 @@ def _add_matrix_parser(commands: _Commands) -> None:
     )
     matrix.add_argument("--trtmc", type=Path, required=True, metavar="PATH", help="root of the TRTMC checkout")
     matrix.set_defaults(handler=cmd_matrix)
-
-
-def _add_doctor_parser(commands: _Commands) -> None:
-    doctor = commands.add_parser(
-        "doctor",
-        help="check this machine: Python, PyAV codecs, aiperf version, loopback ports, Docker, GPU",
-        description="Check the environment and say what is missing and how to fix it. Exits 1 when a required "
-        "part is missing; Docker, GPU and TRTMC are only warned about.",
-    )
-    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
-    doctor.set_defaults(handler=cmd_doctor)
 
 
 def _add_probe_parser(commands: _Commands) -> None:
