@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -102,6 +103,33 @@ def test_each_row_writes_aiperf_quals_execution_file_and_verdict(self_test) -> N
     assert report["aiperf_qual"]["verdict"] == "acc-inconclusive"
     assert "no TRTMC model was judged" in report["aiperf_qual"]["scope"]
     assert "## In TRTMC aiperf_qual's verdicts" in (out / "report.md").read_text()
+
+
+@pytest.mark.e2e
+def test_doctor_loads_the_execution_files_with_the_checkouts_own_reader(self_test, tmp_path: Path) -> None:
+    """The fixture checkout's aiperf_qual reader (a test double of TRTMC's, imported from the checkout in a
+    subprocess) reads each row's file and re-checks each request_sha; a tampered record is refused, by name."""
+    out, done, _ = self_test
+    assert done.returncode == 0, done.stderr
+    checkout = FIXTURES / "trtmc_families"
+    checked = cli("doctor", "--aiperf-qual", "--trtmc", str(checkout), "--artifacts", str(out), "--json")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    said = {v["row"]: v for v in json.loads(checked.stdout)}
+    assert set(said) == {f"checkpoints/{p.parent.name}" for p in (out / "checkpoints").glob("*/execution.jsonl")}
+    assert len(said) == 2 and all(v["level"] == "ok" for v in said.values())
+    assert "re-checked 30 request_sha(s)" in said["checkpoints/reference-self-test.synthetic"]["detail"]
+    copy = tmp_path / "artifacts"
+    shutil.copytree(out, copy)
+    execution = copy / "checkpoints" / "reference-self-test.synthetic" / "execution.jsonl"
+    batch = json.loads(execution.read_text())
+    batch["records"][3]["request_sha"] = "0" * 64
+    execution.write_text(json.dumps(batch) + "\n")
+    refused = cli("doctor", "--aiperf-qual", "--trtmc", str(checkout), "--artifacts", str(copy))
+    assert refused.returncode == 1
+    assert "FAIL  checkpoints/reference-self-test.synthetic" in refused.stdout
+    assert "does not match its saved raw request" in refused.stdout
+    missing = cli("doctor", "--aiperf-qual", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--artifacts", str(out))
+    assert missing.returncode == 2 and "has no apps/aiperf_qual/" in missing.stderr
 
 
 @pytest.mark.e2e

@@ -44,6 +44,9 @@ print(json.dumps(said))
 """
 
 
+CANNOT_RECHECK = ("AttributeError", "ImportError", "ModuleNotFoundError")
+
+
 class ReaderVerdict(BaseModel):
     row: str  # the row folder, relative to the artifacts
     level: Literal["ok", "warn", "fail"]
@@ -77,9 +80,11 @@ def verdict_of(row: str, said: dict[str, object]) -> ReaderVerdict:
             row=row, level="ok", detail=f"{loaded}; aligned_batches() re-checked {said['aligned']} request_sha(s)"
         )
     if "aligned_error" in said:
-        return ReaderVerdict(
-            row=row, level="warn", detail=f"{loaded}; aligned_batches() raised {said['aligned_error']}"
-        )
+        error = str(said["aligned_error"])
+        # A revision or environment that cannot re-check (no such method, a module it lacks) is a warning; a
+        # re-check that ran and refused a record is a failure.
+        level: Literal["warn", "fail"] = "warn" if error.startswith(CANNOT_RECHECK) else "fail"
+        return ReaderVerdict(row=row, level=level, detail=f"{loaded}; aligned_batches() raised {error}")
     return ReaderVerdict(row=row, level="ok", detail=f"{loaded}; this revision has no aligned_batches()")
 
 
