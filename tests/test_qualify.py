@@ -99,6 +99,7 @@ def test_each_row_writes_aiperf_quals_execution_file_and_verdict(self_test) -> N
         assert len(items) == 1  # a first attempt: one batch, nothing superseded
         assert items[0]["identity"]["side"] == "candidate" and items[0]["role"] == "both"
         assert measured.aiperf_qual_verdict == "acc-inconclusive"
+        assert measured.serving_mechanics.chat.startswith("the reference endpoint (a test double, not TRTMC)")
     report = json.loads((out / "report.json").read_text())
     assert report["aiperf_qual"]["verdict"] == "acc-inconclusive"
     assert "no TRTMC model was judged" in report["aiperf_qual"]["scope"]
@@ -209,6 +210,25 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
     assert capable.output_check.passed
     assert capable.identity.verdict == "held"
     assert capable.identity.native_route == "perf_serving POST /v1/tasks/generate"
+    # perf_serving's own mechanics: its --records read for each native task time, joined by X-Request-ID, and the
+    # request identity of each native body as aiperf_qual computes it
+    mechanics = capable.serving_mechanics
+    assert mechanics.chat.startswith("trtmc-server POST /v1/chat/completions")
+    assert mechanics.native.startswith("perf_serving (apps/perf_serving, trtmc backend, same bundle) POST /v1/tasks/")
+    assert "execution.jsonl in TRTMC aiperf_qual's format" in mechanics.evidence
+    native_records = [
+        json.loads(line)
+        for line in (out / "checkpoints/vidqa-2b/private/native-records.jsonl").read_text().splitlines()
+    ]
+    by_id = {r["request_id"]: r for r in native_records}
+    assert capable.identity.native_records.endswith(
+        f"{len(capable.identity.pairs)} of {len(capable.identity.pairs)} "
+        "native task times found from `records.model_call_ms`"
+    )
+    for pair in capable.identity.pairs:
+        assert pair.native.server_task_ms == by_id[pair.native.request_id]["model_call_ms"] > 0
+        assert re.fullmatch(r"[0-9a-f]{64}", pair.native.request_sha)
+    assert len({pair.native.request_sha for pair in capable.identity.pairs}) == len(capable.identity.pairs)
     assert capable.identity.request_fields and "video_path" in capable.identity.request_fields
     assert capable.identity.request_source.startswith("apps/benchmark/trtmc_benchmark/task_adapters.py:")
     assert "perf_serving" in capable.commands["native"] and "--bundle" in capable.commands["native"]
@@ -345,6 +365,9 @@ def test_missing_family_test_blocks_at_correctness(tmp_path: Path) -> None:
     result = row(tmp_path / "out", "oldvideo-7b")
     assert result.status == "blocked" and "no E2E correctness test" in result.status_reason
     assert [s.name for s in result.stages][-1] == "correctness"
+    # the older layout has no perf_serving: the row says which mechanics it lacks
+    assert result.serving_mechanics.native.startswith("none: the checkout has no apps/perf_serving/trtmc_perf_serving/")
+    assert result.aiperf_qual_verdict == "not-run"
 
 
 @pytest.fixture()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from .cache_keys import endpoint_key, reusable
 from .endpoint_run import EndpointMeasurement, Gates, measure_endpoint
-from .identity_run import endpoint_identity, recorded
+from .identity_run import endpoint_identity, endpoint_mechanics, recorded
 from .qualify import (
     QualifyJob,
     finish_row,
@@ -114,6 +114,7 @@ def _measure(
 ) -> tuple[ResultRow, EndpointMeasurement]:
     """The measurement, then identity (when every stage before it passed)."""
     row_dir = job.row_dir(row.profile)
+    row = row.model_copy(update={"serving_mechanics": endpoint_mechanics(row, native_url)})
     measurement = measure_endpoint(
         url=url,
         model=model,

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import httpx
 
 from .aiperf.dataset import Prompt
+from .aiperf_qual.execution import request_sha
 from .atomic_write import write_model_atomic
 from .inventory.task_requests import task_of
 from .media.errors import ClipError
@@ -154,10 +155,12 @@ def native_answers(
             rid = request_id("native", prompt)
             answer = IdentityAnswer(route=f"POST {path}", url=_shown_url(endpoint), request_id=rid)
             try:
-                content = encode_body(native_body(request, prompt, max_tokens=max_tokens))
+                body = native_body(request, prompt, max_tokens=max_tokens)
+                content = encode_body(body)
             except (ClipError, OSError, ValueError) as error:
                 answers.append(answer.model_copy(update={"error": f"not sent: {error}"}))
                 continue
+            answer = answer.model_copy(update={"request_sha": request_sha(body)})
             headers = {"Content-Type": "application/json", "X-Request-ID": rid}
             answers.append(_with_outcome(answer, _posted(client, endpoint, content, headers, _native_text), None))
     return answers

@@ -11,8 +11,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .aiperf_qual.execution import EVIDENCE
 from .endpoint_run import workload_prompts
-from .results import IdentityAnswer, IdentityCheck, NativeRequest, StageResult, VideoTransport
+from .results import (
+    IdentityAnswer,
+    IdentityCheck,
+    NativeRequest,
+    ResultRow,
+    ServingMechanics,
+    StageResult,
+    VideoTransport,
+)
 
 if TYPE_CHECKING:
     from .qualify import QualifyJob
@@ -70,6 +79,25 @@ def recorded(row_dir: Path, check: IdentityCheck) -> StageResult:
 
     write_identity(row_dir, check)
     return identity_stage(check)
+
+
+def endpoint_mechanics(row: ResultRow, native_url: str | None) -> ServingMechanics:
+    """What served a row measured off TRTMC: no TRTMC serving mechanics, named as such."""
+    if row.reference_self_test:
+        server = "the reference endpoint (a test double, not TRTMC)"
+    elif row.comparison is not None:
+        server = f"{row.comparison.server} (a comparison, not TRTMC)"
+    else:
+        server = "the server at --endpoint (not started by this tool)"
+    native = f"none: {NO_NATIVE_URL}"
+    if native_url:
+        where = server if row.reference_self_test else "the --native-url server"
+        native = f"{where} POST /v1/tasks/generate (perf_serving's request shape)"
+    return ServingMechanics(
+        chat=f"{server} POST /v1/chat/completions; its task time where it reports one (task_time_field)",
+        native=native,
+        evidence=EVIDENCE,
+    )
 
 
 def endpoint_identity(

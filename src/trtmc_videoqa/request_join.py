@@ -66,7 +66,11 @@ def server_task_time(client: ClientRecord, records: dict[str, dict[str, Any]]) -
         timing = client.response_fields.get(outer)
         if isinstance(timing, dict) and _is_number(timing.get(inner)):
             return TaskTime(float(timing[inner]), f"response.{outer}.{inner}", _scope(timing, inner))
-    record = records.get(client.x_request_id or "")
+    return record_task_time(records.get(client.x_request_id or ""))
+
+
+def record_task_time(record: dict[str, Any] | None) -> TaskTime:
+    """A records-file line's task time: perf_serving's nested `timing` object first, then a flat record's field."""
     if record:
         nested = record.get(RECORD_TIMING_OBJECT)
         for where, holder in ((f"records.{RECORD_TIMING_OBJECT}.", nested), ("records.", record)):

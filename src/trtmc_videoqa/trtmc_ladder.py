@@ -42,7 +42,7 @@ from .results import (
 )
 from .scrub import SERVER_TOKEN_ENV
 from .trtmc_checks import CORRECTNESS_LOG, correctness_problem, manifest_path_problem
-from .trtmc_identity import native_identity
+from .trtmc_identity import native_identity, trtmc_mechanics
 from .trtmc_steps import (
     Toolchain,
     build_argv,
@@ -150,6 +150,8 @@ def _planned(cp: Checkpoint, key: str) -> Climb:
             status_reason="temporal video QA capability found; nothing run yet",
             cache_key=key,
             stages=[plan],
+            # a fact of the checkout, so a row stopped before serving says it too (the older layout: none)
+            serving_mechanics=trtmc_mechanics(cp, entry.native_request.operation if entry.native_request else None),
         )
     )
     return Climb(

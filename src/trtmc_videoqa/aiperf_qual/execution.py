@@ -27,6 +27,12 @@ COMPARABLE_SCOPES: Final = ("task-call-wall", "public_task_call_wall")
 # The AIPerf summary statistics aiperf_qual keeps per run, as AIPerf names them.
 AIPERF_METRICS: Final = ("request_latency", "request_throughput", "output_token_throughput", "request_error_rate")
 
+# What a row says of the evidence it wrote (ServingMechanics.evidence).
+EVIDENCE: Final = (
+    f"{EXECUTION_FILE} in TRTMC aiperf_qual's format ({SCHEMA}, read at {READ_AT_COMMIT[:8]}), written by "
+    "trtmc-videoqa beside result.json for each AIPerf run; aiperf_qual itself does not run"
+)
+
 Role = Literal["quality", "performance", "both", "service"]
 # aiperf_qual's two sides: the TRTMC candidate and the native (reference) implementation. In our runs the server
 # under test is the candidate; a comparison row (the upstream checkpoint on its own server) is the reference side.

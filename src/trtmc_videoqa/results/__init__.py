@@ -68,6 +68,7 @@ from .rows import (  # noqa: F401
     Report,
     RequestRow,
     ResultRow,
+    ServingMechanics,
     StageName,
     StageResult,
     StageStatus,

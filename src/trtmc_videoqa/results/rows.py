@@ -149,6 +149,10 @@ class IdentityAnswer(_Model):
     answer: str | None = None
     http_status: int | None = None
     error: str | None = None
+    request_sha: str | None = Field(
+        default=None, description="sha256 of the body sent, in aiperf_qual's canonical JSON (native route)"
+    )
+    server_task_ms: float | None = Field(default=None, description="the server's task time, from its own records")
 
 
 class IdentityPair(_Model):
@@ -168,6 +172,9 @@ class IdentityCheck(_Model):
     request_fields: list[str] = Field(default_factory=list, description="the native request fields sent")
     request_source: str | None = Field(default=None, description="where those fields are defined (file:line)")
     normalisation: str = "whitespace collapsed, case folded"
+    native_records: str | None = Field(
+        default=None, description="where the native route's task times were read, joined by X-Request-ID, and how many"
+    )
     pairs: list[IdentityPair] = Field(default_factory=list)
 
 
@@ -187,6 +194,14 @@ class Provenance(_Model):
     settings: dict[str, Any] = Field(default_factory=dict)
     tokenizer: str | None = None
     inventory_digest: str | None = Field(default=None, description="sha256 of the run's inventory.json")
+
+
+class ServingMechanics(_Model):
+    """Which serving and qualification mechanics the row ran through, by name; where TRTMC's own are missing, why."""
+
+    chat: str = Field(description="what served the workload's chat requests, and where their task times came from")
+    native: str = Field(description="what served the native Task route of the identity check, or why none did")
+    evidence: str = Field(description="the qualification evidence written, in whose format")
 
 
 COMPARISON_LABEL: Final = "comparison (not a TRTMC capability)"
@@ -258,6 +273,7 @@ class ResultRow(_Model):
     accuracy: Accuracy | None = None
     output_check: OutputCheck | None = None
     identity: IdentityCheck | None = None
+    serving_mechanics: ServingMechanics | None = None
     provenance: Provenance | None = None
     commands: dict[str, str] = Field(default_factory=dict, description="ours and AIPerf's, secrets as placeholders")
     cache_key: str | None = None
