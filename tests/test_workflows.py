@@ -136,6 +136,15 @@ def test_a_final_job_merges_every_row_even_when_the_matrix_is_empty(qualify) -> 
     merge = next(step for step in job["steps"] if "trtmc-videoqa report" in step.get("run", ""))
     assert "trtmc-videoqa report report --out report" in merge["run"]
     assert steps_using(job, "actions/upload-artifact@")[-1]["with"]["name"] == "qualification-report"
+    # then TRTMC's own aiperf_qual reader over the rows' execution.jsonl, from the pinned commit, where it has one
+    names = [step.get("name", "") for step in job["steps"]]
+    reader = job["steps"][names.index("aiperf_qual's own reader over the rows (the pinned TRTMC commit)")]
+    assert names.index(reader["name"]) == names.index("Merge") + 1
+    assert (
+        "recipe.py pin trtmc commit" in reader["run"] and 'fetch -q --depth 1 "$repository" "$commit"' in reader["run"]
+    )
+    assert "trtmc-videoqa doctor --aiperf-qual --trtmc trtmc --artifacts report" in reader["run"]
+    assert "has no apps/aiperf_qual (older layout)" in reader["run"] and "if" not in reader  # never skipped silently
 
 
 def test_every_upload_leaves_the_raw_logs_out(qualify) -> None:
