@@ -107,6 +107,14 @@ def test_two_runs_merge_side_by_side_in_every_format(tmp_path: Path) -> None:
     ]
     assert report.counts == {"blocked": 1, "endpoint-qualified": 1, "failed": 1, "unsupported": 1}
     assert not report.reference_self_test
+    # aiperf_qual's verdicts, set by the report from each row's status (the rows were written without them), and the
+    # group's verdict: the worst, every row listed under its own in aiperf_qual's severity order
+    assert [r.aiperf_qual_verdict for r in report.rows] == ["acc-inconclusive", "error", "not-covered", "not-run"]
+    assert report.aiperf_qual.verdict == "error"
+    assert list(report.aiperf_qual.rows) == ["error", "not-run", "not-covered", "acc-inconclusive"]
+    markdown = (merged / "report.md").read_text()
+    assert "**aiperf_qual verdict of the group: error (every row; no TRTMC row in this report" in markdown
+    assert "| error | ckpt |" in markdown and "<th>aiperf_qual</th>" in (merged / "report.html").read_text()
     suite = ET.parse(merged / "junit.xml").getroot()
     # four rows and the group's testcase (an endpoint run: it passes, saying what the run is)
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("5", "1", "2")
