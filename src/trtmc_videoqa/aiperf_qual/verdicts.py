@@ -11,25 +11,12 @@ status is `acc-inconclusive`: accuracy not established by this workload.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, get_args
 
 from ..results import AiperfQualVerdict, GroupVerdict, QualificationStatus, ResultRow, StageName
 
-# Worst first: the order aiperf_qual's summary sorts categories by.
-SEVERITY: Final[tuple[AiperfQualVerdict, ...]] = (
-    "error",
-    "config-error",
-    "build-failed",
-    "not-run",
-    "acc-issue",
-    "not-covered",
-    "acc-inconclusive",
-    "not-comparable",
-    "perf-issue",
-    "perf-inconclusive",
-    "pass",
-    "excluded",
-)
+# Worst first: the order aiperf_qual's summary sorts categories by (the vocabulary is listed in it).
+SEVERITY: Final[tuple[AiperfQualVerdict, ...]] = get_args(AiperfQualVerdict)
 
 NOT_NONINFERIORITY: Final = "every gate held; accuracy against the native model is not measured by this workload"
 # (status, failed stage) -> (verdict, why). A status other than `failed` has no stage; `failed` has one per stage.

@@ -26,18 +26,19 @@ QualificationStatus = Literal[
     "unverified",  # set by a report only: the row claims a measured status its own folder shows no evidence for
 ]
 # TRTMC aiperf_qual's verdicts and its summary's categories: another tool's vocabulary, kept in its own field.
+# Listed worst first, in the order aiperf_qual's summary ranks them (its campaign.py CATEGORIES).
 AiperfQualVerdict = Literal[
-    "pass",
+    "error",
+    "config-error",
+    "build-failed",
+    "not-run",
     "acc-issue",
     "not-covered",
     "acc-inconclusive",
     "not-comparable",
     "perf-issue",
     "perf-inconclusive",
-    "error",
-    "not-run",
-    "config-error",
-    "build-failed",
+    "pass",
     "excluded",
 ]
 StageName = Literal[
