@@ -26,6 +26,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import execution_checks
 import pytest
 from helpers import cli, no_traceback, qualify, row
 from real_server.serve import chat, offline_env, prompt_tokens, transformers_serve
@@ -179,6 +180,14 @@ def test_compare_serves_a_checkpoint_itself_and_labels_the_row_a_comparison(mode
     assert facts.media_adaptation.startswith("workload copy bigbuckbunny-silent-audio"), facts.media_adaptation
     assert compared.provenance is not None and compared.provenance.workload == "bigbuckbunny-silent-audio"
     assert (out / "private" / "transformers-serve.log").stat().st_size > 0
+    # aiperf_qual's evidence from a server we did not write: the upstream checkpoint is aiperf_qual's native
+    # (reference) side, and a server that reports no task time leaves every record without one, so none is valid
+    batch = execution_checks.check_execution(out / "checkpoints" / f"{MODEL}.transformers-serve", compared)[0]
+    assert batch["identity"]["side"] == "reference" and batch["records"]
+    assert all(
+        r["model_call_ms"] is None and not r["valid"] and r["capacity_rejection"] is None for r in batch["records"]
+    )
+    assert compared.aiperf_qual_verdict == "acc-issue"  # failed at output-check
     report = Report.model_validate_json((out / "report.json").read_text())
     assert report.group.status == "comparison" and COMPARISON_LABEL in report.group.line
     assert COMPARISON_LABEL in (out / "report.md").read_text()
