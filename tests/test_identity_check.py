@@ -329,3 +329,36 @@ def test_clip_request_problem(tmp_path: Path) -> None:
     assert clip_request_problem(native_request_for(tmp_path, "clip_qa", "generate")) is None
     assert clip_request_problem(ENDPOINT_NATIVE_REQUEST) is None
     assert "no native request" in (clip_request_problem(None) or "")
+
+
+def test_native_task_times_come_from_perf_serving_records_by_request_id(tmp_path: Path) -> None:
+    """perf_serving's --records shape (times nested under `timing`), one line of another request and one torn line:
+    each native answer gets its own record's model_call_ms, a request without a record none, and the check says
+    how many were found and from which field."""
+    from trtmc_videoqa.results import IdentityPair
+    from trtmc_videoqa.trtmc_identity import with_native_records
+
+    def pair(rid: str) -> IdentityPair:
+        chat = IdentityAnswer(route="POST /v1/chat/completions", request_id=f"chat-{rid}", answer="A")
+        native = IdentityAnswer(route="POST /v1/tasks/generate", request_id=rid, answer="A")
+        return IdentityPair(question_id="q", clip_id=rid, chat=chat, native=native, verdict="same")
+
+    records = tmp_path / "native-records.jsonl"
+    lines = [
+        {
+            "request_id": "n-1",
+            "route": "/v1/tasks/generate",
+            "operation": "generate",
+            "backend": "trtmc",
+            "time": 1.0,
+            "timing": {"queue_ms": 0.1, "model_call_ms": 41.5, "handler_ms": 43.0},
+            "observation": {},
+        },
+        {"request_id": "other", "timing": {"model_call_ms": 9.0}},
+    ]
+    records.write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"request_id": "n-2", "tim')
+    check = IdentityCheck(verdict="held", reason="x", pairs=[pair("n-1"), pair("n-2")])
+    joined = with_native_records(check, records)
+    assert [p.native.server_task_ms for p in joined.pairs] == [41.5, None]
+    assert joined.native_records.endswith("1 of 2 native task times found from `records.timing.model_call_ms`")
+    assert joined.pairs[0].chat.server_task_ms is None  # the chat side's times are the row's, not perf_serving's
