@@ -166,6 +166,27 @@ def test_request_timeouts_are_recorded_with_the_fix(tmp_path: Path) -> None:
     assert "raise --request-timeout" in result.status_reason
 
 
+@pytest.mark.e2e
+def test_aiperf_request_timeouts_are_recorded_request_by_request_with_the_fix(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    # The capability check is answered at once (--slow-after 1); every AIPerf request then runs past the limit.
+    with reference(tmp_path, added_task_ms=1500, slow_after=1) as url:
+        done = endpoint(url, out, "--request-timeout", "0.5")
+    assert done.returncode == 0, done.stderr
+    no_traceback(done)
+    result = row(out, MODEL)
+    assert (result.status, result.failed_stage) == ("failed", "aiperf")
+    assert "7 request(s) failed (7 TimeoutError)" in result.status_reason
+    assert "raise --request-timeout" in result.status_reason
+    records = requests_file(out)
+    # AIPerf writes no raw export when every request failed; its records export still counts, so nothing is lost.
+    assert len(records) == 7 and all(r["x_request_id"] and "TimeoutError" in r["error"] for r in records)
+    # aiperf_qual's evidence of the run says the same: no profiling record that AIPerf exported is valid
+    (batch,) = execution_checks.lines(out / "checkpoints" / MODEL)
+    assert batch["expected_requests"] == 6 and not any(r["valid"] for r in batch["records"])
+    assert result.aiperf_qual_verdict == "error"
+
+
 def test_a_body_over_the_limit_is_refused_before_sending(tmp_path: Path) -> None:
     out = tmp_path / "out"
     with reference(tmp_path) as url:

@@ -16,6 +16,8 @@ Choices, in brief:
   request n with ``error_status`` (500 unless set) when floor(n*rate) > floor((n-1)*rate) (after the body
   validated); ``crash_after=N`` answers N requests and calls os._exit(CRASH_EXIT_CODE) when request N+1 arrives,
   leaving it unanswered.
+- ``slow_after=N`` keeps ``added_task_ms`` off the first N requests of each route (the capability check answers
+  at once; the measured requests run slow, so AIPerf's own request timeout can be met).
 - Native Task requests (native.py): ``{"request": {"prompt", "video_path": {"$file": {"suffix", "b64"}},
   "max_new_tokens"?, "temperature"?}}``, answered without any chat parsing by the same task on the same lane,
   as ``{"id", "object": "task.result", "operation", "text", "trtmc_timing", "trtmc_observation"}``. They are

@@ -107,14 +107,14 @@ class Endpoint:
         if not self.plan.is_ready():
             raise RequestRejected(503, "the reference endpoint is not ready yet", "service_unavailable")
 
-    async def run_on_lane(self, clip: RequestClip, prompt: str) -> TaskResult:
+    async def run_on_lane(self, clip: RequestClip, prompt: str, sequence: int) -> TaskResult:
         """The timed task, on the one lane both routes share, so both compute their answers the same way."""
         task = partial(
             run_task,
             clip,
             prompt,
             self.policy,
-            added_task_ms=self.config.faults.added_task_ms,
+            added_task_ms=self.plan.added_task_ms(sequence),
             submitted=time.monotonic(),
         )
         return await anyio.to_thread.run_sync(task, limiter=self.lane)
@@ -138,7 +138,7 @@ class Endpoint:
                 f"error-rate knob ({self.config.faults.error_rate})",
                 self.plan.error_type,
             )
-        exchange.result = await self.run_on_lane(exchange.clip, chat.question_text)
+        exchange.result = await self.run_on_lane(exchange.clip, chat.question_text, exchange.sequence)
         sent = self.plan.sent_answer(exchange.result.answer.text)
         exchange.content, exchange.finish_reason = cut_to_tokens(sent, chat.max_tokens)
         return chat_completion_body(

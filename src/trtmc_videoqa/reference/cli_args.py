@@ -65,6 +65,12 @@ def _add_fault_arguments(parser: argparse.ArgumentParser) -> None:
         help="HTTP status (4xx or 5xx) of the errors --error-rate injects (default 500)",
     )
     faults.add_argument("--crash-after", type=int, help="answer N chat requests, then exit hard on the next")
+    faults.add_argument(
+        "--slow-after",
+        type=int,
+        metavar="N",
+        help="--added-task-ms only from request N+1 of each route on (the first N answer at once)",
+    )
     faults.add_argument("--ready-after-s", type=float, default=0.0, help="/health/ready says 503 until then")
     faults.add_argument(
         "--identity-drift-rate",
@@ -119,6 +125,7 @@ def config_from_arguments(arguments: argparse.Namespace) -> ReferenceConfig:
             error_rate=arguments.error_rate,
             error_status=arguments.error_status,
             crash_after=arguments.crash_after,
+            slow_after=arguments.slow_after,
             ready_after_s=arguments.ready_after_s,
             identity_drift_rate=arguments.identity_drift_rate,
             answer_text=arguments.answer_text,
@@ -165,6 +172,8 @@ def argv_from_config(config: ReferenceConfig) -> list[str]:
         argv += ["--api-key-env", config.api_key_env]
     if config.faults.crash_after is not None:
         argv += ["--crash-after", str(config.faults.crash_after)]
+    if config.faults.slow_after is not None:
+        argv += ["--slow-after", str(config.faults.slow_after)]
     if config.faults.answer_text is not None:
         argv += [f"--answer-text={config.faults.answer_text}"]  # one token, even for a text that starts with '-'
     return argv

@@ -57,6 +57,12 @@ class FaultKnobs(BaseModel):
         description="answer this many chat requests, then exit the process hard (os._exit) when the next arrives, "
         "without answering it",
     )
+    slow_after: int | None = Field(
+        default=None,
+        ge=0,
+        description="added_task_ms applies only after this many requests of a route (the capability check and the "
+        "warmup answer at once, the measured requests run slow)",
+    )
     ready_after_s: float = Field(default=0.0, ge=0.0, description="/health/ready says 503 until this long after start")
     identity_drift_rate: float = Field(
         default=0.0,

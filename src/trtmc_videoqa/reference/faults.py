@@ -75,6 +75,11 @@ class FaultPlan:
         """The OpenAI-style error type that goes with the injected status."""
         return "invalid_request_error" if self.knobs.error_status < 500 else "server_error"
 
+    def added_task_ms(self, sequence: int) -> float:
+        """What the task sleeps for request `sequence` of its route: added_task_ms, from request slow_after+1 on."""
+        slow = self.knobs.slow_after is None or sequence > self.knobs.slow_after
+        return self.knobs.added_task_ms if slow else 0.0
+
     def crashes_at(self, sequence: int) -> bool:
         return self.knobs.crash_after is not None and sequence > self.knobs.crash_after
 

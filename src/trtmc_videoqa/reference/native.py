@@ -28,7 +28,7 @@ async def answer_native(endpoint: Endpoint, request: Request, exchange: Exchange
     check_operation(operation)
     task = parse_native_request(await read_body_limited(request, endpoint.config.max_body_bytes))
     exchange.clip = task.clip
-    exchange.result = await endpoint.run_on_lane(task.clip, task.prompt)
+    exchange.result = await endpoint.run_on_lane(task.clip, task.prompt, exchange.sequence)
     text = endpoint.plan.sent_answer(exchange.result.answer.text)
     if endpoint.plan.drifts(exchange.sequence):
         text = f"{DRIFT_MARKER} {text}"
