@@ -103,7 +103,10 @@ def test_each_row_writes_aiperf_quals_execution_file_and_verdict(self_test) -> N
     report = json.loads((out / "report.json").read_text())
     assert report["aiperf_qual"]["verdict"] == "acc-inconclusive"
     assert "no TRTMC model was judged" in report["aiperf_qual"]["scope"]
-    assert "## In TRTMC aiperf_qual's verdicts" in (out / "report.md").read_text()
+    markdown = (out / "report.md").read_text()
+    assert "## In TRTMC aiperf_qual's verdicts" in markdown
+    assert "- Chat served by: the reference endpoint (a test double, not TRTMC)" in markdown
+    assert "- aiperf_qual verdict: acc-inconclusive" in markdown
 
 
 @pytest.mark.e2e

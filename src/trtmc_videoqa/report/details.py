@@ -161,6 +161,16 @@ AIPERF_QUAL_NOTE: Final = (
 )
 
 
+def mechanics_lines(row: ResultRow) -> list[str]:
+    """Which serving mechanics the row ran through, and its aiperf_qual verdict; [] for a row without them."""
+    lines = [f"aiperf_qual verdict: {row.aiperf_qual_verdict}"] if row.aiperf_qual_verdict else []
+    mechanics = row.serving_mechanics
+    if mechanics is not None:
+        lines += [f"Chat served by: {mechanics.chat}", f"Native Task route served by: {mechanics.native}"]
+        lines.append(f"Evidence for aiperf_qual: {mechanics.evidence}")
+    return lines
+
+
 def aiperf_qual_line(report: Report) -> str | None:
     """'aiperf_qual verdict of the group: acc-inconclusive (scope)'; None for a report made before the field."""
     group = report.aiperf_qual

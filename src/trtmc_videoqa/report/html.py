@@ -21,6 +21,7 @@ from .details import (
     has_task_time,
     identity_cell,
     identity_summary,
+    mechanics_lines,
     output_check_cell,
     output_check_summary,
     pair_counts,
@@ -197,6 +198,9 @@ def _row_section(row: ResultRow) -> list[str]:
         parts.append(_output_check(row.output_check))
     if row.identity is not None:
         parts.append(_identity(row.identity))
+    mechanics = mechanics_lines(row)
+    if mechanics:
+        parts.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in mechanics) + "</ul>")
     if row.requests:
         parts.append(latency_svg(row))
     parts.append(_answers(row))

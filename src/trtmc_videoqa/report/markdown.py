@@ -18,6 +18,7 @@ from .details import (
     has_task_time,
     identity_cell,
     identity_summary,
+    mechanics_lines,
     ms,
     output_check_cell,
     output_check_summary,
@@ -177,6 +178,7 @@ def _row_details(row: ResultRow) -> list[str]:
         out += _output_check_lines(row.output_check)
     if row.identity is not None:
         out += _identity_lines(row.identity)
+    out += [f"- {_cell(line)}" for line in mechanics_lines(row)]
     for clip_id, clip in row.clips.items():
         out.append(
             f"- Clip {_code(clip_id)}: {clip.frames_counted} frames, {clip.width}x{clip.height}, "
