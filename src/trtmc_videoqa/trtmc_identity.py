@@ -16,6 +16,7 @@ from .results import IdentityAnswer, IdentityCheck, ServingMechanics
 from .trtmc_steps import (
     PERF_SERVING_PACKAGE,
     PERF_SERVING_ROOT,
+    has_perf_serving,
     perf_serving_argv,
     perf_serving_env,
     perf_serving_problem,
@@ -93,7 +94,7 @@ def with_native_records(check: IdentityCheck, records: Path) -> IdentityCheck:
 def trtmc_mechanics(cp: Checkpoint, operation: str | None) -> ServingMechanics:
     """TRTMC's own serving mechanics a row ran through: trtmc-server for chat, perf_serving for the native Task
     route where the checkout has it (the older layout has none, and the row says so)."""
-    if (cp.checkout / PERF_SERVING_PACKAGE / "__main__.py").is_file():
+    if has_perf_serving(cp.checkout):
         native = (
             f"perf_serving ({PERF_SERVING_ROOT.as_posix()}, trtmc backend, same bundle) POST /v1/tasks/"
             f"{operation or '<operation>'}; task times from its --records, joined by X-Request-ID"

@@ -230,9 +230,14 @@ def server_argv(
     ]
 
 
+def has_perf_serving(checkout: Path) -> bool:
+    """The checkout holds perf_serving (the newer layout); the older layout has none."""
+    return (checkout / PERF_SERVING_PACKAGE / "__main__.py").is_file()
+
+
 def perf_serving_problem(toolchain: Toolchain, checkout: Path) -> str | None:
     """Why the checkout's perf_serving cannot serve the native Task route here, or None."""
-    if not (checkout / PERF_SERVING_PACKAGE / "__main__.py").is_file():
+    if not has_perf_serving(checkout):
         return f"the checkout has no perf_serving ({PERF_SERVING_PACKAGE}/), so no native Task route to compare with"
     if toolchain.benchmark_worker is None:
         return f"`{BENCHMARK_WORKER}` is not on PATH: build TRTMC with -DTRTMC_BUILD_EXAMPLES=ON"

@@ -196,9 +196,10 @@ def next_lines(
     were replaced. Without one: everything as it was, the active batches marked superseded."""
     if new is None:
         active = [b.batch_id for b in previous if b.batch_id not in superseded]
+        already = sorted(superseded & {b.batch_id for b in previous})  # an event names batches the file holds
         lines: list[ExecutionBatch | SupersedeEvent] = list(previous)
-        if superseded:
-            lines.append(SupersedeEvent(batch_ids=sorted(superseded & {b.batch_id for b in previous})))
+        if already:
+            lines.append(SupersedeEvent(batch_ids=already))
         if active:
             lines.append(SupersedeEvent(batch_ids=active))
         return lines
