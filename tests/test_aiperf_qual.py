@@ -26,7 +26,7 @@ from trtmc_videoqa.aiperf_qual.execution import (
 from trtmc_videoqa.aiperf_qual.execution_file import next_lines, request_problems
 from trtmc_videoqa.aiperf_qual.reader_check import verdict_of
 from trtmc_videoqa.aiperf_qual.verdicts import SEVERITY, TABLE, group_verdict, verdict_for
-from trtmc_videoqa.gpu import busy_percent
+from trtmc_videoqa.machine.gpu import busy_percent
 from trtmc_videoqa.results import STAGE_ORDER, AiperfQualVerdict, QualificationStatus, ResultRow
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -249,6 +249,6 @@ def test_serve_reference_refuses_a_setting_out_of_range(args: tuple[str, ...], n
 
 
 def test_qualify_cli_does_not_import_the_cli() -> None:
-    probe = "import sys, trtmc_videoqa.qualify_cli; print('trtmc_videoqa.cli' in sys.modules)"
+    probe = "import sys, trtmc_videoqa.cli.qualify; print('trtmc_videoqa.cli.main' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stderr

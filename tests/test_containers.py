@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from trtmc_videoqa.pins import load_pins
+from trtmc_videoqa.common.pins import load_pins
 from trtmc_videoqa.results import ResultRow
 
 REPO = Path(__file__).resolve().parents[1]

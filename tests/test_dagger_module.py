@@ -24,8 +24,8 @@ dagger = pytest.importorskip("dagger")
 from dagger import dag  # noqa: E402
 
 from trtmc_videoqa import __version__, dagger_plan  # noqa: E402
+from trtmc_videoqa.common.pins import load_pins  # noqa: E402
 from trtmc_videoqa.dagger_module import TrtmcVideoqa  # noqa: E402
-from trtmc_videoqa.pins import load_pins  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PINS = load_pins(REPO / "containers" / "pins.toml")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from trtmc_videoqa import __version__, dagger_plan
-from trtmc_videoqa.pins import load_pins
+from trtmc_videoqa.common.pins import load_pins
 
 REPO = Path(__file__).resolve().parents[1]
 PINS = load_pins(REPO / "containers" / "pins.toml")

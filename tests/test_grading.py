@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from trtmc_videoqa.grading import (
+from trtmc_videoqa.workloads.grading import (
     GradedAnswer,
     Option,
     clean_answer,

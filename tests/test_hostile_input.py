@@ -34,8 +34,8 @@ from pathlib import Path
 import pytest
 from helpers import QUICK, cli, no_traceback, one_message, qualify
 
-from trtmc_videoqa.atomic_write import UnsafeTarget, check_target, write_text_atomic
-from trtmc_videoqa.output_lock import LOCK_NAME, OutputLock
+from trtmc_videoqa.common.atomic_write import UnsafeTarget, check_target, write_text_atomic
+from trtmc_videoqa.common.output_lock import LOCK_NAME, OutputLock
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, FaultKnobs, ReferenceConfig, ReferenceServer
 from trtmc_videoqa.results import GroupLine, Provenance, Report, RequestRow, ResultRow
 
@@ -156,7 +156,7 @@ def test_check_target_names_what_is_there(tmp_path: Path, kind: str) -> None:
 
 
 def test_a_log_is_never_opened_through_a_link(tmp_path: Path) -> None:
-    from trtmc_videoqa.atomic_write import open_for_writing
+    from trtmc_videoqa.common.atomic_write import open_for_writing
 
     link = _link_to_victim(tmp_path / "server.log")
     with pytest.raises(UnsafeTarget, match="a symbolic link"):

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from trtmc_videoqa.aiperf.dataset import Prompt
-from trtmc_videoqa.endpoint_run import workload_prompts
-from trtmc_videoqa.identity_check import (
+from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, FaultKnobs, ReferenceConfig, ReferenceServer
+from trtmc_videoqa.results import Evidence, IdentityAnswer, IdentityCheck, NativeRequest
+from trtmc_videoqa.stages.identity.compare import (
     ENDPOINT_NATIVE_REQUEST,
     blocked,
     chat_answers,
@@ -28,8 +29,7 @@ from trtmc_videoqa.identity_check import (
     not_applicable,
     write_identity,
 )
-from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, FaultKnobs, ReferenceConfig, ReferenceServer
-from trtmc_videoqa.results import Evidence, IdentityAnswer, IdentityCheck, NativeRequest
+from trtmc_videoqa.stages.measure import workload_prompts
 from trtmc_videoqa.workloads import load_workload
 
 MAX_TOKENS = 16
@@ -336,7 +336,7 @@ def test_native_task_times_come_from_perf_serving_records_by_request_id(tmp_path
     each native answer gets its own record's model_call_ms, a request without a record none, and the check says
     how many were found and from which field."""
     from trtmc_videoqa.results import IdentityPair
-    from trtmc_videoqa.trtmc_identity import with_native_records
+    from trtmc_videoqa.stages.identity.trtmc_native import with_native_records
 
     def pair(rid: str) -> IdentityPair:
         chat = IdentityAnswer(route="POST /v1/chat/completions", request_id=f"chat-{rid}", answer="A")

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from trtmc_videoqa.grading import GradedAnswer, grade_answer
-from trtmc_videoqa.output_check import check_outputs, classify, output_check_stage, write_output_check
+from trtmc_videoqa.plan.self_test import DeclaredNoAnswer, SelfTestPlan, load_self_test_plan, plan_text
 from trtmc_videoqa.results import OutputCheck, RequestRow
-from trtmc_videoqa.self_test_plan import DeclaredNoAnswer, SelfTestPlan, load_self_test_plan, plan_text
+from trtmc_videoqa.stages.output_check import check_outputs, classify, output_check_stage, write_output_check
 from trtmc_videoqa.workloads import load_workload
+from trtmc_videoqa.workloads.grading import GradedAnswer, grade_answer
 
 CANNOT_TELL = "I cannot tell from this clip."
 DECLARED = DeclaredNoAnswer(phrase="cannot tell", why="the test double cannot tell what happens in a real clip")

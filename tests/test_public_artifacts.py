@@ -23,7 +23,7 @@ import pytest
 from helpers import cli, no_traceback, row
 
 from trtmc_videoqa.aiperf.exports import read_client_records
-from trtmc_videoqa.public_check import PRIVATE_DIR, public_files
+from trtmc_videoqa.publish.check import PRIVATE_DIR, public_files
 from trtmc_videoqa.serving.process import ServerProcess
 
 pytestmark = pytest.mark.e2e

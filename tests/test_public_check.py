@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from trtmc_videoqa import public_check
-from trtmc_videoqa.errors import UserError
-from trtmc_videoqa.public_check import (
+from trtmc_videoqa.publish import check as public_check
+from trtmc_videoqa.common.errors import UserError
+from trtmc_videoqa.publish.check import (
     Hit,
     PublicCheckFailed,
     PublicSentinels,

@@ -439,7 +439,7 @@ def test_busy_output_directory_fails_fast(tmp_path: Path) -> None:
 CONTENDER = """
 import sys, time
 from pathlib import Path
-from trtmc_videoqa.output_lock import OutputBusy, OutputLock
+from trtmc_videoqa.common.output_lock import OutputBusy, OutputLock
 out, go, release = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 def wait_for(path):
     deadline = time.monotonic() + 60
@@ -565,7 +565,7 @@ def test_capable_variants_are_held_with_a_reason(tmp_path: Path) -> None:
 
 def test_smoke_variants_are_planned_unless_named() -> None:
     from trtmc_videoqa.inventory import run_inventory
-    from trtmc_videoqa.trtmc_checks import variant_hold
+    from trtmc_videoqa.plan.trtmc_checks import variant_hold
 
     entry = next(e for e in run_inventory(FIXTURES / "trtmc_families").entries if e.profile == "vidqa-2b")
     smoke = entry.model_copy(update={"profile": "vidqa-2b-l0", "variant_kinds": ["l0"]})
@@ -621,9 +621,9 @@ def test_progress_shows_on_a_terminal_and_stays_quiet_in_ci(tmp_path: Path) -> N
 
 
 def test_a_revision_that_is_not_a_plain_name_runs_nothing() -> None:
-    from trtmc_videoqa.hub_cache import hub_snapshot
+    from trtmc_videoqa.plan.hub_cache import hub_snapshot
+    from trtmc_videoqa.plan.trtmc_checks import manifest_path_problem
     from trtmc_videoqa.results import CheckpointEntry
-    from trtmc_videoqa.trtmc_checks import manifest_path_problem
 
     entry = CheckpointEntry(
         profile="p",

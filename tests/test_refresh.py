@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import cli, no_traceback
 
-from trtmc_videoqa.pins import load_pins
+from trtmc_videoqa.common.pins import load_pins
 from trtmc_videoqa.results import GroupReconciliation, Inventory
 
 FIXTURE = Path(__file__).parent / "fixtures" / "trtmc_families"

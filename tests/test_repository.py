@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from trtmc_videoqa.pins import load_pins
+from trtmc_videoqa.common.pins import load_pins
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -40,6 +40,6 @@ def test_package_does_not_load_dagger_on_import() -> None:
     import subprocess
     import sys
 
-    code = "import sys, trtmc_videoqa, trtmc_videoqa.cli, trtmc_videoqa.inventory; print('dagger' in sys.modules)"
+    code = "import sys, trtmc_videoqa, trtmc_videoqa.cli.main, trtmc_videoqa.inventory; print('dagger' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

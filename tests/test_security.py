@@ -22,7 +22,7 @@ from trtmc_videoqa.reference import (
     argv_for_subprocess,
 )
 from trtmc_videoqa.results import ResultRow
-from trtmc_videoqa.trtmc_steps import Toolchain, server_argv
+from trtmc_videoqa.trtmc.commands import Toolchain, server_argv
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "trtmc_videoqa"

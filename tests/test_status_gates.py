@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from trtmc_videoqa.qualify import status_from_stages
 from trtmc_videoqa.results import RequestRow, StageResult
-from trtmc_videoqa.task_timing import NOT_REPORTED, timing_stage
+from trtmc_videoqa.rows.finish import status_from_stages
+from trtmc_videoqa.stages.timing import NOT_REPORTED, timing_stage
 
 
 def _requests(task_times: list[float | None]) -> list[RequestRow]:

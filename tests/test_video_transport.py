@@ -16,16 +16,16 @@ import pytest
 from helpers import QUICK, no_traceback, qualify, reference, row
 
 from trtmc_videoqa.aiperf.dataset import input_file_lines, plan_requests
-from trtmc_videoqa.endpoint_run import workload_prompts
+from trtmc_videoqa.plan.settings import RunSettings
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, FaultKnobs, ReferenceConfig, ReferenceServer
 from trtmc_videoqa.reference.video_url import DATA_URL_REFUSAL
 from trtmc_videoqa.report.html import render_html
 from trtmc_videoqa.report.junit import render_junit
 from trtmc_videoqa.report.markdown import render_markdown
 from trtmc_videoqa.results import Report, ResultRow, StageResult, TransportAttempt
-from trtmc_videoqa.run_settings import RunSettings
 from trtmc_videoqa.serving.clip_server import ClipServer, ServedFile
-from trtmc_videoqa.video_transport import CapabilityRequest, check_over_transports, clip_routes, clip_urls
+from trtmc_videoqa.stages.capability import CapabilityRequest, check_over_transports, clip_routes, clip_urls
+from trtmc_videoqa.stages.measure import workload_prompts
 from trtmc_videoqa.workloads import WorkloadError, builtin_workload, load_workload
 from trtmc_videoqa.workloads.model import Generation
 from trtmc_videoqa.workloads.seal import seal_workload_file
@@ -185,10 +185,10 @@ def test_the_body_limit_holds_for_data_urls_only(tmp_path: Path) -> None:
 
 def test_the_transport_asked_for_joins_both_ladders_cache_keys(tmp_path: Path) -> None:
     from trtmc_videoqa.aiperf.locate import AiperfInstall
-    from trtmc_videoqa.cache_keys import trtmc_key
-    from trtmc_videoqa.endpoint_ladder import row_key
     from trtmc_videoqa.inventory import run_inventory
-    from trtmc_videoqa.qualify import QualifyJob
+    from trtmc_videoqa.ladders.endpoint import row_key
+    from trtmc_videoqa.plan.cache_keys import trtmc_key
+    from trtmc_videoqa.rows.finish import QualifyJob
 
     aiperf = AiperfInstall(executable="aiperf", interpreter="python", version="0.13.0", source="PyPI release")
     inventory = run_inventory(Path(__file__).parent / "fixtures" / "trtmc_families")

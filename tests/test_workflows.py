@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trtmc_videoqa.pins import load_pins
+from trtmc_videoqa.common.pins import load_pins
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOWS = REPO / ".github" / "workflows"

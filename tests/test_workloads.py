@@ -14,7 +14,6 @@ import av
 import numpy as np
 import pytest
 
-from trtmc_videoqa.grading import grade_answer
 from trtmc_videoqa.media.payload import TRTMC_SERVER_BODY_LIMIT, predicted_body_size
 from trtmc_videoqa.workloads import (
     BUILTIN_WORKLOADS,
@@ -25,6 +24,7 @@ from trtmc_videoqa.workloads import (
     load_workload,
 )
 from trtmc_videoqa.workloads.digest import workload_digest
+from trtmc_videoqa.workloads.grading import grade_answer
 from trtmc_videoqa.workloads.seal import seal_workload_file
 from trtmc_videoqa.workloads.synthetic import SCENE, SYNTHETIC_QUESTION_IDS, SyntheticScene, make_clip
 

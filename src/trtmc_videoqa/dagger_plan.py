@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 
 from . import __version__
-from .digests import file_sha256
-from .pins import PIN_FILE_ENV, PIN_FILE_NAME, ImagePin, Pins, default_pin_file, load_pins
-from .safe_names import plain_revision
+from .common.digests import file_sha256
+from .common.pins import PIN_FILE_ENV, PIN_FILE_NAME, ImagePin, Pins, default_pin_file, load_pins
+from .common.safe_names import plain_revision
 
 # --- where things are inside the containers (the recipes in containers/ use the same paths) ----------------------
 PACKAGE_DIR = "/opt/trtmc-videoqa/src"  # this repository: pyproject.toml, README.md, src/, containers/

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ..atomic_write import write_text_atomic
+from ..common.atomic_write import write_text_atomic
 
 Phase = Literal["warmup", "profiling"]
 

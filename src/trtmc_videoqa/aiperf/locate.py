@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..errors import UserError
+from ..common.errors import UserError
 
 AIPERF_ENV = "TRTMC_VIDEOQA_AIPERF"  # a configured path, e.g. an environment of its own inside a container
 

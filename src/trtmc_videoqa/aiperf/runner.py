@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..atomic_write import open_for_writing
-from ..stop_signals import stop_signals_ignored
+from ..common.atomic_write import open_for_writing
+from ..common.stop_signals import stop_signals_ignored
 
 GRACE_S = 10.0
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..atomic_write import write_text_atomic
+from ..common.atomic_write import write_text_atomic
 
 LOCAL_TOKENIZER_NAME = "trtmc-videoqa-local-bpe"
 _CORPUS = (

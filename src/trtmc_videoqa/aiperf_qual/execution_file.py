@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ..aiperf.exports import client_record, raw_lines
-from ..atomic_write import write_text_atomic
-from ..errors import UserError
+from ..common.atomic_write import write_text_atomic
+from ..common.errors import UserError
+from ..common.safe_read import MAX_RESULT_BYTES, read_regular_file
 from ..results import RequestRow, ResultRow
-from ..safe_read import MAX_RESULT_BYTES, read_regular_file
 from .execution import (
     AIPERF_METRICS,
     EXECUTION_FILE,

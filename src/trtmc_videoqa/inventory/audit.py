@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from .. import __version__
-from ..pins import load_pins
+from ..common.pins import load_pins
 from ..results import (
     LAYOUT_DESCRIPTIONS,
     VERDICTS,

@@ -103,7 +103,7 @@ def _line(pinned: str, main: str, changes: list[GroupChange], new_capable: list[
 
 def render_reconciliation_markdown(reconciliation: GroupReconciliation) -> str:
     """reconciliation.md: the one line first, then the group's changes, then the count of the rest."""
-    from ..text_escape import md_code, md_text
+    from ..common.text_escape import md_code, md_text
 
     r = reconciliation
     out = [

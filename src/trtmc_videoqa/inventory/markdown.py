@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ..common.text_escape import md_code, md_text
 from ..results import CheckpointEntry, Inventory
-from ..text_escape import md_code, md_text
 from .audit import skipped_manifests
 from .normal_profile import normal_of
 

@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from ..common.errors import UserError
 from ..results import Layout, Skipped
 
 NEW_MANIFEST_GLOB = "families/*/tests/manifests/*.json"

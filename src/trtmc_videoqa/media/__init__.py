@@ -8,7 +8,7 @@ sampling policies stays quick: the CLI's parser and a re-run that reuses every r
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_getattr
+from ..common.lazy import lazy_getattr
 from .errors import ClipError
 from .manifest import COUNT_BY_DECODING, COUNT_BY_PACKETS, ClipManifest, CodecInfo, ProbeTool
 from .sampling import ResolvedSampling, SamplingPolicy

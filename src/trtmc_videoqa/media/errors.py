@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from os import PathLike
 
-from ..errors import UserError
+from ..common.errors import UserError
 
 
 class ClipError(UserError):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from ..atomic_write import write_bytes_atomic
+from ..common.atomic_write import write_bytes_atomic
 from .errors import ClipError
 from .frames import decode_frames
 from .sampling import ResolvedSampling

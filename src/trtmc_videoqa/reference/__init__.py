@@ -36,7 +36,7 @@ Choices, in brief:
 
 from typing import TYPE_CHECKING
 
-from ..lazy import lazy_getattr
+from ..common.lazy import lazy_getattr
 from .cli_args import add_reference_arguments, argv_from_config, config_from_arguments, serve_command
 from .config import (
     DEFAULT_MAX_BODY_BYTES,

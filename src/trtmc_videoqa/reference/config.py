@@ -6,9 +6,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..errors import UserError
+from ..common.errors import UserError
+from ..common.net import is_loopback_host
 from ..media import SamplingPolicy
-from ..net import is_loopback_host
 from .labels import DEFAULT_MODEL_NAME
 
 DEFAULT_HOST = "127.0.0.1"

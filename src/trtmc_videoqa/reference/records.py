@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict
 
-from ..atomic_write import open_for_appending
+from ..common.atomic_write import open_for_appending
 from .labels import RECORD_SCHEMA, SERVED_BY, TEST_DOUBLE_LABEL
 
 

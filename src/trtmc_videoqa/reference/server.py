@@ -17,7 +17,7 @@ from types import TracebackType
 
 import uvicorn
 
-from ..atomic_write import write_text_atomic
+from ..common.atomic_write import write_text_atomic
 from .app import create_app
 from .cli_args import argv_from_config
 from .config import ReferenceConfig, check_loopback

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import httpx
 
+from ..common.net import is_loopback_host
 from ..media.sniff import sniff_mime
 from ..media.source import DEFAULT_MAX_BYTES
-from ..net import is_loopback_host
 from .clip import RequestClip, clip_from_bytes, clip_from_data_url
 from .errors import RequestRejected
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from .. import __version__
 from ..aiperf_qual.verdicts import with_verdict
-from ..atomic_write import open_for_appending, write_model_atomic, write_text_atomic
-from ..errors import UserError
+from ..common.atomic_write import open_for_appending, write_model_atomic, write_text_atomic
+from ..common.errors import UserError
+from ..common.safe_read import MAX_RESULT_BYTES, read_regular_file
 from ..results import Report, ResultRow, UnreadableRow
-from ..safe_read import MAX_RESULT_BYTES, read_regular_file
 from .group import aiperf_qual_group, group_line
 from .html import render_html
 from .junit import render_junit

@@ -6,8 +6,8 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+from ..common.text_escape import html_text as escape
 from ..results import IdentityCheck, OutputCheck, Report, ResultRow
-from ..text_escape import html_text as escape
 from .details import (
     AIPERF_QUAL_NOTE,
     EXAMPLES,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from xml.etree import ElementTree as ET
 
+from ..common.text_escape import xml_text
 from ..results import GroupLine, Report
-from ..text_escape import xml_text
 from .details import transport_cell
 from .group import FAILING
 

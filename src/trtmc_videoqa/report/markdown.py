@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ..common.text_escape import md_code, md_fence, md_text
 from ..results import IdentityCheck, OutputCheck, Report, ResultRow, SamplingFacts
-from ..text_escape import md_code, md_fence, md_text
 from .details import (
     AIPERF_QUAL_NOTE,
     EXAMPLES,

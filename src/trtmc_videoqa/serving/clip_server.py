@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import IO, Any
 from urllib.parse import unquote, urlsplit
 
-from ..atomic_write import open_for_appending
+from ..common.atomic_write import open_for_appending
 
 LOOPBACK = "127.0.0.1"
 _CHUNK = 64 * 1024

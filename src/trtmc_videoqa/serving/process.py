@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from ..atomic_write import open_for_writing
+from ..common.atomic_write import open_for_writing
 
 READY_PATH = "/health/ready"
 

@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
+from ..common.errors import UserError
 
 SERVER_NAME = "transformers serve"
 HEALTH_PATH = "/health"

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from ..digests import file_sha256
-from ..errors import UserError
+from ..common.digests import file_sha256
+from ..common.errors import UserError
 from .digest import workload_digest
 from .model import Clip, Question, RenderedPrompt, WorkloadFile
 from .prompts import rendered_prompt

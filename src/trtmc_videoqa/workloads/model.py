@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..grading import normalize_phrase
+from .grading import normalize_phrase
 
 WORKLOAD_SCHEMA: Literal["trtmc-videoqa.workload/v1"] = "trtmc-videoqa.workload/v1"
 ANSWER_INSTRUCTION = "Answer with the option's letter only."

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..atomic_write import write_text_atomic
-from ..digests import file_sha256
+from ..common.atomic_write import write_text_atomic
+from ..common.digests import file_sha256
 from .digest import workload_digest
 from .loading import (
     WORKLOAD_FILE_NAME,

@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..atomic_write import write_text_atomic
+from ..common.atomic_write import write_text_atomic
 from .loading import Workload, WorkloadError, load_workload_file
 from .seal import seal_workload_file
 

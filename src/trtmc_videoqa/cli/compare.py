@@ -1,0 +1,226 @@
+"""`trtmc-videoqa compare`: an upstream implementation of a checkpoint beside trtmc-server.
+
+It starts Hugging Face `transformers serve` on the checkpoint (the hub id, fetched with the user's token from the
+environment, or a local folder), on loopback, and runs the endpoint ladder against it with the same workload over
+the http transport. The row is labelled "comparison (not a TRTMC capability)": upstream availability never makes a
+TRTMC model, and no report counts it in the group. `trtmc-videoqa report TRTMC_DIR COMPARE_DIR` shows both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from ..aiperf.command import reproducible_command
+from ..common.errors import EXIT_OK, BadInput
+from ..common.safe_names import safe_name
+from ..results import ComparisonFacts
+from ..results.layout import PRIVATE_DIR
+from ..serving.transformers_serve import ServeTarget, find_transformers, serve_target
+
+if TYPE_CHECKING:
+    from ..results import ResultRow
+    from ..workloads import Workload
+    from .qualify import _RunTools
+
+Adaptation = Literal["silent-audio", "none"]
+ADAPTATION_FOLDER = "comparison-workload"  # under --out: the workload copy the server was asked about
+SERVER_LOG = "transformers-serve.log"
+PROFILE_SUFFIX = ".transformers-serve"
+
+
+@dataclass(frozen=True)
+class ComparisonRun:
+    """What one comparison serves and how: fixed before anything starts."""
+
+    target: ServeTarget
+    executable: Path
+    device: str
+    dtype: str
+    adaptation: Adaptation
+    compared_profile: str | None
+    startup_timeout_s: float
+
+    @property
+    def profile(self) -> str:
+        """The row's name: beside the TRTMC profile it compares with (sorted next to it), else the checkpoint's."""
+        base = self.compared_profile or self.target.checkpoint.replace("/", "--")
+        return base + PROFILE_SUFFIX
+
+    def workload(self, out: Path, original: Workload) -> tuple[Workload, str]:
+        """The workload the server is asked about, and the row's words for what was changed in it."""
+        if self.adaptation == "none":
+            return original, "none: the workload's clips and requests as they are"
+        from ..workloads.silent_audio_copy import adaptation_note, frame_count, silent_audio_workload
+
+        copy = silent_audio_workload(
+            original,
+            out / ADAPTATION_FOLDER / original.name,
+            why="Made by trtmc-videoqa compare for transformers serve 5.19-5.24, which reads audio from every video.",
+        )
+        return copy, adaptation_note(original, frame_count(original))
+
+    def facts(self, server_version: str | None, media_adaptation: str) -> ComparisonFacts:
+        return ComparisonFacts(
+            server="transformers serve",
+            server_version=server_version,
+            checkpoint=self.target.checkpoint,
+            revision=self.target.revision,
+            compared_profile=self.compared_profile,
+            device=self.device,
+            media_adaptation=media_adaptation,
+        )
+
+    def identity(self, facts: ComparisonFacts) -> str:
+        """The server's part of the row's cache key: what it is, what it serves, on what, with which media."""
+        parts = [facts.server, facts.server_version or "", self.target.model, self.device, self.dtype]
+        return " ".join([*parts, facts.media_adaptation, self._local_digest()])
+
+    def _local_digest(self) -> str:
+        """A local checkpoint's file names and sizes, so a rebuilt folder of the same name is measured again."""
+        if self.target.cwd is None:
+            return ""
+        folder = self.target.cwd / self.target.model
+        listing = sorted(f"{p.relative_to(folder)}:{p.stat().st_size}" for p in folder.rglob("*") if p.is_file())
+        return hashlib.sha256("\n".join(listing).encode()).hexdigest()[:16]
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    from .qualify_args import add_run_arguments
+
+    source = parser.add_argument_group("what to compare")
+    source.add_argument("--checkpoint", metavar="ID|DIR", help="hub id (org/name) or a local checkpoint folder")
+    source.add_argument("--revision", metavar="REV", help="the hub revision to serve (default: main)")
+    source.add_argument(
+        "--trtmc",
+        type=Path,
+        metavar="PATH",
+        help="a TRTMC checkout: with --profile, serve that profile's checkpoint and revision",
+    )
+    source.add_argument(
+        "--profile", metavar="NAME", help="the TRTMC profile this stands beside (the row: NAME.transformers-serve)"
+    )
+    source.add_argument("--device", default="cuda", help="the server's --device: cuda (default), cuda:N, cpu, auto")
+    source.add_argument("--dtype", default="auto", help="the server's --dtype (default auto: the weights' own)")
+    source.add_argument("--transformers", type=Path, metavar="PATH", help="the `transformers` script to run")
+    source.add_argument(
+        "--media-adaptation",
+        choices=["silent-audio", "none"],
+        default="silent-audio",
+        help="silent-audio (default): a workload copy whose clips carry a silent AAC track and whose requests ask "
+        "for the workload's frame count, for transformers serve 5.19-5.24, which reads audio from every video; "
+        "none: for a server version without that defect",
+    )
+    add_run_arguments(parser.add_argument_group("the run"))
+    parser.set_defaults(video_transport="http")
+
+
+def _target(args: argparse.Namespace) -> tuple[ServeTarget, str | None]:
+    """The checkpoint to serve, and the TRTMC profile it stands beside (if named)."""
+    if args.profile is not None and not safe_name(args.profile):
+        raise BadInput(f"--profile {args.profile!r} is not a profile name (letters, digits, '.', '_', '-')")
+    if args.trtmc is not None:
+        if args.profile is None:
+            raise BadInput("--trtmc needs --profile NAME: the profile whose checkpoint is served")
+        from ..inventory import run_inventory
+
+        entries = {entry.profile: entry for entry in run_inventory(args.trtmc).entries}
+        entry = entries.get(args.profile)
+        if entry is None or not entry.checkpoint:
+            raise BadInput(
+                f"--profile {args.profile} is not a profile with a checkpoint in the inventory of {args.trtmc}; "
+                "see `trtmc-videoqa inventory` for the profiles"
+            )
+        return serve_target(args.checkpoint or entry.checkpoint, args.revision or entry.revision), args.profile
+    if not args.checkpoint:
+        raise BadInput("compare needs --checkpoint ID|DIR, or --trtmc PATH with --profile NAME")
+    return serve_target(args.checkpoint, args.revision), args.profile
+
+
+def comparison_run(args: argparse.Namespace) -> ComparisonRun:
+    target, compared = _target(args)
+    if args.startup_timeout <= 0:
+        raise BadInput("--startup-timeout must be positive: the seconds the server may take to load the model")
+    return ComparisonRun(
+        target=target,
+        executable=find_transformers(args.transformers),
+        device=args.device,
+        dtype=args.dtype,
+        adaptation=args.media_adaptation,
+        compared_profile=compared,
+        startup_timeout_s=args.startup_timeout,
+    )
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """Check every input, then print the plan (--dry-run) or serve, qualify and report."""
+    from .qualify import print_rows, run_with_tools
+
+    # The options `qualify` has and a comparison does not: its server is the one started here.
+    args.endpoint, args.server_records, args.native_url, args.server_setting = None, None, None, []
+    comparison = comparison_run(args)
+    if args.dry_run:
+        print(
+            f"comparison: {comparison.target.model} on {comparison.device} with transformers serve "
+            f"({comparison.executable.name}), media adaptation {comparison.adaptation}, video transport "
+            f"{args.video_transport}; row {comparison.profile}, labelled comparison (not a TRTMC capability)"
+        )
+        return EXIT_OK
+    return print_rows(args, run_with_tools(args, comparison=comparison))
+
+
+def compare_row(
+    args: argparse.Namespace, workload: Workload, tools: _RunTools, comparison: ComparisonRun, adaptation: str
+) -> ResultRow:
+    """Start the server (unless the row is reused), qualify it as an endpoint on `workload` (the copy made for it,
+    changed as `adaptation` says), stop it; the comparison row."""
+    from ..ladders.endpoint import qualify_endpoint, row_key
+    from ..plan.cache_keys import reusable
+    from ..serving.process import ServerProcess, free_loopback_port
+    from ..serving.transformers_serve import HEALTH_PATH, serve_argv, server_version
+    from .qualify import make_job
+
+    job = make_job(args, workload, tools)
+    facts = comparison.facts(server_version(comparison.executable), adaptation)
+    identity = comparison.identity(facts)
+    stated = {"sampling_where": "server", "media_adaptation": facts.media_adaptation, "device": comparison.device}
+    frames = workload.spec.generation.extra_body.get("chat_template_kwargs", {}).get("num_frames")
+    if isinstance(frames, int):
+        stated["sampling_policy"] = f"uniform:{frames}"
+    key = row_key(job, identity=identity, model=comparison.target.model, stated=stated, native=None, declared=None)
+    previous = reusable(job.row_dir(comparison.profile), key, args.force)
+    if previous is not None:  # nothing changed: no server start, no model load
+        return previous
+    port = free_loopback_port()  # loopback only: it fetches the clips from this run's loopback clip server too
+    url = f"http://127.0.0.1:{port}"
+    argv = serve_argv(
+        comparison.executable,
+        comparison.target,
+        host="127.0.0.1",
+        port=port,
+        device=comparison.device,
+        dtype=comparison.dtype,
+    )
+    tools.progress(f"starting transformers serve on {url} ({comparison.target.model}, {comparison.device})")
+    with ServerProcess(
+        argv,
+        url=url,
+        log_path=args.out / PRIVATE_DIR / SERVER_LOG,
+        startup_timeout_s=comparison.startup_timeout_s,
+        cwd=comparison.target.cwd,
+        ready_path=HEALTH_PATH,
+    ) as server:
+        return qualify_endpoint(
+            job,
+            url=url,
+            model=comparison.target.model,
+            profile=comparison.profile,
+            stated=stated,
+            identity=identity,
+            alive=lambda: server.alive,
+            comparison=facts,
+            serve_command=reproducible_command(argv),
+        )

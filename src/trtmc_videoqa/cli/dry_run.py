@@ -1,0 +1,68 @@
+"""`trtmc-videoqa qualify --dry-run`: the plan a run would follow, printed, with nothing run."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from ..common.errors import EXIT_OK, BadInput
+from ..results import STAGE_ORDER
+
+if TYPE_CHECKING:
+    from ..plan.settings import RunSettings
+    from ..workloads import Workload
+
+_TRANSPORT_WORDS = {
+    "data-url": "each clip as a base64 data URL in the body",
+    "http": "each clip as an http URL of a loopback clip server this run starts",
+    "auto": "data-url first, http if the server refuses it (the first accepted kept for the row)",
+}
+
+
+def dry_run(
+    args: argparse.Namespace, workloads: list[Workload], self_test: bool, notes: list[str], settings: RunSettings
+) -> int:
+    """The plan the real run would follow, by the same rules (variant holds, unknown profiles refused)."""
+    print(f"workload(s): {', '.join(f'{w.name} ({w.digest[:12]})' for w in workloads)}")
+    print(f"video transport: {settings.video_transport} ({_TRANSPORT_WORDS[settings.video_transport]})")
+    for note in notes:
+        print(f"note: {note}")
+    for workload in workloads:
+        rows = len(workload.spec.questions) * len(workload.spec.clips) * settings.repeats
+        print(
+            f"per checkpoint on {workload.name}: capability check, then aiperf {settings.warmup} warmup + {rows} "
+            f"profiling requests (every question on every clip, {settings.repeats} times), then timing, grading, "
+            "the output check and native/HTTP identity"
+        )
+    if self_test:
+        print(
+            "target: the reference endpoint (a test double) on loopback; endpoint ladder planned -> endpoint-qualified"
+        )
+    elif args.endpoint:
+        print(f"target: {args.endpoint} model {args.model}; endpoint ladder planned -> endpoint-qualified")
+    else:
+        _checkout_plan(args)
+    return EXIT_OK
+
+
+def _checkout_plan(args: argparse.Namespace) -> None:
+    """The steps each in-group checkpoint of the --trtmc checkout would go through, or why it would not."""
+    from ..inventory import run_inventory
+    from ..plan.trtmc_checks import variant_hold
+
+    inventory = run_inventory(args.trtmc)
+    unknown = sorted(set(args.profile or []) - {e.profile for e in inventory.entries})
+    if unknown:
+        raise BadInput(f"--profile {', '.join(unknown)} not in the inventory of {args.trtmc}")
+    normals = {(e.checkpoint, e.revision): e.profile for e in inventory.entries if e.normal_profile}
+    for entry in inventory.entries:
+        if entry.in_group and (not args.profile or entry.profile in args.profile):
+            chosen = bool(args.profile and entry.profile in args.profile)
+            held = variant_hold(entry, chosen=chosen, normal=normals.get((entry.checkpoint, entry.revision)))
+            if entry.verdict != "temporal-video-qa":
+                steps = f"unsupported: {entry.gap}"
+            elif held is not None:
+                steps = f"{held.status}: {held.status_reason}"
+            else:
+                steps = " -> ".join(STAGE_ORDER[1:])
+            print(f"  {entry.profile}: {steps}")

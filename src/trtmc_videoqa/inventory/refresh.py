@@ -1,0 +1,171 @@
+"""`trtmc-videoqa refresh`: audit the newest TRTMC main beside the pinned commit and say what changed in the group.
+
+Main's ref is fetched with git (`fetch --depth 1`) into a bare cache folder and exported from there (`git archive`)
+into a tree of that commit, which is then audited like any checkout. The pinned side is the tree given with
+`--trtmc` (its commit from its own .git, else the pin file's) or, without one, the pin's commit fetched the same
+way. Both inventories, the reconciliation as JSON and a Markdown page that opens with one line are written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..common.atomic_write import write_model_atomic, write_text_atomic
+from ..common.errors import EXIT_OK, BadInput, UserError
+from ..common.pins import load_pins
+from ..results import GroupReconciliation
+from . import run_inventory
+from .group_changes import group_reconciliation, render_reconciliation_markdown
+
+EXIT_NEW_CAPABLE = 3  # --fail-on-new-capable: a scheduled job turns red exactly when a capable checkpoint appears
+GIT_TIMEOUT_S = 900
+_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+class GitProblem(UserError):
+    """A ref or commit that git could not fetch or export; the message names the repository and the fix."""
+
+
+@dataclass(frozen=True)
+class Side:
+    tree: Path
+    commit: str
+    source: str  # where the commit came from
+
+
+def default_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "trtmc-videoqa" / "git"
+
+
+def _git(cache: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}  # never wait on a password prompt
+    return subprocess.run(
+        ["git", "--git-dir", str(cache), *args], capture_output=True, timeout=GIT_TIMEOUT_S, env=env, check=False
+    )
+
+
+def _repository(source: str) -> str:
+    """A local folder as an absolute path (git takes it as a repository); a URL as it is."""
+    return str(Path(source).resolve()) if Path(source).exists() else source
+
+
+def fetch_commit(cache: Path, repository: str, ref: str) -> str:
+    """`ref` (a branch, tag or full commit) of `repository`, fetched one commit deep into the bare cache; its SHA."""
+    if not (cache / "HEAD").is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["git", "init", "--bare", "-q", str(cache)], capture_output=True, timeout=60, check=False)
+        if done.returncode != 0:
+            raise GitProblem(f"could not make the git cache {cache}: {done.stderr.decode(errors='replace').strip()}")
+    fetched = _git(cache, "fetch", "--depth", "1", "--no-tags", "--quiet", _repository(repository), ref)
+    if fetched.returncode != 0:
+        why = fetched.stderr.decode(errors="replace").strip().splitlines()
+        raise GitProblem(
+            f"git could not fetch {ref!r} from {repository}: {why[-1] if why else 'no message'}; check the "
+            "repository and ref (--main, --ref), or give the pinned tree with --trtmc"
+        )
+    sha = _git(cache, "rev-parse", "FETCH_HEAD").stdout.decode().strip()
+    if not _SHA.fullmatch(sha):
+        raise GitProblem(f"git fetched {ref!r} from {repository} but named no commit for it")
+    return sha
+
+
+def export_tree(cache: Path, sha: str) -> Path:
+    """The files of commit `sha` under the cache (`git archive`, extracted with the data filter: no links out, no
+    devices, no absolute paths), once per commit."""
+    tree = cache / "trees" / sha
+    done_marker = tree.parent / f"{sha}.done"
+    if done_marker.is_file():
+        return tree
+    archive = _git(cache, "archive", "--format=tar", sha)
+    if archive.returncode != 0:
+        raise GitProblem(f"git could not export {sha}: {archive.stderr.decode(errors='replace').strip()}")
+    tree.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout), mode="r:") as tar:
+        tar.extractall(tree, filter="data")
+    write_text_atomic(done_marker, sha + "\n")
+    return tree
+
+
+def pinned_side(args: argparse.Namespace, cache: Path, repository: str) -> Side:
+    pin = load_pins().trtmc.commit
+    if args.trtmc is not None:
+        from .tree import checkout_commit
+
+        head = checkout_commit(args.trtmc)
+        if head != "unknown":
+            return Side(args.trtmc, head, "git HEAD of the tree given with --trtmc")
+        return Side(args.trtmc, pin, "the pin file (the tree given with --trtmc has no git history)")
+    sha = fetch_commit(cache, repository, pin)
+    return Side(export_tree(cache, sha), sha, f"the pin file, fetched from {repository}")
+
+
+def run_refresh(args: argparse.Namespace) -> int:
+    """Both sides audited, the reconciliation written and its line printed; exit 3 with --fail-on-new-capable
+    when a capable checkpoint appeared on main."""
+    pins = load_pins()
+    repository = args.main or pins.trtmc.repository
+    cache: Path = args.cache or default_cache()
+    if args.trtmc is not None and not args.trtmc.is_dir():
+        raise BadInput(f"--trtmc {args.trtmc} is not a folder; give the pinned TRTMC checkout")
+    pinned = pinned_side(args, cache, repository)
+    if args.main_tree is not None:  # a tree fetched by someone else (the Dagger engine), with its commit
+        if not args.main_commit:
+            raise BadInput("--main-tree needs --main-commit SHA: the commit that tree is")
+        main_sha, main_tree = args.main_commit, args.main_tree
+    else:
+        main_sha = fetch_commit(cache, repository, args.ref)
+        main_tree = export_tree(cache, main_sha)
+    pinned_inventory = run_inventory(pinned.tree, commit=pinned.commit)
+    main_inventory = run_inventory(main_tree, commit=main_sha)
+    reconciliation = group_reconciliation(
+        pinned_inventory, main_inventory, main_ref=args.ref, pinned_commit_source=pinned.source
+    )
+    out: Path = args.out
+    write_model_atomic(out / "inventory.pinned.json", pinned_inventory)
+    write_model_atomic(out / "inventory.main.json", main_inventory)
+    write_model_atomic(out / "reconciliation.json", reconciliation)
+    write_text_atomic(out / "reconciliation.md", render_reconciliation_markdown(reconciliation))
+    print(reconciliation.line)
+    print(f"wrote {out / 'reconciliation.md'}")
+    return exit_code(reconciliation, fail_on_new_capable=args.fail_on_new_capable)
+
+
+def exit_code(reconciliation: GroupReconciliation, *, fail_on_new_capable: bool) -> int:
+    return EXIT_NEW_CAPABLE if fail_on_new_capable and reconciliation.new_capable else EXIT_OK
+
+
+def add_refresh_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    refresh = commands.add_parser(
+        "refresh",
+        help="audit TRTMC main beside the pinned commit; what changed in the group",
+        description="Fetch a ref of TRTMC (default: main of the pin file's repository) with git into a cache, audit "
+        "it and the pinned commit, and write refresh/{inventory.pinned.json, inventory.main.json, "
+        "reconciliation.json, reconciliation.md}: the group's changes first, the rest counted.",
+    )
+    refresh.add_argument(
+        "--trtmc", type=Path, metavar="PATH", help="the pinned checkout (default: the pin's commit, fetched)"
+    )
+    refresh.add_argument(
+        "--main", metavar="GIT_URL_OR_PATH", help="the repository to fetch main from (default: the pin file's)"
+    )
+    refresh.add_argument("--ref", default="main", help="the ref to compare with the pin (default: main)")
+    refresh.add_argument("--main-tree", type=Path, metavar="DIR", help="the ref's tree, already fetched (no git)")
+    refresh.add_argument("--main-commit", metavar="SHA", help="the commit --main-tree is")
+    refresh.add_argument("--out", type=Path, default=Path("refresh"), metavar="DIR", help="default: refresh")
+    refresh.add_argument(
+        "--cache", type=Path, metavar="DIR", help="the git cache (default: ~/.cache/trtmc-videoqa/git)"
+    )
+    refresh.add_argument(
+        "--fail-on-new-capable",
+        action="store_true",
+        help=f"exit {EXIT_NEW_CAPABLE} when a checkpoint that is temporal-video-qa joined the group or changed to it",
+    )
+    refresh.set_defaults(handler=run_refresh)

@@ -1,0 +1,68 @@
+"""Content-addressed result reuse: a row's cache key is made from everything that shapes its result, and a finished
+row with the same key is reused instead of measured again."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..common.errors import UserError
+from ..common.safe_read import MAX_RESULT_BYTES, read_regular_file
+from ..results import CheckpointEntry, Inventory, QualificationStatus, ResultRow
+from ..rows.finish import QualifyJob
+
+# The statuses a row ends with when everything that could run here ran; only those are reused.
+FINAL_STATUSES: frozenset[QualificationStatus] = frozenset({"unsupported", "aiperf-qualified", "endpoint-qualified"})
+
+
+GATES_VERSION = 2  # 2: timing, output-check and identity
+
+
+def cache_key(identity: dict[str, Any], job: QualifyJob) -> str:
+    """Same inputs, same key: identity (bundle sources or endpoint), workload digest, tool versions, settings."""
+    payload = {
+        # Raised when the ladder's gates change, so a row that earned its status under fewer gates is measured again.
+        "gates": GATES_VERSION,
+        "identity": identity,
+        "workload": job.workload.digest,
+        "tool": __version__,
+        "aiperf": job.aiperf.version,
+        "settings": job.settings.model_dump(),
+        "tokenizer": job.tokenizer_label,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def endpoint_key(job: QualifyJob, *, identity: str, model: str, stated: dict[str, str]) -> str:
+    """An endpoint is identified by what the user says it is (its URL by default), the model and its settings."""
+    return cache_key({"mode": "endpoint", "endpoint": identity, "model": model, "stated": stated}, job)
+
+
+def trtmc_key(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory, tokenizer_label: str) -> str:
+    """A TRTMC row is identified by its profile, the checkout's commit, the checkpoint and revision, the tokenizer."""
+    identity = {
+        "mode": "trtmc",
+        "profile": entry.profile,
+        "commit": inventory.commit,
+        "checkpoint": entry.checkpoint,
+        "revision": entry.revision,
+        "tokenizer": tokenizer_label,
+    }
+    return cache_key(identity, job)
+
+
+def reusable(row_dir: Path, key: str, force: bool) -> ResultRow | None:
+    """The row's earlier result when it has this key and a final status, marked reused; None otherwise."""
+    path = row_dir / "result.json"
+    if force or not path.is_file():
+        return None
+    try:
+        row = ResultRow.model_validate_json(read_regular_file(path, MAX_RESULT_BYTES))
+    except (ValueError, UserError):
+        return None  # a damaged or foreign result (a FIFO, a huge file) is measured again, not trusted
+    if row.cache_key == key and row.status in FINAL_STATUSES:
+        return row.model_copy(update={"reused": True})
+    return None

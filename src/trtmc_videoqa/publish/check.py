@@ -1,0 +1,331 @@
+"""The public-artifact gate: nothing published from an output directory names the machine it ran on.
+
+Everything under an output directory is public except each row's ``private/`` folder (raw logs). Public files must
+not carry an absolute path of the run (the output directory, the venv, the TRTMC checkout, $HOME, the temp dir), the
+user or host name, or a secret value. `run_sentinels` gathers this run's values, `scan_public` finds them in the
+public text files, `check_public` refuses the directory when any turns up.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import socket
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from ..common.errors import UserError
+from ..common.scrub import REDACTED
+from ..results.layout import PRIVATE_DIR
+
+HitKind = Literal["path", "user-or-host", "secret"]
+
+
+# Read in pieces of at most this many bytes: memory stays bounded whatever a file's size (a one-line JSON export of
+# many MB), yet the whole file is scanned: a cap that stopped reading would let a leak past the cap through.
+PIECE_BYTES = 64 * 1024 * 1024
+SNIFF_BYTES = 8 * 1024  # a NUL byte in the first 8 KiB: binary (git's own test), not scanned
+# Suffixes of the binary files an output directory holds (clips, frames, arrays, weights): skipped unread.
+BINARY_SUFFIXES = frozenset(
+    {".mp4", ".webm", ".mkv", ".mov", ".avi", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".npz", ".npy"}
+    | {".bin", ".safetensors", ".pt", ".pth", ".onnx", ".gz", ".zip", ".zst", ".tar"}
+)
+MAX_LISTED = 50  # file:line places the error message names; the rest are counted
+EXCERPT_CONTEXT = 60  # characters of the line either side of a hit in its excerpt
+
+# Shared system directories every machine has: as a sentinel (sys.prefix of a system Python is /usr) they would
+# flag harmless text (/usr/bin/ffmpeg) and name no one. Shorter than 4 characters is too generic as well; /tmp and
+# /root are kept: the run's scratch files and root's home are this run's own (and `root` is a word sentinel too).
+GENERIC_PATHS = frozenset({"/usr", "/usr/local", "/opt", "/bin", "/etc", "/var", "/home", "/srv", "/mnt", "/lib"})
+MIN_PATH_CHARS = 4
+# Host names that name no machine (a container's default): public text says "localhost" in URLs and help.
+GENERIC_HOSTS = frozenset({"localhost", "localhost.localdomain", "localdomain"})
+MIN_WORD_CHARS = 3  # `root` (4) must be checked; 1-2 characters would hit everywhere
+
+# Where a path sentinel may stand. A path is a hit only as a whole path or a prefix of one ending at a component:
+# not preceded by a character that continues a name (so /tmp is no hit in /var/tmp or ./tmp, but is in file:///tmp)
+# and followed by `/`, a quote, whitespace, the line's end, or any other character that does not continue a name
+# (so /tmp hits /tmp/x and "/tmp" but not /tmpfoo or /tmp.d; a sentence's closing dot after /tmp still hits).
+_NAME_CHAR = r"[\w.~+@%-]"
+PATH_BEFORE = rf"(?<!{_NAME_CHAR})"
+PATH_AFTER = r"(?!\.?[\w~+@%-])"
+# Words (user, host) match as whole tokens: not next to [A-Za-z0-9_-], so `root` is no hit in root_correlation_id,
+# chroot or --runtime-root (host names and options are hyphenated words), but is in root@host, /home/root/, "root".
+# Case-sensitive, like paths: the tool writes these values as the system gave them, and a case-blind match would
+# flag ordinary words (a host named "Report").
+WORD_BEFORE = r"(?<![A-Za-z0-9_-])"
+WORD_AFTER = r"(?![A-Za-z0-9_-])"
+
+
+def _unique(values: Iterable[str]) -> list[str]:
+    return [value for value in dict.fromkeys(values) if value]
+
+
+class PublicSentinels(BaseModel):
+    """The values no public file may contain: absolute paths, whole-token words, plain-substring secrets."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    paths: list[str]
+    words: list[str]
+    secrets: list[str]
+
+    @field_validator("paths")
+    @classmethod
+    def _clean_paths(cls, paths: list[str]) -> list[str]:
+        # "/tmp/" would need a name character after the slash to hit (the lookahead): compare without it.
+        return _unique(path.rstrip("/") for path in paths)
+
+    @field_validator("words", "secrets")
+    @classmethod
+    def _clean_values(cls, values: list[str]) -> list[str]:
+        return _unique(values)  # an empty value would match everywhere
+
+
+class Hit(BaseModel):
+    """One line of a public file that names the machine; the excerpt never shows a secret."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str  # relative to the scanned directory, POSIX
+    line: int  # 1-based
+    kind: HitKind
+    excerpt: str
+
+
+class PublicCheckFailed(UserError):
+    """A public file of the output directory names this machine."""
+
+    def __init__(self, root: Path, hits: list[Hit]) -> None:
+        self.hits = hits
+        super().__init__(failure_message(root, hits))
+
+
+# --- the run's sentinels ----------------------------------------------------------------------------------------
+
+
+def path_forms(path: Path | str) -> list[str]:
+    """The absolute form as given and the resolved one (links followed): text may carry either."""
+    given = Path(os.path.abspath(path))
+    try:
+        resolved = given.resolve()
+    except (OSError, RuntimeError):  # a link loop: the given form is all we have
+        resolved = given
+    return [str(given), str(resolved)]
+
+
+def keep_path(path: str) -> bool:
+    return path.startswith("/") and len(path) >= MIN_PATH_CHARS and path not in GENERIC_PATHS
+
+
+def run_dirs() -> dict[str, Path | str]:
+    """The venv, $HOME, the temp dir and the working directory, by the placeholder a public file names each with;
+    one that cannot be told is left out."""
+    dirs: dict[str, Path | str] = {"$VENV": sys.prefix, "$TMPDIR": tempfile.gettempdir()}
+    with suppress(RuntimeError, KeyError, OSError):  # no $HOME and no passwd entry (a bare container user)
+        dirs["$HOME"] = Path.home()
+    with suppress(OSError):  # the working directory was removed
+        dirs["$PWD"] = os.getcwd()
+    return dirs
+
+
+def _user_name() -> list[str]:
+    try:
+        return [getpass.getuser()]
+    except (OSError, KeyError, ImportError):  # no $USER/$LOGNAME and no passwd entry for the uid
+        return []
+
+
+def _host_names() -> list[str]:
+    try:
+        host = socket.gethostname()
+    except OSError:
+        return []
+    return [host, host.split(".", 1)[0]]  # the short form turns up in prompts and logs without the domain
+
+
+def _keep_word(word: str) -> bool:
+    return len(word) >= MIN_WORD_CHARS and word.lower() not in GENERIC_HOSTS
+
+
+def machine_words() -> list[str]:
+    """The user and host names that no public file may hold (too short or generic ones left out)."""
+    return [word for word in _unique([*_user_name(), *_host_names()]) if _keep_word(word)]
+
+
+def run_sentinels(out: Path, *, extra_paths: Sequence[Path | str] = (), secrets: Sequence[str] = ()) -> PublicSentinels:
+    """This run's own values: the output directory, the venv, $HOME, the temp dir, the working directory and the
+    paths given (a TRTMC checkout) in both forms; the user and host names; the secrets given."""
+    candidates = [out, *run_dirs().values(), *extra_paths]
+    paths = [form for path in candidates for form in path_forms(path)]
+    return PublicSentinels(
+        paths=[path for path in _unique(paths) if keep_path(path)],
+        words=machine_words(),
+        secrets=list(secrets),
+    )
+
+
+# --- matching one piece of text ---------------------------------------------------------------------------------
+
+
+def _alternation(values: Iterable[str]) -> str:
+    # Longest first: of two sentinels where one is a prefix of the other, the excerpt centres on the longer.
+    return "|".join(re.escape(value) for value in sorted(values, key=len, reverse=True))
+
+
+@dataclass(frozen=True)
+class _Matchers:
+    """The sentinels compiled once per scan: one pattern per kind that has values."""
+
+    patterns: tuple[tuple[HitKind, re.Pattern[str]], ...]
+    secrets: tuple[str, ...]  # longest first, for redaction
+    overlap: int  # bytes carried across a piece's edge: the longest sentinel, and room for the lookarounds
+
+    @classmethod
+    def of(cls, sentinels: PublicSentinels) -> _Matchers:
+        sources: list[tuple[HitKind, list[str], str, str]] = [
+            ("path", sentinels.paths, PATH_BEFORE, PATH_AFTER),
+            ("user-or-host", sentinels.words, WORD_BEFORE, WORD_AFTER),
+            ("secret", sentinels.secrets, "", ""),
+        ]
+        patterns = tuple(
+            (kind, re.compile(f"{before}(?:{_alternation(values)}){after}"))
+            for kind, values, before, after in sources
+            if values
+        )
+        every = [*sentinels.paths, *sentinels.words, *sentinels.secrets]
+        longest = max((len(value.encode()) for value in every), default=0)
+        return cls(patterns, tuple(sorted(sentinels.secrets, key=len, reverse=True)), longest + 16)
+
+    def redact(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def find(self, text: str) -> Iterator[tuple[HitKind, str]]:
+        """Each kind that hits this text, with an excerpt around its first hit (secrets redacted)."""
+        redacted: str | None = None
+        for kind, pattern in self.patterns:
+            found = pattern.search(text)
+            if found is None:
+                continue
+            redacted = self.redact(text) if redacted is None else redacted
+            yield kind, _excerpt(redacted, _span(kind, pattern, redacted, found.span()))
+
+
+def _span(kind: HitKind, pattern: re.Pattern[str], redacted: str, fallback: tuple[int, int]) -> tuple[int, int]:
+    """Where the hit stands in the redacted text (redaction shifts offsets)."""
+    if kind == "secret":
+        at = max(redacted.find(REDACTED), 0)
+        return at, at + len(REDACTED)
+    again = pattern.search(redacted)
+    return again.span() if again else fallback  # a path that held a secret: near enough
+
+
+def _excerpt(text: str, span: tuple[int, int]) -> str:
+    start, end = max(span[0] - EXCERPT_CONTEXT, 0), span[1] + EXCERPT_CONTEXT
+    body = text[start:end].strip()
+    return ("…" if start > 0 else "") + body + ("…" if end < len(text.rstrip()) else "")
+
+
+# --- walking the tree -------------------------------------------------------------------------------------------
+
+
+def _raise(error: OSError) -> None:
+    raise error  # a directory we cannot list is one we cannot vouch for: a tool error, not a silent pass
+
+
+def public_files(root: Path) -> Iterator[Path]:
+    """Regular files under root, outside any private/ folder, never through a link."""
+    for dirpath, dirnames, filenames in os.walk(root, onerror=_raise, followlinks=False):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if d != PRIVATE_DIR and not (here / d).is_symlink())
+        for name in sorted(filenames):
+            path = here / name
+            # lstat: a link is skipped, not followed; a FIFO or socket is skipped too (opening a FIFO blocks).
+            if stat.S_ISREG(path.lstat().st_mode):
+                yield path
+
+
+def _lines(handle: BinaryIO, overlap: int) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text) in pieces of at most PIECE_BYTES; a longer line comes in several pieces with the
+    same number, each after the last `overlap` bytes of the one before, so a sentinel cut by an edge is still seen
+    whole. An edge reads as a line's start or end to the patterns: an extra hit at worst, never a missed one."""
+    number, carry = 1, b""
+    while piece := handle.readline(PIECE_BYTES):
+        yield number, (carry + piece).decode("utf-8", errors="replace")
+        if piece.endswith(b"\n"):
+            number, carry = number + 1, b""
+        else:
+            carry = piece[-overlap:]
+
+
+def _is_binary(path: Path, handle: BinaryIO) -> bool:
+    if path.suffix.lower() in BINARY_SUFFIXES:
+        return True
+    binary = b"\0" in handle.read(SNIFF_BYTES)
+    handle.seek(0)
+    return binary
+
+
+def _scan_file(path: Path, name: str, matchers: _Matchers) -> list[Hit] | None:
+    """The hits of one file, one per line and kind; None when it is binary (not scanned)."""
+    with path.open("rb") as handle:
+        if _is_binary(path, handle):
+            return None
+        hits: dict[tuple[int, HitKind], Hit] = {}
+        for number, text in _lines(handle, matchers.overlap):
+            for kind, excerpt in matchers.find(text):
+                hits.setdefault((number, kind), Hit(file=name, line=number, kind=kind, excerpt=excerpt))
+        return list(hits.values())
+
+
+def _scan(root: Path, sentinels: PublicSentinels) -> tuple[list[Hit], int]:
+    matchers = _Matchers.of(sentinels)
+    hits: list[Hit] = []
+    scanned = 0
+    for path in public_files(root):
+        found = _scan_file(path, path.relative_to(root).as_posix(), matchers)
+        if found is not None:
+            scanned += 1
+            hits.extend(found)
+    return sorted(hits, key=lambda hit: (hit.file, hit.line)), scanned
+
+
+def scan_public(root: Path, sentinels: PublicSentinels) -> list[Hit]:
+    """Every line of a public text file under root that names a sentinel, sorted by (file, line)."""
+    return _scan(root, sentinels)[0]
+
+
+def format_hits(hits: Sequence[Hit]) -> str:
+    """One line per hit: ``file:line: <kind> <excerpt>``."""
+    return "\n".join(f"{hit.file}:{hit.line}: {hit.kind} {hit.excerpt}" for hit in hits)
+
+
+def failure_message(root: Path, hits: Sequence[Hit]) -> str:
+    """One line (the command line says a UserError in one): the count, the directory, the places, the fix."""
+    places = ", ".join(f"{hit.file}:{hit.line}" for hit in hits[:MAX_LISTED])
+    more = f" and {len(hits) - MAX_LISTED} more" if len(hits) > MAX_LISTED else ""
+    return (
+        f"{len(hits)} hit{'' if len(hits) == 1 else 's'} in the public files of {root}: {places}{more}; "
+        "an artifact names this machine (an absolute path of this run, the user or host name, or a secret): "
+        "write such values relative to the output directory or leave them out, and keep raw logs in the row's "
+        "private/ folder, which is not published (see private/ for raw logs)"
+    )
+
+
+def check_public(root: Path, sentinels: PublicSentinels) -> int:
+    """The number of public text files scanned under root; PublicCheckFailed when any names this machine."""
+    hits, scanned = _scan(root, sentinels)
+    if hits:
+        raise PublicCheckFailed(root, hits)
+    return scanned

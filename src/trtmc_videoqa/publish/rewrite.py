@@ -1,0 +1,198 @@
+"""The last step of every run: make the artifact tree public-safe and portable, then prove it.
+
+Raw logs are written under `private/` folders from the start (`private_paths`). This pass then:
+
+1. copies each workload the rows ran (its workload.json, clips and attribution files) to `workload/<name>/files/`,
+   so a recorded AIPerf command finds its clips inside the artifacts;
+2. rewrites every public text file: this machine's absolute paths become artifact-relative paths or named
+   placeholders (`$TRTMC_CHECKOUT`, `$BUNDLE_CACHE`, `$VENV`, `$HOME`, `$TMPDIR`, ...), the aiperf executable
+   becomes plain `aiperf` (installed with `pip install aiperf==VERSION`), and the user and host names become
+   `<user>` and `<host>`; secrets are already replaced where they are written;
+3. runs the public check (`public_check`) over the tree, which fails naming `file:line` for anything left.
+
+Paths are replaced longest first, so a path inside the output folder becomes relative, not `$TMPDIR/...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from ..common.atomic_write import write_bytes_atomic
+from ..common.net import is_loopback_host
+from .check import (
+    BINARY_SUFFIXES,
+    PATH_AFTER,
+    PATH_BEFORE,
+    SNIFF_BYTES,
+    WORD_AFTER,
+    WORD_BEFORE,
+    PublicSentinels,
+    check_public,
+    keep_path,
+    machine_words,
+    path_forms,
+    public_files,
+    run_dirs,
+    run_sentinels,
+)
+
+if TYPE_CHECKING:
+    from ..workloads import Workload
+
+WORKLOAD_FILES = "files"  # workload/<name>/files/: the workload as it ran, clips included
+
+
+@dataclass(frozen=True)
+class PublicMap:
+    """What each of this machine's paths and names becomes in a public file, as one pattern per kind."""
+
+    paths: dict[str, str]  # absolute path (a trailing "/" marks the form that becomes a relative path) -> new
+    words: dict[str, str]  # user, host or endpoint host name -> placeholder
+
+    def _pattern(self) -> re.Pattern[str] | None:
+        # The same boundaries as the public check: a path is replaced exactly where the check would find it, so
+        # what the rewrite leaves, the check sees, and /tmp in /var/tmp or /tmpfoo is left alone. Longest first.
+        alternatives = [
+            re.escape(path) + ("" if path.endswith("/") else PATH_AFTER)
+            for path in sorted(self.paths, key=len, reverse=True)
+        ]
+        return re.compile(f"{PATH_BEFORE}(?:{'|'.join(alternatives)})") if alternatives else None
+
+    def rewrite(self, text: str) -> str:
+        pattern = self._pattern()
+        if pattern is not None:
+            text = pattern.sub(lambda found: self.paths[found.group(0)], text)
+        for word, new in self.words.items():
+            text = re.sub(f"{WORD_BEFORE}{re.escape(word)}{WORD_AFTER}", new, text)
+        return text
+
+
+def source_tree() -> Path | None:
+    """This package's source checkout (an editable install), whose path a built-in workload's files would name."""
+    root = Path(__file__).resolve().parents[3]
+    return root if (root / "pyproject.toml").is_file() else None
+
+
+def public_map(
+    out: Path,
+    *,
+    workloads: dict[str, Path] | None = None,
+    aiperf_executable: str | None = None,
+    named: dict[str, Path | str | None] | None = None,
+    programs: Sequence[str | None] = (),
+    endpoint_hosts: Sequence[str] = (),
+) -> PublicMap:
+    """The rewrite for one run. `workloads`: name -> the folder its workload file lives in; `named`: placeholder ->
+    a path outside the artifacts (`$TRTMC_CHECKOUT`, `$BUNDLE_CACHE`, ...); `endpoint_hosts`: the non-loopback
+    hosts of the servers measured, which become `<endpoint-host>`."""
+    pairs: list[tuple[str, str]] = []
+    for form in path_forms(out):
+        pairs += [(form + "/", ""), (form, ".")]
+    for name, root in (workloads or {}).items():
+        pairs += [(form, f"workload/{name}/{WORKLOAD_FILES}") for form in path_forms(root)]
+    for program in programs:  # a tool found on PATH is named by its bare name, as a user would type it
+        if program:
+            pairs += [(form, Path(program).name) for form in path_forms(program)]
+    if aiperf_executable:
+        pairs += [(form, "aiperf") for form in path_forms(aiperf_executable)]
+        pairs += [(form, "$AIPERF_VENV") for form in path_forms(Path(aiperf_executable).parent.parent)]
+    for placeholder, path in {**(named or {}), **run_dirs()}.items():
+        if path:
+            pairs += [(form, placeholder) for form in path_forms(path)]
+    paths: dict[str, str] = {}
+    for path, new in pairs:  # the first replacement named for a path wins; a generic one (/usr) is never replaced
+        if keep_path(path.rstrip("/")):
+            paths.setdefault(path, new)
+    words = {word: "<user-or-host>" for word in machine_words()}
+    words |= {host: "<endpoint-host>" for host in endpoint_hosts}
+    return PublicMap(paths=paths, words=words)
+
+
+def rewrite_public_files(root: Path, mapping: PublicMap) -> int:
+    """Rewrite every public text file in place (atomically); the number changed."""
+    changed = 0
+    for path in public_files(root):
+        if path.suffix.lower() in BINARY_SUFFIXES:
+            continue
+        data = path.read_bytes()
+        if b"\0" in data[:SNIFF_BYTES]:
+            continue
+        text = data.decode("utf-8", errors="surrogateescape")
+        new = mapping.rewrite(text)
+        if new != text:
+            write_bytes_atomic(path, new.encode("utf-8", errors="surrogateescape"))
+            changed += 1
+    return changed
+
+
+def copy_workload(out: Path, name: str, workload_file: Path, relative_files: Sequence[str]) -> Path:
+    """workload/<name>/files/: the workload file and the files it names, at the same relative paths."""
+    target = out / "workload" / name / WORKLOAD_FILES
+    for relative in ["workload.json" if workload_file.name == "workload.json" else workload_file.name, *relative_files]:
+        source = workload_file.parent / relative
+        destination = target / relative
+        if destination.is_file() and destination.stat().st_size == source.stat().st_size:
+            continue
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, destination)
+    return target
+
+
+def publish(out: Path, mapping: PublicMap, sentinels: PublicSentinels) -> int:
+    """Rewrite the public files, then check them; the number of files scanned (PublicCheckFailed on a hit)."""
+    rewrite_public_files(out, mapping)
+    return check_public(out, sentinels)
+
+
+def run_public_sentinels(out: Path, mapping: PublicMap, secrets: Sequence[str]) -> PublicSentinels:
+    """What the check looks for: every path the map replaces, the user and host names, the secrets."""
+    return run_sentinels(out, extra_paths=[path.rstrip("/") for path in mapping.paths], secrets=secrets)
+
+
+def publish_run(
+    args: argparse.Namespace, workloads: dict[str, Workload], aiperf_executable: str, api_key: str | None
+) -> int:
+    """A qualify run's artifacts made portable and public-safe, then checked: copy the workloads in, rewrite, check
+    (PublicCheckFailed names file:line for anything left). The number of public text files scanned."""
+    from ..common.scrub import known_secrets
+    from ..plan.hub_cache import hub_cache_dir
+
+    for workload in workloads.values():
+        files = {clip.file for clip in workload.spec.clips} | {clip.attribution for clip in workload.spec.clips}
+        copy_workload(args.out, workload.name, workload.file, sorted(files))
+    # Bundles are never published (a run's own bundles/ folder included): a command names them by placeholder.
+    bundles = args.bundle_cache or args.out / "bundles"
+    named = {
+        "$TRTMC_CHECKOUT": args.trtmc,
+        "$BUNDLE_CACHE": bundles,
+        "$HF_HUB_CACHE": hub_cache_dir(),  # a checkpoint's tokenizer is read from there
+        "$TRTMC_VIDEOQA_SRC": source_tree(),
+    }
+    programs: list[str | None] = []
+    if args.trtmc:
+        from ..trtmc.commands import find_toolchain
+
+        tools = find_toolchain()
+        programs = [tools.trtmc, tools.trtmc_server, tools.benchmark_worker, tools.python]
+    mapping = public_map(
+        args.out,
+        workloads={name: workload.root for name, workload in workloads.items()},
+        aiperf_executable=aiperf_executable,
+        named=named,
+        programs=programs,
+        endpoint_hosts=remote_hosts([getattr(args, "endpoint", None), getattr(args, "native_url", None)]),
+    )
+    return publish(args.out, mapping, run_public_sentinels(args.out, mapping, known_secrets(api_key)))
+
+
+def remote_hosts(urls: list[str | None]) -> list[str]:
+    """The host names of the given server URLs that are not loopback: a public file never names them."""
+    hosts = [urlsplit(url).hostname or "" for url in urls if url]
+    return [host for host in hosts if host and not is_loopback_host(host)]

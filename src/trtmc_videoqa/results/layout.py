@@ -1,0 +1,29 @@
+"""Every artifact path and file name of an output folder, in one place: where a run writes and a report reads.
+
+<out>/checkpoints/<row>/result.json, command.txt, capability.json, identity.json, execution.jsonl, aiperf/
+<out>/checkpoints/<row>/private/   raw logs and records, never published (nor is <out>/private/)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PRIVATE_DIR = "private"  # a folder of this name, at any depth, is not published: not scanned by the public check
+CHECKPOINTS_DIR = "checkpoints"
+RESULT_FILE = "result.json"
+COMMAND_FILE = "command.txt"
+CAPABILITY_FILE = "capability.json"
+IDENTITY_FILE = "identity.json"
+EXECUTION_FILE = "execution.jsonl"
+AIPERF_DIR = "aiperf"
+
+# Raw logs and records, relative to a row folder (or, for the clip server, to --out).
+BUILD_LOG = f"{PRIVATE_DIR}/build.log"
+CORRECTNESS_LOG = f"{PRIVATE_DIR}/correctness.log"
+SERVER_LOG = f"{PRIVATE_DIR}/server.log"
+SERVER_RECORDS = f"{PRIVATE_DIR}/server-records.jsonl"
+CLIP_SERVER_LOG = f"{PRIVATE_DIR}/clip-server.log"
+
+
+def checkpoints_dir(out: Path) -> Path:
+    return out / CHECKPOINTS_DIR

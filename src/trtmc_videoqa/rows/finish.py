@@ -1,0 +1,237 @@
+"""The per-checkpoint step chain and the status ladder, with content-addressed result reuse.
+
+    TRTMC row:  build -> family correctness (same bundle) -> trtmc-server -> capability -> AIPerf -> grading
+    endpoint:   capability -> AIPerf -> grading          (a server we did not build: planned -> endpoint-qualified)
+
+Each step writes its evidence before the next starts; a failure stops that row at its stage, never the others.
+A step this machine cannot run makes the row `blocked` with the reason; nothing is faked.
+
+This module holds what both ladders share: the job, the row a checkpoint starts from, its provenance, the status a
+measurement earns, and writing the finished row. The ladders are trtmc_ladder.py and endpoint_ladder.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..aiperf_qual.execution_file import write_execution
+from ..aiperf_qual.verdicts import with_verdict
+from ..common.atomic_write import write_model_atomic, write_text_atomic
+from ..common.pins import tool_versions
+from ..common.safe_names import row_dir_name
+from ..common.scrub import known_secrets, scrub_secrets
+from ..machine.provenance import hardware_provenance
+from ..results import CheckpointEntry, Mode, Provenance, QualificationStatus, ResultRow, StageName, StageResult
+
+if TYPE_CHECKING:
+    from ..aiperf.locate import AiperfInstall
+    from ..plan.settings import RunSettings
+    from ..stages.measure import EndpointMeasurement
+    from ..workloads import Workload
+    from ..workloads.artifacts import WorkloadFacts
+
+Qualified = Literal["aiperf-qualified", "endpoint-qualified"]
+
+
+@dataclass
+class QualifyJob:
+    """What every row of one run shares."""
+
+    out: Path
+    workload: Workload
+    facts: WorkloadFacts  # the workload's clip manifests and sampling, as prepare_workload_artifacts made them
+    settings: RunSettings
+    aiperf: AiperfInstall
+    tokenizer: Path
+    tokenizer_label: str
+    command: str  # our own command line, secrets as placeholders
+    force: bool = False
+    api_key: str | None = None
+    bundle_cache: Path | None = None
+    stage_timeouts: dict[str, float] = field(
+        default_factory=lambda: {"build": 7200.0, "correctness": 3600.0, "startup": 600.0}
+    )
+    progress: Callable[[str], None] = lambda _: None
+    stage: StageName = "plan"  # the stage a TRTMC row is in now: where an unexpected error is recorded
+    inventory_digest: str | None = None  # of the TRTMC run's inventory.json; None off TRTMC
+    # Clip id -> its URL on the run's loopback clip server (the http transport); empty when none runs. Never in a
+    # cache key: its port changes every run.
+    clip_urls: dict[str, str] = field(default_factory=dict)
+
+    def row_dir(self, profile: str) -> Path:
+        return self.out / "checkpoints" / row_dir_name(profile)
+
+
+def unsupported_row(entry: CheckpointEntry) -> ResultRow:
+    evidence = [f"{e.file}:{e.line}" if e.line else e.file for e in entry.evidence]
+    # A gap is also shown by the search that found nothing: what was looked for, and where it had zero hits.
+    evidence += [
+        f"searched for {g.searched_for} ({', '.join(g.patterns)})"
+        + (f": no hits in {', '.join(g.files_without_hits)}" if g.files_without_hits else "")
+        for g in entry.gap_evidence
+    ]
+    return ResultRow(
+        profile=entry.profile,
+        family=entry.family,
+        checkpoint=entry.checkpoint,
+        revision=entry.revision,
+        verdict=entry.verdict,
+        in_group=entry.in_group,
+        variant_kinds=entry.variant_kinds,
+        normal_profile=entry.normal_profile,
+        profile_gap=entry.profile_gap,
+        status="unsupported",
+        status_reason=entry.gap or f"verdict {entry.verdict}",
+        status_evidence=evidence,
+    )
+
+
+def with_workload_facts(job: QualifyJob, row: ResultRow) -> ResultRow:
+    """The row with the workload's clip manifests and the frames its declared policy picks."""
+    return row.model_copy(update={"clips": dict(job.facts.clips), "sampling": job.facts.sampling})
+
+
+def hardware() -> dict[str, Any]:
+    """What a row says about the machine: GPU, driver, CUDA, TensorRT and TRTMC versions, CPU count; nothing that
+    names the machine or its user. Package versions are this interpreter's, which is TRTMC's (Toolchain.python)."""
+    return hardware_provenance()
+
+
+def run_provenance(
+    job: QualifyJob,
+    *,
+    mode: Mode,
+    settings: dict[str, Any],
+    tokenizer: str,
+    endpoint: str | None = None,
+    served_by: str | None = None,
+    trtmc_commit: str | None = None,
+    server_version: str | None = None,
+    effective_precision: str | None = None,
+    bundle_digest: str | None = None,
+) -> Provenance:
+    """Where a row's figures come from: tools, workload, hardware, and the run's settings with the ladder's own."""
+    return Provenance(
+        tool_versions=tool_versions(),
+        aiperf=job.aiperf.model_dump(),
+        trtmc_commit=trtmc_commit,
+        bundle_digest=bundle_digest,
+        workload=job.workload.name,
+        workload_digest=job.workload.digest,
+        endpoint=endpoint,
+        mode=mode,
+        served_by=served_by,
+        server_version=server_version,
+        hardware=hardware(),
+        effective_precision=effective_precision,
+        settings=job.settings.model_dump() | settings,
+        tokenizer=tokenizer,
+        inventory_digest=job.inventory_digest,
+    )
+
+
+def measured_fields(row: ResultRow, measurement: EndpointMeasurement) -> dict[str, Any]:
+    """The fields a measurement fills in, whatever the ladder."""
+    from ..stages.timing import NOT_REPORTED
+
+    figures = measurement.figures
+    plan = measurement.plan
+    # Only a server that may omit it (an endpoint: the stage is skipped) "does not report" its task time.
+    unreported = any(s.name == "timing" and s.status == "skipped" for s in measurement.stages)
+    return dict(
+        stages=row.stages + measurement.stages,
+        warmup_requests=len(plan.warmup) if plan else 0,
+        profiling_requests_planned=len(plan.profiling) if plan else 0,
+        profiling_requests_completed=figures.get("completed", 0),
+        failed_requests=figures.get("failed", 0),
+        requests=measurement.records,
+        client_latency=figures.get("client_latency"),
+        server_task_time=figures.get("server_task_time"),
+        task_time_field=measurement.task_time_field,
+        timing_scope=measurement.timing_scope or (NOT_REPORTED if unreported else None),
+        requests_per_s=figures.get("requests_per_s"),
+        accuracy=measurement.accuracy,
+        output_check=measurement.output_check,
+        video_transport=measurement.video_transport,
+        transport_attempts=measurement.transport_attempts,
+    )
+
+
+QUALIFIED_EVIDENCE = [
+    "result.json#requests",
+    "aiperf/outcome.json",
+    "grading.json",
+    "output_check.json",
+    "identity.json",
+]
+
+
+def status_from_stages(
+    stages: list[StageResult], qualified: Qualified
+) -> tuple[QualificationStatus, str, StageName | None, list[str]]:
+    """(status, reason, failed stage, evidence): the first stage that did not pass decides; a row whose every
+    stage passed (or, for identity without a native route, was not applicable) earns `qualified`."""
+    for stage in stages:
+        if stage.status == "rejected":
+            return "unsupported", f"the server rejected a video request: {stage.detail}", None, ["capability.json"]
+        if stage.status == "failed":
+            return "failed", f"{stage.name}: {stage.detail}", stage.name, stage.evidence
+        if stage.status == "blocked":
+            return "blocked", f"{stage.name}: {stage.detail}", None, stage.evidence
+    return qualified, earned_reason(stages), None, QUALIFIED_EVIDENCE
+
+
+def measured_row(
+    row: ResultRow,
+    measurement: EndpointMeasurement,
+    qualified: Qualified,
+    provenance: Provenance,
+    qualified_note: str | None = None,
+) -> ResultRow:
+    """The row with the measurement's figures and the status its stages earn; `qualified_note` goes before the
+    reason of a qualified row (the self-test's declared no-answer)."""
+    fields = measured_fields(row, measurement)
+    status, reason, failed, evidence = status_from_stages(fields["stages"], qualified)
+    if qualified_note and status == qualified:
+        reason = f"{qualified_note}; {reason}"
+    return row.model_copy(
+        update=fields
+        | dict(
+            status=status,
+            status_reason=reason,
+            failed_stage=failed,
+            status_evidence=evidence,
+            provenance=provenance,
+        )
+    )
+
+
+def earned_reason(stages: list[StageResult]) -> str:
+    """What a qualified row showed, gate by gate, in words (a gate that was not applicable is named as such)."""
+    by_name = {stage.name: stage for stage in stages}
+    parts = ["complete AIPerf run, every request accounted for"]
+    for name in ("timing", "output-check", "identity"):
+        stage = by_name.get(name)
+        if stage is not None:
+            parts.append(f"{name}: {stage.detail}")
+    return "; ".join(parts)
+
+
+def finish_row(job: QualifyJob, row: ResultRow, commands: dict[str, str]) -> ResultRow:
+    """Scrub the row directory of secrets, then write execution.jsonl (aiperf_qual's evidence of its AIPerf run),
+    command.txt and result.json, the row carrying the aiperf_qual verdict its status supports: the row is done."""
+    row_dir = job.row_dir(row.profile)
+    # The tools we ran (build, the family's tests and their artifacts, the server and its records) may write a
+    # token they were given anywhere under the row: never kept. (Bundles live outside the row directory.)
+    if row_dir.is_dir():
+        scrub_secrets(
+            sorted(p for p in row_dir.rglob("*") if p.is_file() and not p.is_symlink()), known_secrets(job.api_key)
+        )
+    row = with_verdict(row.model_copy(update={"commands": commands}))
+    write_execution(row_dir, row)
+    write_text_atomic(row_dir / "command.txt", "".join(f"# {name}\n{command}\n" for name, command in commands.items()))
+    write_model_atomic(row_dir / "result.json", row)
+    return row

@@ -1,0 +1,198 @@
+"""The video transports: how a request carries its clip, and the capability check tried over them.
+
+- `data-url` (the default): the clip's bytes as a base64 data URL in the body. AIPerf's input row names the clip's
+  path and AIPerf encodes it; the body must fit the server's body limit.
+- `http`: the clip's URL on the run's own loopback clip server (serving/clip_server.py), in AIPerf's row and in our
+  own chat bodies alike; AIPerf passes such a URL through unchanged. No body limit applies to the clip.
+- `auto`: the capability check tries data-url, then http on any refusal; the first accepted transport is the row's
+  for the rest of it (AIPerf, identity), and every try is evidence on the row.
+
+When no transport is accepted, a refusal of the video content (a 4xx, see serving/capability.py) on any try makes
+the stage `rejected` (the row `unsupported`); otherwise the stage `failed`, naming each transport tried and, where
+the server's error was about the clip's URL or format, the transport to try instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..aiperf.dataset import Prompt
+from ..common.atomic_write import write_model_atomic
+from ..results import StageResult, StageStatus, TransportAttempt, TransportChoice, VideoTransport
+from ..results.layout import PRIVATE_DIR
+from ..serving.clip_server import ServedFile
+
+if TYPE_CHECKING:
+    from ..plan.settings import RunSettings
+    from ..serving.capability import CapabilityResult
+    from ..workloads import Workload
+
+TRIED: dict[TransportChoice, tuple[VideoTransport, ...]] = {
+    "data-url": ("data-url",),
+    "http": ("http",),
+    "auto": ("data-url", "http"),
+}
+OTHER: dict[VideoTransport, VideoTransport] = {"data-url": "http", "http": "data-url"}
+CLIP_SERVER_LOG = f"{PRIVATE_DIR}/clip-server.log"  # relative to --out: a raw log, never published
+
+
+def needs_clip_server(choice: TransportChoice) -> bool:
+    return "http" in TRIED[choice]
+
+
+def clip_route(workload: Workload, clip_id: str) -> str:
+    """`/clips/<workload>/<clip id><suffix>`: both names are lowercase slugs by the workload schema."""
+    return f"/clips/{workload.name}/{clip_id}{Path(workload.clip(clip_id).file).suffix}"
+
+
+def clip_routes(workloads: Iterable[Workload]) -> dict[str, ServedFile]:
+    """Every clip of every workload, by its URL path, with the MIME type the workload records for it."""
+    return {
+        clip_route(workload, clip.id): ServedFile(workload.clip_path(clip.id), clip.mime)
+        for workload in workloads
+        for clip in workload.spec.clips
+    }
+
+
+def clip_urls(base_url: str, workload: Workload) -> dict[str, str]:
+    """Clip id -> the clip's URL on the clip server at `base_url`."""
+    return {clip.id: base_url + clip_route(workload, clip.id) for clip in workload.spec.clips}
+
+
+def chat_video_url(transport: VideoTransport, prompt: Prompt, urls: dict[str, str]) -> str:
+    """What a chat body's video part carries: the clip as a data URL, or its http URL (ClipError, OSError)."""
+    if transport == "http":
+        if prompt.clip_id not in urls:
+            raise ValueError(f"no clip server URL for clip {prompt.clip_id!r}: the http transport needs one")
+        return urls[prompt.clip_id]
+    from ..media.payload import video_data_url  # PyAV comes with it
+
+    return video_data_url(Path(prompt.clip_path))
+
+
+def aiperf_videos(transport: VideoTransport, urls: dict[str, str]) -> dict[str, str]:
+    """Clip id -> what AIPerf's `video` field carries instead of the clip's path: the http URLs, or nothing."""
+    return dict(urls) if transport == "http" else {}
+
+
+@dataclass
+class CapabilityOutcome:
+    stage: StageResult
+    capability: CapabilityResult | None = None  # the accepted try, else the last one answered
+    transport: VideoTransport | None = None  # the accepted one
+    attempts: list[TransportAttempt] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CapabilityRequest:
+    """The one clip-plus-question request of the capability check, whatever carries the clip."""
+
+    url: str
+    model: str
+    api_key: str | None
+    prompt: Prompt
+    max_tokens: int
+    extra_body: dict[str, Any]
+    clip_urls: dict[str, str]
+
+
+def check_over_transports(request: CapabilityRequest, settings: RunSettings, row_dir: Path) -> CapabilityOutcome:
+    """The capability check with each transport `settings.video_transport` allows, in order, until one is
+    accepted; capability.json holds the decisive try and every attempt."""
+    outcome = CapabilityOutcome(stage=StageResult(name="capability", status="failed"))
+    sent: list[CapabilityResult] = []
+    for transport in TRIED[settings.video_transport]:
+        result, not_sent = _try(request, transport, settings)
+        if result is None:
+            outcome.attempts.append(TransportAttempt(transport=transport, accepted=False, detail=not_sent))
+            continue
+        sent.append(result)
+        outcome.attempts.append(
+            TransportAttempt(
+                transport=transport, http_status=result.http_status, accepted=result.accepted, detail=result.detail
+            )
+        )
+        if result.accepted:
+            outcome.transport = transport
+            break
+    if sent:
+        decisive = next((r for r in sent if r.accepted), sent[-1])
+        outcome.capability = decisive.model_copy(update={"attempts": list(outcome.attempts)})
+        write_model_atomic(row_dir / "capability.json", outcome.capability)
+    outcome.stage = _stage(outcome, sent)
+    return outcome
+
+
+def _try(
+    request: CapabilityRequest, transport: VideoTransport, settings: RunSettings
+) -> tuple[CapabilityResult | None, str]:
+    """One try: its result, or None and why it was not sent (the clip unreadable, the body over the limit)."""
+    from ..media import ClipError
+    from ..serving.capability import check_capability
+
+    try:
+        result = check_capability(
+            request.url,
+            request.model,
+            Path(request.prompt.clip_path),
+            request.prompt.text,
+            max_tokens=request.max_tokens,
+            timeout_s=settings.request_timeout_s,  # one request, like every other: --request-timeout names it
+            body_limit=settings.body_limit,
+            api_key=request.api_key,
+            video_url=chat_video_url(transport, request.prompt, request.clip_urls),
+            extra=request.extra_body or None,
+        )
+    except (ClipError, OSError, ValueError) as error:
+        return None, f"not sent: {error}"
+    return result.model_copy(update={"video_transport": transport}), ""
+
+
+def _stage(outcome: CapabilityOutcome, sent: list[CapabilityResult]) -> StageResult:
+    tried = ", ".join(a.transport for a in outcome.attempts)
+    evidence = ["capability.json"] if sent else []
+    wall = sum(r.latency_ms for r in sent) / 1000 if sent else None
+    if outcome.transport is not None and outcome.capability is not None:
+        refused = [a for a in outcome.attempts if not a.accepted]
+        before = "".join(f"; {a.transport} refused first: {_short(a)}" for a in refused)
+        detail = f"answered: {outcome.capability.answer!r} (video as {outcome.transport}{before})"
+        return StageResult(name="capability", status="passed", detail=detail, wall_s=wall, evidence=evidence)
+    status: StageStatus = "rejected" if any(r.rejected for r in sent) else "failed"
+    if len(outcome.attempts) == 1:
+        attempt = outcome.attempts[0]
+        detail = f"{attempt.detail} (video as {attempt.transport})"
+        refusal = next((r for r in sent if r.transport_refused), None)
+        if refusal is not None and refusal.video_transport is not None:
+            other = OTHER[refusal.video_transport]
+            detail = (
+                f"the server could not take the clip as {refusal.video_transport}: {attempt.detail}; this transport "
+                f"failed, not video as such: try --video-transport {other} (or auto, which tries both)"
+            )
+    else:
+        detail = f"every video transport failed (tried {tried}): " + "; ".join(
+            f"{a.transport}: {a.detail}" for a in outcome.attempts
+        )
+    return StageResult(name="capability", status=status, detail=detail, wall_s=wall, evidence=evidence)
+
+
+def _short(attempt: TransportAttempt) -> str:
+    """`HTTP 500 (the server's own message)`: the message out of an OpenAI-style error body where there is one."""
+    status = f"HTTP {attempt.http_status}" if attempt.http_status is not None else "not sent"
+    text = attempt.detail.removeprefix(f"HTTP {attempt.http_status}: ") if attempt.http_status else attempt.detail
+    return f"{status} ({' '.join(_message_of(text).split())[:160]})"
+
+
+def _message_of(text: str) -> str:
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text
+    error = body.get("error") if isinstance(body, dict) else None
+    for holder, key in ((error, "message"), (body, "detail"), (body, "message")):
+        if isinstance(holder, dict) and isinstance(holder.get(key), str):
+            return str(holder[key])
+    return text

@@ -1,0 +1,328 @@
+"""Native/HTTP identity on the same served bundle: the rules, the two clients, the comparison and its stage.
+
+Each (question, clip) pair of the workload goes once through HTTP chat (``POST /v1/chat/completions``, the body
+AIPerf sends) and once through the native Task route (``POST /v1/tasks/<operation>``), both greedy: temperature
+0 and the run's max_tokens. The two answers must be the same text after whitespace collapse and case folding.
+
+The native body is ``{"request": {...}}`` holding only fields the Task's native request defines: the clip field
+as ``{"$file": {"suffix": ".mp4", "b64": <the clip's bytes>}}``, the prompt field as the question, and
+``max_new_tokens`` / ``temperature`` (0) / ``top_k`` (1) where defined. Nothing else is sent.
+
+A server we did not build (``--endpoint``) has no task adapter to read: with ``--native-url`` its native route
+is taken to have perf_serving's request shape, ``ENDPOINT_NATIVE_REQUEST`` (``prompt``, ``video_path``,
+``max_new_tokens``, ``temperature`` on ``POST /v1/tasks/generate``).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+
+from ...aiperf.dataset import Prompt
+from ...aiperf_qual.execution import request_sha
+from ...common.atomic_write import write_model_atomic
+from ...inventory.task_requests import task_of
+from ...media.errors import ClipError
+from ...media.payload import chat_request_body, check_body_limit, encode_body, video_data_url
+from ...results import IdentityAnswer, IdentityCheck, IdentityPair, IdentityVerdict, NativeRequest, StageResult
+
+CHAT_PATH = "/v1/chat/completions"
+CHAT_ROUTE = f"POST {CHAT_PATH}"
+IDENTITY_FILE = "identity.json"
+ENDPOINT_NATIVE_REQUEST = NativeRequest(
+    operation="generate",
+    fields=["max_new_tokens", "prompt", "temperature", "video_path"],
+    clip_field="video_path",
+    prompt_field="prompt",
+    evidence=None,
+)
+ENDPOINT_REQUEST_SOURCE = "perf_serving's request shape, taken for the --native-url server (no task adapter to read)"
+# Fields the identity check fills, besides the clip and the prompt: greedy, with the run's token limit.
+_GREEDY = {"temperature": 0, "top_k": 1}
+_TOKEN_LIMIT = "max_new_tokens"
+_EXCERPT = 200
+_SHOWN = 120
+_REQUEST_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
+_REDACTED = "<redacted>"
+
+
+def normalised(text: str) -> str:
+    """Whitespace collapsed, case folded: the form two answers are compared in."""
+    return " ".join(text.split()).casefold()
+
+
+def request_id(side: str, prompt: Prompt) -> str:
+    """``identity-<side>-<question>-<clip>-<8 hex>``, only ``[A-Za-z0-9._:-]``."""
+    raw = f"identity-{side}-{prompt.question_id[:60]}-{prompt.clip_id[:60]}-{uuid.uuid4().hex[:8]}"
+    return _REQUEST_ID_UNSAFE.sub("_", raw)
+
+
+def _shown_url(url: str) -> str:
+    """The URL without any user:password part."""
+    try:
+        return str(httpx.URL(url).copy_with(username=None, password=None))
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return url.split("@")[-1]
+
+
+def _hidden(text: str, secret: str | None) -> str:
+    return text.replace(secret, _REDACTED) if secret else text
+
+
+# --- the two sides ---------------------------------------------------------------------------------------------
+
+
+def chat_answers(
+    url: str,
+    model: str,
+    prompts: list[Prompt],
+    *,
+    max_tokens: int,
+    timeout_s: float,
+    body_limit: int,
+    api_key: str | None,
+    video_url: Callable[[Prompt], str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> list[IdentityAnswer]:
+    """Each prompt once through ``POST {url}/v1/chat/completions``, greedy; failures recorded, never raised.
+
+    `video_url` gives what each prompt's video part carries (default: its clip as a data URL, the transport the
+    row's capability check accepted decides); `extra` the workload's extra body fields."""
+    endpoint = url.rstrip("/") + CHAT_PATH
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    answers: list[IdentityAnswer] = []
+    with httpx.Client(timeout=timeout_s, trust_env=False) as client:
+        for prompt in prompts:
+            rid = request_id("chat", prompt)
+            answer = IdentityAnswer(route=CHAT_ROUTE, url=_shown_url(endpoint), request_id=rid)
+            try:
+                clip = Path(prompt.clip_path)
+                video = video_url(prompt) if video_url is not None else video_data_url(clip)
+                body = chat_request_body(model, prompt.text, video, max_tokens=max_tokens, extra=extra)
+                content = encode_body(body)
+                check_body_limit(len(content), body_limit, clip=clip)
+            except (ClipError, OSError, ValueError) as error:
+                answers.append(answer.model_copy(update={"error": _hidden(f"not sent: {error}", api_key)}))
+                continue
+            sent = _posted(client, endpoint, content, headers | {"X-Request-ID": rid}, _chat_text)
+            answers.append(_with_outcome(answer, sent, api_key))
+    return answers
+
+
+def native_body(request: NativeRequest, prompt: Prompt, *, max_tokens: int) -> dict[str, Any]:
+    """``{"request": {...}}`` with only the fields the Task's native request defines (ClipError/OSError on the clip)."""
+    fields = set(request.fields)
+    values: dict[str, Any] = {}
+    if request.clip_field is not None:
+        clip = Path(prompt.clip_path)
+        from ...media.source import read_clip_bytes  # PyAV comes with it
+
+        data = base64.b64encode(read_clip_bytes(clip)).decode("ascii")
+        values[request.clip_field] = {"$file": {"suffix": clip.suffix, "b64": data}}
+    if request.prompt_field is not None:
+        values[request.prompt_field] = prompt.text
+    if _TOKEN_LIMIT in fields:
+        values[_TOKEN_LIMIT] = max_tokens
+    values.update({name: value for name, value in _GREEDY.items() if name in fields})
+    return {"request": values}
+
+
+def sent_fields(request: NativeRequest) -> list[str]:
+    """The native request fields the identity check sends (the rest of the Task's fields are left out)."""
+    fields = set(request.fields)
+    named = {request.clip_field, request.prompt_field} - {None}
+    filled = {name for name in (_TOKEN_LIMIT, *_GREEDY) if name in fields}
+    return sorted({name for name in named if name is not None} | filled)
+
+
+def native_answers(
+    native_url: str, request: NativeRequest, prompts: list[Prompt], *, max_tokens: int, timeout_s: float
+) -> list[IdentityAnswer]:
+    """Each prompt once through ``POST {native_url}/v1/tasks/<operation>``; failures recorded, never raised."""
+    path = f"/v1/tasks/{request.operation}"
+    endpoint = native_url.rstrip("/") + path
+    answers: list[IdentityAnswer] = []
+    with httpx.Client(timeout=timeout_s, trust_env=False) as client:
+        for prompt in prompts:
+            rid = request_id("native", prompt)
+            answer = IdentityAnswer(route=f"POST {path}", url=_shown_url(endpoint), request_id=rid)
+            try:
+                body = native_body(request, prompt, max_tokens=max_tokens)
+                content = encode_body(body)
+            except (ClipError, OSError, ValueError) as error:
+                answers.append(answer.model_copy(update={"error": f"not sent: {error}"}))
+                continue
+            answer = answer.model_copy(update={"request_sha": request_sha(body)})
+            headers = {"Content-Type": "application/json", "X-Request-ID": rid}
+            answers.append(_with_outcome(answer, _posted(client, endpoint, content, headers, _native_text), None))
+    return answers
+
+
+_Outcome = tuple[int | None, str | None, str | None]  # (http status, answer, error)
+
+
+def _posted(
+    client: httpx.Client, url: str, content: bytes, headers: dict[str, str], read: Callable[[Any], object]
+) -> _Outcome:
+    try:
+        response = client.post(url, content=content, headers=headers)
+    except httpx.HTTPError as error:
+        return None, None, f"no answer: {type(error).__name__}: {error}"
+    if response.status_code != 200:
+        return response.status_code, None, f"HTTP {response.status_code}: {response.text[:_EXCERPT]}"
+    try:
+        text = read(response.json())
+    except (ValueError, KeyError, IndexError, TypeError):
+        text = None
+    if not isinstance(text, str):
+        return 200, None, f"HTTP 200 without an answer text: {response.text[:_EXCERPT]}"
+    return 200, text, None
+
+
+def _chat_text(data: Any) -> object:
+    return data["choices"][0]["message"]["content"]
+
+
+def _native_text(data: Any) -> object:
+    return data["text"]
+
+
+def _with_outcome(answer: IdentityAnswer, outcome: _Outcome, secret: str | None) -> IdentityAnswer:
+    status, text, error = outcome
+    shown_error = _hidden(error, secret) if error is not None else None
+    return answer.model_copy(update={"http_status": status, "answer": text, "error": shown_error})
+
+
+# --- the comparison --------------------------------------------------------------------------------------------
+
+
+def _missing(route: str) -> IdentityAnswer:
+    return IdentityAnswer(route=route, request_id="-", error="no answer recorded for this pair")
+
+
+PairVerdict = Literal["same", "different", "error"]
+
+
+def _pair_verdict(chat: IdentityAnswer, native: IdentityAnswer) -> PairVerdict:
+    if chat.error is not None or native.error is not None or chat.answer is None or native.answer is None:
+        return "error"
+    return "same" if normalised(chat.answer) == normalised(native.answer) else "different"
+
+
+def _error_of(pair: IdentityPair) -> str:
+    side = pair.chat if pair.chat.error is not None or pair.chat.answer is None else pair.native
+    return f"{pair.question_id} on {pair.clip_id}: {side.route}: {side.error or 'no answer'}"
+
+
+def request_source(request: NativeRequest) -> str:
+    evidence = request.evidence
+    if evidence is None:
+        return ENDPOINT_REQUEST_SOURCE
+    return evidence.file if evidence.line is None else f"{evidence.file}:{evidence.line}"
+
+
+def _overall(pairs: list[IdentityPair]) -> tuple[IdentityVerdict, str]:
+    total = len(pairs)
+    differing = sum(pair.verdict == "different" for pair in pairs)
+    errors = [pair for pair in pairs if pair.verdict == "error"]
+    if total == 0:
+        return "failed", "no (question, clip) pairs to compare"
+    if errors:
+        reason = f"{len(errors)} of {total} pairs got no comparable answer; first: {_error_of(errors[0])}"
+        return "failed", reason + (f" ({differing} of {total} differ)" if differing else "")
+    if differing:
+        return "differs", f"{differing} of {total} pairs differ between HTTP chat and the native route"
+    return "held", f"all {total} pairs answered the same through HTTP chat and the native route"
+
+
+def compare(
+    prompts: list[Prompt],
+    chat: list[IdentityAnswer],
+    native: list[IdentityAnswer],
+    *,
+    native_route: str,
+    request: NativeRequest,
+) -> IdentityCheck:
+    """Per pair same/different/error; held when all are the same, failed on any error, else differs."""
+    pairs: list[IdentityPair] = []
+    for index, prompt in enumerate(prompts):
+        left = chat[index] if index < len(chat) else _missing(CHAT_ROUTE)
+        right = native[index] if index < len(native) else _missing(native_route)
+        pairs.append(
+            IdentityPair(
+                question_id=prompt.question_id,
+                clip_id=prompt.clip_id,
+                chat=left,
+                native=right,
+                verdict=_pair_verdict(left, right),
+            )
+        )
+    verdict, reason = _overall(pairs)
+    return IdentityCheck(
+        verdict=verdict,
+        reason=reason,
+        native_route=native_route,
+        request_fields=sent_fields(request),
+        request_source=request_source(request),
+        pairs=pairs,
+    )
+
+
+def not_applicable(reason: str) -> IdentityCheck:
+    return IdentityCheck(verdict="not-applicable", reason=reason)
+
+
+def blocked(reason: str) -> IdentityCheck:
+    return IdentityCheck(verdict="blocked", reason=reason)
+
+
+def _short(text: str | None) -> str:
+    if text is None:
+        return "(none)"
+    return repr(text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "...")
+
+
+def identity_stage(check: IdentityCheck) -> StageResult:
+    """held passes; differs and failed fail (showing the first differing pair's answers); blocked blocks;
+    not-applicable is skipped, and says so."""
+    evidence = [IDENTITY_FILE]
+    if check.verdict == "held":
+        return StageResult(name="identity", status="passed", detail=check.reason, evidence=evidence)
+    if check.verdict == "blocked":
+        return StageResult(name="identity", status="blocked", detail=check.reason, evidence=evidence)
+    if check.verdict == "not-applicable":
+        detail = f"not-applicable: {check.reason}"
+        return StageResult(name="identity", status="skipped", detail=detail, evidence=evidence)
+    detail = f"{check.verdict}: {check.reason}"
+    first = next((pair for pair in check.pairs if pair.verdict == "different"), None)
+    if first is not None:
+        detail += (
+            f"; first difference, {first.question_id} on {first.clip_id}: chat {_short(first.chat.answer)}, "
+            f"native {_short(first.native.answer)}"
+        )
+    return StageResult(name="identity", status="failed", detail=detail, evidence=evidence)
+
+
+def write_identity(row_dir: Path, check: IdentityCheck) -> Path:
+    return write_model_atomic(row_dir / IDENTITY_FILE, check)
+
+
+def clip_request_problem(request: NativeRequest | None) -> str | None:
+    """Why this Task's native request cannot carry a clip and a question; None when it has both."""
+    if request is None:
+        return "the checkout's task adapter builds no native request for this Task"
+    if request.clip_field is not None and request.prompt_field is not None:
+        return None
+    task = task_of(request)
+    named = f"the Task {task}" if task else "the Task"
+    where = request_source(request)
+    fields = ", ".join(request.fields) or "none"
+    return f"{named} defines no clip-plus-question native request (fields: {fields}; {where})"

@@ -1,0 +1,115 @@
+"""The identity stage against live servers, for both ladders: the HTTP chat answers while the served bundle is up,
+the native Task answers from its own route, then the comparison (identity_check.py holds the rules).
+
+TRTMC mode asks trtmc-server's chat first and perf_serving's Task route after it, one server at a time on the GPU.
+With `--endpoint` the native route is the one the user names (`--native-url`); without one, identity is
+not-applicable, and every report says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...aiperf_qual.execution import EVIDENCE
+from ...results import (
+    IdentityAnswer,
+    IdentityCheck,
+    NativeRequest,
+    ResultRow,
+    ServingMechanics,
+    StageResult,
+    VideoTransport,
+)
+from ..measure import workload_prompts
+
+if TYPE_CHECKING:
+    from ...rows.finish import QualifyJob
+
+NO_NATIVE_URL = "no native route named for this server (give --native-url URL, in perf_serving's request shape)"
+
+
+def max_tokens(job: QualifyJob) -> int:
+    return job.settings.max_tokens or job.workload.spec.generation.max_tokens
+
+
+def chat_side(job: QualifyJob, url: str, model: str, transport: VideoTransport = "data-url") -> list[IdentityAnswer]:
+    """Each (question, clip) of the workload once through HTTP chat, greedy, its clip carried by `transport` (the
+    one the row's capability check accepted) and with the workload's extra body fields."""
+    from ..capability import chat_video_url
+    from .compare import chat_answers
+
+    return chat_answers(
+        url,
+        model,
+        workload_prompts(job.workload),
+        max_tokens=max_tokens(job),
+        timeout_s=job.settings.request_timeout_s,
+        body_limit=job.settings.body_limit,
+        api_key=job.api_key,
+        video_url=lambda prompt: chat_video_url(transport, prompt, job.clip_urls),
+        extra=dict(job.workload.spec.generation.extra_body) or None,
+    )
+
+
+def native_side(job: QualifyJob, native_url: str, request: NativeRequest) -> list[IdentityAnswer]:
+    """The same pairs once through the native Task route, greedy, with only the fields the Task defines."""
+    from .compare import native_answers
+
+    return native_answers(
+        native_url,
+        request,
+        workload_prompts(job.workload),
+        max_tokens=max_tokens(job),
+        timeout_s=job.settings.request_timeout_s,
+    )
+
+
+def compared(
+    job: QualifyJob, chat: list[IdentityAnswer], native: list[IdentityAnswer], route: str, request: NativeRequest
+) -> IdentityCheck:
+    from .compare import compare
+
+    return compare(workload_prompts(job.workload), chat, native, native_route=route, request=request)
+
+
+def recorded(row_dir: Path, check: IdentityCheck) -> StageResult:
+    """identity.json written; the stage it makes."""
+    from .compare import identity_stage, write_identity
+
+    write_identity(row_dir, check)
+    return identity_stage(check)
+
+
+def endpoint_mechanics(row: ResultRow, native_url: str | None) -> ServingMechanics:
+    """What served a row measured off TRTMC: no TRTMC serving mechanics, named as such."""
+    if row.reference_self_test:
+        server = "the reference endpoint (a test double, not TRTMC)"
+    elif row.comparison is not None:
+        server = f"{row.comparison.server} (a comparison, not TRTMC)"
+    else:
+        server = "the server at --endpoint (not started by this tool)"
+    native = f"none: {NO_NATIVE_URL}"
+    if native_url:
+        where = server if row.reference_self_test else "the --native-url server"
+        native = f"{where} POST /v1/tasks/generate (perf_serving's request shape)"
+    return ServingMechanics(
+        chat=f"{server} POST /v1/chat/completions; its task time where it reports one (task_time_field)",
+        native=native,
+        evidence=EVIDENCE,
+    )
+
+
+def endpoint_identity(
+    job: QualifyJob, *, url: str, model: str, native_url: str | None, transport: VideoTransport = "data-url"
+) -> IdentityCheck:
+    """A server we did not build: identity against the native route the user named, else not-applicable."""
+    from .compare import ENDPOINT_NATIVE_REQUEST, not_applicable
+
+    if not native_url:
+        return not_applicable(NO_NATIVE_URL)
+    job.progress("identity: each question and clip once through chat and once through the native route")
+    chat = chat_side(job, url, model, transport)
+    native = native_side(job, native_url, ENDPOINT_NATIVE_REQUEST)
+    route = f"POST /v1/tasks/{ENDPOINT_NATIVE_REQUEST.operation} (the --native-url server)"
+    return compared(job, chat, native, route, ENDPOINT_NATIVE_REQUEST)

@@ -1,0 +1,135 @@
+"""The workload's own artifacts under workload/<name>/: each clip's probe manifest, the declared sampling policy
+resolved on each clip, and the frame strips. Made once per workload identity; every row carries the facts made here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..common.atomic_write import write_model_atomic, write_text_atomic
+from ..common.digests import file_sha256
+from ..common.errors import UserError
+from ..results import ClipManifest, PickedFrames, SamplingFacts
+from . import Workload
+
+if TYPE_CHECKING:
+    from ..media import SamplingPolicy
+    from .model import Clip
+
+PREPARED_STAMP = "prepared.digest.json"  # two dots: no clip id ("^[a-z][a-z0-9-]*$") can name this file
+SAMPLING_FILE = "sampling.json"
+SAMPLING_NOTE = (
+    "the clip is sent whole; where the server samples, these are the frames the declared "
+    "policy picks, and the server's own settings are recorded beside them"
+)
+
+
+class WorkloadClipError(UserError, ValueError):
+    """A clip of the workload cannot be used (corrupt, truncated, empty, not a video, too large, or not the one
+    the workload records); the message names the clip and the fix."""
+
+
+@dataclass(frozen=True)
+class WorkloadFacts:
+    """What the rows of one workload record about its clips: each clip's manifest and the frames picked from it."""
+
+    directory: Path
+    clips: dict[str, ClipManifest]
+    sampling: SamplingFacts
+
+
+def workload_dir(out: Path, workload: Workload) -> Path:
+    return out / "workload" / workload.name
+
+
+def prepare_workload_artifacts(out: Path, workload: Workload) -> WorkloadFacts:
+    """workload/<name>/: each clip's probe manifest (refusing a clip that is not what the workload says), the declared
+    sampling policy resolved on each clip, and frames.png, the strip of what the model is meant to see.
+
+    Skipped when prepared.digest.json records the same workload identity and every file still has its recorded
+    sha256 (a re-run with unchanged inputs); anything else makes them again."""
+    directory = workload_dir(out, workload)
+    identity = _prepared_identity(workload)
+    prepared = _still_prepared(directory, workload, identity)
+    if prepared is not None:
+        return prepared
+    policy = workload.sampling_policies()[0]
+    clips: dict[str, ClipManifest] = {}
+    picked: dict[str, PickedFrames] = {}
+    written: list[str] = []
+    for index, clip in enumerate(workload.spec.clips):
+        strip = "frames.png" if index == 0 else f"frames-{clip.id}.png"
+        clips[clip.id], picked[clip.id] = _prepare_clip(directory, workload, clip, policy, strip)
+        written += [f"{clip.id}.json", strip]
+    sampling = SamplingFacts(policy=policy.spec, where=policy.where, clips=picked, note=SAMPLING_NOTE)
+    write_text_atomic(directory / SAMPLING_FILE, json.dumps(sampling.model_dump(), indent=2) + "\n")
+    written.append(SAMPLING_FILE)
+    stamp = {"identity": identity, "files": {name: file_sha256(directory / name) for name in written}}
+    write_text_atomic(directory / PREPARED_STAMP, json.dumps(stamp, indent=2, sort_keys=True) + "\n")
+    return WorkloadFacts(directory=directory, clips=clips, sampling=sampling)
+
+
+def _prepare_clip(
+    directory: Path, workload: Workload, clip: Clip, policy: SamplingPolicy, strip: str
+) -> tuple[ClipManifest, PickedFrames]:
+    """One clip's manifest (<id>.json) and strip, and the frames the policy picks from it."""
+    from ..media import ClipError, probe_clip, write_strip
+
+    path = workload.clip_path(clip.id)
+    try:
+        manifest = probe_clip(path)
+    except ClipError as error:
+        raise WorkloadClipError(f"workload {workload.name!r} ({workload.file}): {error}") from None
+    if manifest.sha256 != clip.sha256 or manifest.frames_counted != clip.video.frames:
+        raise WorkloadClipError(
+            f"clip {path} is not the one workload {workload.name!r} records (sha256 or frame count differ); "
+            "restore it from the repository or seal a new workload identity"
+        )
+    write_model_atomic(directory / f"{clip.id}.json", manifest)
+    resolved = policy.resolve(manifest.frames_counted, manifest.fps, manifest.start_time_s)
+    try:
+        write_strip(path, resolved, directory / strip)
+    except ClipError as error:
+        raise WorkloadClipError(f"workload {workload.name!r} ({workload.file}): {error}") from None
+    return manifest, PickedFrames(indices=resolved.indices, timestamps_s=resolved.timestamps_s, rule=resolved.rule)
+
+
+def _prepared_identity(workload: Workload) -> dict[str, Any]:
+    """What the workload artifacts are made from: the workload (its digest covers every clip's sha256, checked on
+    load), where its clips are, and the tool and decoder that probed them. The same identity, the same artifacts."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        decoder = version("av")
+    except PackageNotFoundError:
+        decoder = None
+    return {
+        "workload": workload.name,
+        "digest": workload.digest,
+        "tool": __version__,
+        "av": decoder,
+        "clips": {clip.id: str(workload.clip_path(clip.id)) for clip in workload.spec.clips},
+    }
+
+
+def _still_prepared(directory: Path, workload: Workload, identity: dict[str, Any]) -> WorkloadFacts | None:
+    """The facts already made, when the stamp records this identity and every file it lists is there with the
+    recorded digest; None otherwise."""
+    try:
+        stamp = json.loads((directory / PREPARED_STAMP).read_text())
+        if stamp.get("identity") != identity or not stamp.get("files"):
+            return None
+        if not all(file_sha256(directory / name) == digest for name, digest in stamp["files"].items()):
+            return None
+        clips = {
+            clip.id: ClipManifest.model_validate_json((directory / f"{clip.id}.json").read_bytes())
+            for clip in workload.spec.clips
+        }
+        sampling = SamplingFacts.model_validate_json((directory / SAMPLING_FILE).read_bytes())
+    except (OSError, ValueError, AttributeError):
+        return None  # missing, damaged or edited: made again
+    return WorkloadFacts(directory=directory, clips=clips, sampling=sampling)
