@@ -29,7 +29,7 @@ from trtmc_videoqa.stages.identity.compare import (
     not_applicable,
     write_identity,
 )
-from trtmc_videoqa.stages.measure import workload_prompts
+from trtmc_videoqa.stages.prompts import workload_prompts
 from trtmc_videoqa.workloads import load_workload
 
 MAX_TOKENS = 16

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trtmc_videoqa.stages.measure import _keep_private
+from trtmc_videoqa.stages.aiperf import _keep_private
 
 
 def test_the_log_folder_moves_to_private_and_replaces_an_earlier_one(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from trtmc_videoqa.report.markdown import render_markdown
 from trtmc_videoqa.results import Report, ResultRow, StageResult, TransportAttempt
 from trtmc_videoqa.serving.clip_server import ClipServer, ServedFile
 from trtmc_videoqa.stages.capability import CapabilityRequest, check_over_transports, clip_routes, clip_urls
-from trtmc_videoqa.stages.measure import workload_prompts
+from trtmc_videoqa.stages.prompts import workload_prompts
 from trtmc_videoqa.workloads import WorkloadError, builtin_workload, load_workload
 from trtmc_videoqa.workloads.model import Generation
 from trtmc_videoqa.workloads.seal import seal_workload_file

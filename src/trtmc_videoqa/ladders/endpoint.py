@@ -1,141 +1,137 @@
 """The endpoint ladder: an already running OpenAI-compatible video chat server, planned -> endpoint-qualified.
 
-capability -> AIPerf -> timing -> grading -> output-check -> identity
-(a server we did not build: no build, no family correctness, no serve; a task time it does not report and a native
-route nobody named are stated on the row, never passed)
+    plan -> capability -> aiperf -> timing -> grading -> output-check -> identity
+
+A server we did not build: no build, no family correctness, no serve; a task time it does not report and a native
+route nobody named are stated on the row, never passed. The ladder is data, as the TRTMC one is: a tuple of steps
+of stages/, and the row is written once, here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..plan.cache_keys import endpoint_key, reusable
+from ..plan.job import QualifyJob
+from ..plan.row_start import with_workload_facts
 from ..results import ComparisonFacts, OutputCheck, ResultRow, SamplingFacts, StageResult
-from ..rows.finish import (
-    QualifyJob,
-    finish_row,
-    measured_row,
-    run_provenance,
-    with_workload_facts,
-)
-from ..stages.identity.live import endpoint_identity, endpoint_mechanics, recorded
-from ..stages.measure import EndpointMeasurement, Gates, measure_endpoint
+from ..rows.finish import finish_row, measured_row, run_provenance
+from ..stages.aiperf import aiperf
+from ..stages.capability import capability
+from ..stages.grading import grading
+from ..stages.identity.live import endpoint_identity_stage, endpoint_mechanics
+from ..stages.output_check import output_check
+from ..stages.protocol import Climb, EndpointRow, Gates, Served, Step, Stop, climb_ladder
+from ..stages.timing import timing
 
 if TYPE_CHECKING:
     from ..plan.self_test import DeclaredNoAnswer
 
 
-def qualify_endpoint(
-    job: QualifyJob,
-    *,
-    url: str,
-    model: str,
-    profile: str,
-    stated: dict[str, str],
-    identity: str | None = None,
-    reference_self_test: bool = False,
-    server_records: Path | None = None,
-    alive: Callable[[], bool] = lambda: True,
-    native_url: str | None = None,
-    native_key: str | None = None,
-    declared_no_answer: DeclaredNoAnswer | None = None,
-    comparison: ComparisonFacts | None = None,
-    serve_command: str | None = None,
-) -> ResultRow:
-    """An already running OpenAI-compatible video chat server: planned -> endpoint-qualified.
+def _plan(row: EndpointRow, climb: Climb) -> Climb | Stop:
+    """The `plan` stage of an endpoint row: it was planned when the row started; here it learns what serves it."""
+    mechanics = endpoint_mechanics(climb.row, row.native_url)
+    return replace(climb, row=climb.row.model_copy(update={"serving_mechanics": mechanics}))
 
-    `native_url` is the server's native Task route, if the user named one. `declared_no_answer` is the run plan's
-    own declaration that this server answers "cannot tell" here (the self-test's test double on a real clip): such
-    answers then pass the output check, and the row says it is about transport and timing only. No other run has
-    one. `comparison` marks an upstream server of a checkpoint that this run started (`trtmc-videoqa compare`): the
-    row carries its facts and label, and no report counts it as TRTMC. `serve_command` is how the server this run
-    started was started (the self-test's, a comparison's): the row's commands name it before AIPerf's."""
+
+ENDPOINT_LADDER: tuple[Step[EndpointRow], ...] = (
+    Step("plan", _plan),
+    Step("capability", capability),
+    Step("aiperf", aiperf),
+    Step("timing", timing),
+    Step("grading", grading),
+    Step("output-check", output_check),
+    Step("identity", endpoint_identity_stage),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointTarget:
+    """A running server as the run names it. `identity` names the server in the row's cache key where its URL
+    changes every run (the self-test's, a comparison's); `native_url` is its native Task route, if the user named
+    one (`native_key` names it in the key); `declared_no_answer` is the run plan's own declaration that this server
+    answers "cannot tell" here (the self-test's test double on a real clip), so such answers pass the output check
+    and the row says it is about transport and timing only; `comparison` marks an upstream server this run started
+    (`trtmc-videoqa compare`), never counted as TRTMC; `serve_command` is how this run started it."""
+
+    url: str
+    model: str
+    profile: str
+    stated: dict[str, str] = field(default_factory=dict)
+    identity: str | None = None
+    reference_self_test: bool = False
+    server_records: Path | None = None
+    alive: Callable[[], bool] = lambda: True
+    native_url: str | None = None
+    native_key: str | None = None
+    declared_no_answer: DeclaredNoAnswer | None = None
+    comparison: ComparisonFacts | None = None
+    serve_command: str | None = None
+
+
+def qualify_endpoint(job: QualifyJob, target: EndpointTarget) -> ResultRow:
+    """An already running OpenAI-compatible video chat server: planned -> endpoint-qualified."""
     key = row_key(
         job,
-        identity=identity or url,
-        model=model,
-        stated=stated,
-        native=native_key or native_url,
-        declared=declared_no_answer,
+        identity=target.identity or target.url,
+        model=target.model,
+        stated=target.stated,
+        native=target.native_key or target.native_url,
+        declared=target.declared_no_answer,
     )
-    row_dir = job.row_dir(profile)
-    previous = reusable(row_dir, key, job.force)
+    previous = reusable(job.row_dir(target.profile), key, job.force)
     if previous is not None:
-        job.progress(f"{profile}: unchanged inputs, result reused")
+        job.progress(f"{target.profile}: unchanged inputs, result reused")
         return previous
-    row = _planned_row(profile, key, url, model, reference_self_test, comparison)
-    row, measurement = _measure(
-        job,
-        with_server_sampling(with_workload_facts(job, row), job, stated),
-        url,
-        model,
-        server_records,
-        alive,
-        native_url,
-        declared_no_answer,
+    row = EndpointRow(
+        job=job,
+        profile=target.profile,
+        tokenizer=job.tokenizer,
+        gates=Gates(require_task_time=False, declared_no_answer=target.declared_no_answer),
+        native_url=target.native_url,
     )
-    row = finish_row(
+    planned = with_server_sampling(with_workload_facts(job, _planned_row(target, key)), job, target.stated)
+    commands = {"trtmc-videoqa": job.command, **({"serve": target.serve_command} if target.serve_command else {})}
+    served = Served(url=target.url, model=target.model, records=target.server_records, alive=target.alive)
+    end = climb_ladder(ENDPOINT_LADDER, row, Climb(row=planned, commands=commands, served=served))
+    climb = end.at if isinstance(end, Stop) else end
+    if climb.measurement is None:  # the endpoint ladder measures from its first stage after the plan
+        raise RuntimeError("the endpoint ladder ended without a measurement")
+    measurement = climb.measurement
+    note = None
+    if target.declared_no_answer and measurement.output_check is not None:
+        note = _transport_only_reason(target.declared_no_answer, measurement.output_check)
+    provenance = run_provenance(
         job,
-        _measured_row(job, row, measurement, url, stated, declared_no_answer),
-        {"trtmc-videoqa": job.command, **({"serve": serve_command} if serve_command else {}), **measurement.commands},
+        mode="endpoint",
+        endpoint=target.url,
+        served_by=measurement.capability.served_by if measurement.capability else None,
+        settings={"server_stated": target.stated, "video_transport_used": measurement.video_transport},
+        tokenizer=job.tokenizer_label,
     )
+    measured = measured_row(climb.row, measurement, "endpoint-qualified", provenance, qualified_note=note)
+    finished = finish_row(job, measured, climb.commands | measurement.commands)
     if measurement.interrupted:
         raise KeyboardInterrupt  # the row is written; the run stops here
-    return row
+    return finished
 
 
-def _planned_row(
-    profile: str, key: str, url: str, model: str, reference_self_test: bool, comparison: ComparisonFacts | None
-) -> ResultRow:
+def _planned_row(target: EndpointTarget, key: str) -> ResultRow:
+    comparison = target.comparison
     return ResultRow(
-        profile=profile,
+        profile=target.profile,
         status="planned",
         status_reason="endpoint given; nothing run yet",
-        reference_self_test=reference_self_test,
+        reference_self_test=target.reference_self_test,
         comparison=comparison,
         checkpoint=comparison.checkpoint if comparison else None,
         revision=comparison.revision if comparison else None,
         cache_key=key,
-        stages=[StageResult(name="plan", status="passed", detail=f"endpoint {url}, model {model}")],
+        stages=[StageResult(name="plan", status="passed", detail=f"endpoint {target.url}, model {target.model}")],
     )
-
-
-def _measure(
-    job: QualifyJob,
-    row: ResultRow,
-    url: str,
-    model: str,
-    server_records: Path | None,
-    alive: Callable[[], bool],
-    native_url: str | None,
-    declared: DeclaredNoAnswer | None,
-) -> tuple[ResultRow, EndpointMeasurement]:
-    """The measurement, then identity (when every stage before it passed)."""
-    row_dir = job.row_dir(row.profile)
-    row = row.model_copy(update={"serving_mechanics": endpoint_mechanics(row, native_url)})
-    measurement = measure_endpoint(
-        url=url,
-        model=model,
-        workload=job.workload,
-        settings=job.settings,
-        aiperf=job.aiperf,
-        tokenizer=job.tokenizer,
-        row_dir=row_dir,
-        api_key=job.api_key,
-        server_records=server_records,
-        alive=alive,
-        progress=lambda m: job.progress(f"{row.profile}: {m}"),
-        gates=Gates(require_task_time=False, declared_no_answer=declared),
-        clip_urls=job.clip_urls,
-    )
-    if measurement.failed_stage is None and not measurement.interrupted:
-        transport = measurement.video_transport or "data-url"
-        identity_check = endpoint_identity(job, url=url, model=model, native_url=native_url, transport=transport)
-        measurement.stages.append(recorded(row_dir, identity_check))
-        row = row.model_copy(update={"identity": identity_check})
-    return row, measurement
 
 
 def row_key(
@@ -151,30 +147,6 @@ def row_key(
     by `native_key` where its URL changes every run) and the no-answer the plan declares."""
     extra = {"native_url": native or "", "declared": declared.phrase if declared else ""}
     return endpoint_key(job, identity=identity, model=model, stated=stated | extra)
-
-
-def _measured_row(
-    job: QualifyJob,
-    row: ResultRow,
-    measurement: EndpointMeasurement,
-    url: str,
-    stated: dict[str, str],
-    declared: DeclaredNoAnswer | None,
-) -> ResultRow:
-    """The row with the measurement's figures and the status they earn."""
-    note = None
-    if declared and measurement.output_check is not None:
-        note = _transport_only_reason(declared, measurement.output_check)
-    served_by = measurement.capability.served_by if measurement.capability else None
-    provenance = run_provenance(
-        job,
-        mode="endpoint",
-        endpoint=url,
-        served_by=served_by,
-        settings={"server_stated": stated, "video_transport_used": measurement.video_transport},
-        tokenizer=job.tokenizer_label,
-    )
-    return measured_row(row, measurement, "endpoint-qualified", provenance, qualified_note=note)
 
 
 def _transport_only_reason(declared: DeclaredNoAnswer, check: OutputCheck) -> str:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from ..plan.job import QualifyJob
+from ..plan.row_start import unsupported_row
 from ..plan.trtmc_checks import variant_hold
 from ..results import CheckpointEntry, Inventory, ResultRow
-from ..rows.finish import QualifyJob, finish_row, run_provenance, unsupported_row
+from ..rows.finish import finish_row, run_provenance
 from ..trtmc.commands import Toolchain
 from .trtmc import qualify_entry
 

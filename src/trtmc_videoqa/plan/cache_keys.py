@@ -12,7 +12,7 @@ from .. import __version__
 from ..common.errors import UserError
 from ..common.safe_read import MAX_RESULT_BYTES, read_regular_file
 from ..results import CheckpointEntry, Inventory, QualificationStatus, ResultRow
-from ..rows.finish import QualifyJob
+from .job import QualifyJob
 
 # The statuses a row ends with when everything that could run here ran; only those are reused.
 FINAL_STATUSES: frozenset[QualificationStatus] = frozenset({"unsupported", "aiperf-qualified", "endpoint-qualified"})

@@ -12,7 +12,7 @@ from ..common.safe_names import plain_revision, safe_name
 from ..results import CheckpointEntry
 
 if TYPE_CHECKING:
-    from ..rows.finish import QualifyJob
+    from .job import QualifyJob
 
 
 def hub_snapshot(entry: CheckpointEntry, environ: dict[str, str] | None = None) -> Path | None:

@@ -9,7 +9,6 @@ from pathlib import Path
 from ..common.safe_names import plain_revision, safe_name
 from ..results import CheckpointEntry, ResultRow
 from ..results.layout import PRIVATE_DIR
-from ..rows.finish import unsupported_row
 from ..trtmc.commands import (
     JUNIT_NAME,
     bundles_built_by,
@@ -18,6 +17,7 @@ from ..trtmc.commands import (
     family_test_outcome,
     file_digest,
 )
+from .row_start import unsupported_row
 
 CORRECTNESS_LOG = f"{PRIVATE_DIR}/correctness.log"  # the family's run, relative to the row: a raw log
 # Smoke, random-weight and partial profiles answer nothing worth grading: listed, run only when named.

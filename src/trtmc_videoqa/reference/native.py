@@ -8,7 +8,7 @@ limit (413); validate it (400); the timed task; then the answer_text and drift k
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.requests import Request
 
@@ -20,10 +20,25 @@ from .native_request import check_operation, parse_native_request
 from .responses import cut_to_tokens, task_result_body
 
 if TYPE_CHECKING:
-    from .app import Endpoint
+    from .answering import TaskResult
+    from .clip import RequestClip
+    from .config import ReferenceConfig
+    from .faults import FaultPlan
 
 
-async def answer_native(endpoint: Endpoint, request: Request, exchange: Exchange, operation: str) -> dict[str, Any]:
+class NativeHost(Protocol):
+    """What the route needs of the endpoint that serves it (app.Endpoint): its settings, its admission checks, its
+    fault plan and its one execution lane."""
+
+    config: ReferenceConfig
+    plan: FaultPlan
+
+    def admit(self, request: Request) -> None: ...
+
+    async def run_on_lane(self, clip: RequestClip, prompt: str, sequence: int) -> TaskResult: ...
+
+
+async def answer_native(endpoint: NativeHost, request: Request, exchange: Exchange, operation: str) -> dict[str, Any]:
     endpoint.admit(request)
     check_operation(operation)
     task = parse_native_request(await read_body_limited(request, endpoint.config.max_body_bytes))

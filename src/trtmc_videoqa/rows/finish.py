@@ -12,86 +12,21 @@ measurement earns, and writing the finished row. The ladders are trtmc_ladder.py
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..aiperf_qual.execution_file import write_execution
 from ..aiperf_qual.verdicts import with_verdict
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.pins import tool_versions
-from ..common.safe_names import row_dir_name
 from ..common.scrub import known_secrets, scrub_secrets
 from ..machine.provenance import hardware_provenance
-from ..results import CheckpointEntry, Mode, Provenance, QualificationStatus, ResultRow, StageName, StageResult
+from ..results import Mode, Provenance, QualificationStatus, ResultRow, StageName, StageResult
 
 if TYPE_CHECKING:
-    from ..aiperf.locate import AiperfInstall
-    from ..plan.settings import RunSettings
-    from ..stages.measure import EndpointMeasurement
-    from ..workloads import Workload
-    from ..workloads.artifacts import WorkloadFacts
+    from ..plan.job import QualifyJob
+    from ..stages.protocol import Measurement
 
 Qualified = Literal["aiperf-qualified", "endpoint-qualified"]
-
-
-@dataclass
-class QualifyJob:
-    """What every row of one run shares."""
-
-    out: Path
-    workload: Workload
-    facts: WorkloadFacts  # the workload's clip manifests and sampling, as prepare_workload_artifacts made them
-    settings: RunSettings
-    aiperf: AiperfInstall
-    tokenizer: Path
-    tokenizer_label: str
-    command: str  # our own command line, secrets as placeholders
-    force: bool = False
-    api_key: str | None = None
-    bundle_cache: Path | None = None
-    stage_timeouts: dict[str, float] = field(
-        default_factory=lambda: {"build": 7200.0, "correctness": 3600.0, "startup": 600.0}
-    )
-    progress: Callable[[str], None] = lambda _: None
-    stage: StageName = "plan"  # the stage a TRTMC row is in now: where an unexpected error is recorded
-    inventory_digest: str | None = None  # of the TRTMC run's inventory.json; None off TRTMC
-    # Clip id -> its URL on the run's loopback clip server (the http transport); empty when none runs. Never in a
-    # cache key: its port changes every run.
-    clip_urls: dict[str, str] = field(default_factory=dict)
-
-    def row_dir(self, profile: str) -> Path:
-        return self.out / "checkpoints" / row_dir_name(profile)
-
-
-def unsupported_row(entry: CheckpointEntry) -> ResultRow:
-    evidence = [f"{e.file}:{e.line}" if e.line else e.file for e in entry.evidence]
-    # A gap is also shown by the search that found nothing: what was looked for, and where it had zero hits.
-    evidence += [
-        f"searched for {g.searched_for} ({', '.join(g.patterns)})"
-        + (f": no hits in {', '.join(g.files_without_hits)}" if g.files_without_hits else "")
-        for g in entry.gap_evidence
-    ]
-    return ResultRow(
-        profile=entry.profile,
-        family=entry.family,
-        checkpoint=entry.checkpoint,
-        revision=entry.revision,
-        verdict=entry.verdict,
-        in_group=entry.in_group,
-        variant_kinds=entry.variant_kinds,
-        normal_profile=entry.normal_profile,
-        profile_gap=entry.profile_gap,
-        status="unsupported",
-        status_reason=entry.gap or f"verdict {entry.verdict}",
-        status_evidence=evidence,
-    )
-
-
-def with_workload_facts(job: QualifyJob, row: ResultRow) -> ResultRow:
-    """The row with the workload's clip manifests and the frames its declared policy picks."""
-    return row.model_copy(update={"clips": dict(job.facts.clips), "sampling": job.facts.sampling})
 
 
 def hardware() -> dict[str, Any]:
@@ -133,7 +68,7 @@ def run_provenance(
     )
 
 
-def measured_fields(row: ResultRow, measurement: EndpointMeasurement) -> dict[str, Any]:
+def measured_fields(row: ResultRow, measurement: Measurement) -> dict[str, Any]:
     """The fields a measurement fills in, whatever the ladder."""
     from ..stages.timing import NOT_REPORTED
 
@@ -186,7 +121,7 @@ def status_from_stages(
 
 def measured_row(
     row: ResultRow,
-    measurement: EndpointMeasurement,
+    measurement: Measurement,
     qualified: Qualified,
     provenance: Provenance,
     qualified_note: str | None = None,

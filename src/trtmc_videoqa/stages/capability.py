@@ -25,6 +25,8 @@ from ..common.atomic_write import write_model_atomic
 from ..results import StageResult, StageStatus, TransportAttempt, TransportChoice, VideoTransport
 from ..results.layout import PRIVATE_DIR
 from ..serving.clip_server import ServedFile
+from .prompts import workload_prompts
+from .protocol import Climb, RowJob, Stop, measuring, recorded, served
 
 if TYPE_CHECKING:
     from ..plan.settings import RunSettings
@@ -98,6 +100,29 @@ class CapabilityRequest:
     max_tokens: int
     extra_body: dict[str, Any]
     clip_urls: dict[str, str]
+
+
+def capability(row: RowJob, climb: Climb) -> Climb | Stop:
+    """The `capability` stage: one real clip-plus-question request per transport tried, before any measurement; a
+    4xx refusal of the content is evidence of a missing capability (`rejected`), a server error about the clip's
+    URL or format a transport that failed. The row stops unless one transport was accepted."""
+    climb, result = measuring(climb)
+    target, job = served(climb), row.job
+    workload, settings = job.workload, job.settings
+    row.progress(f"capability check: one video request ({settings.video_transport})")
+    request = CapabilityRequest(
+        url=target.url,
+        model=target.model,
+        api_key=job.api_key,
+        prompt=workload_prompts(workload)[0],
+        max_tokens=settings.max_tokens or workload.spec.generation.max_tokens,
+        extra_body=dict(workload.spec.generation.extra_body),
+        clip_urls=dict(job.clip_urls),
+    )
+    outcome = check_over_transports(request, settings, row.row_dir)
+    result.capability, result.transport_attempts = outcome.capability, outcome.attempts
+    result.video_transport = outcome.transport
+    return recorded(climb, result, outcome.stage, stops=outcome.stage.status != "passed")
 
 
 def check_over_transports(request: CapabilityRequest, settings: RunSettings, row_dir: Path) -> CapabilityOutcome:

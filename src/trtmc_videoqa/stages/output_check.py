@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from ..common.atomic_write import write_model_atomic
+from ..common.scrub import known_secrets
 from ..results import AnswerExample, AnswerOutcome, OutputCheck, RequestRow, StageResult
 from ..workloads.grading import GradedAnswer
+from .protocol import Climb, RowJob, Stop, measuring, recorded
 
 if TYPE_CHECKING:
     from ..plan.self_test import DeclaredNoAnswer
@@ -148,6 +150,18 @@ def output_check_detail(check: OutputCheck) -> str:
     instance = f" (e.g. {failing.answer!r})" if failing else ""
     line = f"{resolved} of {check.checked} answers resolve to one option: {_failing_counts(check)}{instance}"
     return f"{line}; {declared}" if declared else line
+
+
+def output_check(row: RowJob, climb: Climb) -> Climb | Stop:
+    """The `output-check` stage: every profiling answer complete and resolving to exactly one option (a declared
+    no-answer passes where the run's own plan declares one); written to output_check.json."""
+    climb, result = measuring(climb)
+    secrets = sorted(known_secrets(row.job.api_key))
+    check = check_outputs(result.graded, result.records, declared=row.gates.declared_no_answer, secrets=secrets)
+    write_output_check(row.row_dir, check)
+    result.output_check = check
+    stage = output_check_stage(check)
+    return recorded(climb, result, stage, stops=stage.status != "passed")
 
 
 def output_check_stage(check: OutputCheck) -> StageResult:

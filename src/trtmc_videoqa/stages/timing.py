@@ -8,8 +8,21 @@ report one at all: that is stated, never failed, and client latency stands alone
 from __future__ import annotations
 
 from ..results import RequestRow, StageResult
+from .protocol import Climb, RowJob, Stop, measuring, recorded
 
 NOT_REPORTED = "not reported by this server"
+
+
+def timing(row: RowJob, climb: Climb) -> Climb | Stop:
+    """The `timing` stage: a gate where the row's gates require every task time (trtmc-server), else a statement."""
+    climb, result = measuring(climb)
+    stage = timing_stage(
+        result.records,
+        required=row.gates.require_task_time,
+        task_time_field=result.task_time_field,
+        timing_scope=result.timing_scope,
+    )
+    return recorded(climb, result, stage, stops=stage.status == "failed")
 
 
 def timing_stage(

@@ -8,6 +8,7 @@ not-applicable, and every report says so.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,10 +22,11 @@ from ...results import (
     StageResult,
     VideoTransport,
 )
-from ..measure import workload_prompts
+from ..prompts import workload_prompts
+from ..protocol import Climb, EndpointRow, Stop, measuring, recorded, served
 
 if TYPE_CHECKING:
-    from ...rows.finish import QualifyJob
+    from ...plan.job import QualifyJob
 
 NO_NATIVE_URL = "no native route named for this server (give --native-url URL, in perf_serving's request shape)"
 
@@ -73,7 +75,7 @@ def compared(
     return compare(workload_prompts(job.workload), chat, native, native_route=route, request=request)
 
 
-def recorded(row_dir: Path, check: IdentityCheck) -> StageResult:
+def identity_written(row_dir: Path, check: IdentityCheck) -> StageResult:
     """identity.json written; the stage it makes."""
     from .compare import identity_stage, write_identity
 
@@ -98,6 +100,19 @@ def endpoint_mechanics(row: ResultRow, native_url: str | None) -> ServingMechani
         native=native,
         evidence=EVIDENCE,
     )
+
+
+def endpoint_identity_stage(row: EndpointRow, climb: Climb) -> Climb | Stop:
+    """The `identity` stage of an endpoint row: against the native route the user named, else not-applicable;
+    identity.json written."""
+    climb, result = measuring(climb)
+    target = served(climb)
+    transport = result.video_transport or "data-url"
+    check = endpoint_identity(
+        row.job, url=target.url, model=target.model, native_url=row.native_url, transport=transport
+    )
+    climb = replace(climb, row=climb.row.model_copy(update={"identity": check}))
+    return recorded(climb, result, identity_written(row.row_dir, check), stops=False)
 
 
 def endpoint_identity(

@@ -4,6 +4,7 @@ each (question, clip) with the request fields the checkout's task adapter define
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,8 @@ from ...trtmc.commands import (
     perf_serving_problem,
 )
 from ..join import read_server_records, record_task_time
-from .live import compared, native_side
+from ..protocol import Bundle, Climb, Stop, built, measuring, recorded, served
+from .live import chat_side, compared, identity_written, native_side
 
 NATIVE_RECORDS = "native-records.jsonl"
 TRTMC_CHAT = (
@@ -29,7 +31,20 @@ TRTMC_CHAT = (
 )
 
 if TYPE_CHECKING:
-    from ...ladders.trtmc import Bundle, Checkpoint
+    from ..checkpoint import Checkpoint
+
+
+def trtmc_identity(cp: Checkpoint, climb: Climb) -> Climb | Stop:
+    """The `identity` stage of a TRTMC row: trtmc-server's chat answers while it is up, then it stops and
+    perf_serving answers the same pairs through the Task route on the same bundle file (one server at a time on
+    the GPU); identity.json written."""
+    climb, result = measuring(climb)
+    target = served(climb)
+    chat = chat_side(cp.job, target.url, target.model, result.video_transport or "data-url")
+    cp.resources.close()  # trtmc-server stops here: perf_serving takes the GPU next
+    check, commands = native_identity(cp, built(climb), chat)
+    climb = replace(climb, row=climb.row.model_copy(update={"identity": check}), commands=climb.commands | commands)
+    return recorded(climb, result, identity_written(cp.row_dir, check), stops=False)
 
 
 def native_identity(cp: Checkpoint, bundle: Bundle, chat: list[IdentityAnswer]) -> tuple[IdentityCheck, dict]:

@@ -1,0 +1,36 @@
+"""The row a checkpoint starts from: `unsupported` with its audit gap and evidence, and the workload's facts that
+every measured row carries."""
+
+from __future__ import annotations
+
+from ..results import CheckpointEntry, ResultRow
+from .job import QualifyJob
+
+
+def unsupported_row(entry: CheckpointEntry) -> ResultRow:
+    evidence = [f"{e.file}:{e.line}" if e.line else e.file for e in entry.evidence]
+    # A gap is also shown by the search that found nothing: what was looked for, and where it had zero hits.
+    evidence += [
+        f"searched for {g.searched_for} ({', '.join(g.patterns)})"
+        + (f": no hits in {', '.join(g.files_without_hits)}" if g.files_without_hits else "")
+        for g in entry.gap_evidence
+    ]
+    return ResultRow(
+        profile=entry.profile,
+        family=entry.family,
+        checkpoint=entry.checkpoint,
+        revision=entry.revision,
+        verdict=entry.verdict,
+        in_group=entry.in_group,
+        variant_kinds=entry.variant_kinds,
+        normal_profile=entry.normal_profile,
+        profile_gap=entry.profile_gap,
+        status="unsupported",
+        status_reason=entry.gap or f"verdict {entry.verdict}",
+        status_evidence=evidence,
+    )
+
+
+def with_workload_facts(job: QualifyJob, row: ResultRow) -> ResultRow:
+    """The row with the workload's clip manifests and the frames its declared policy picks."""
+    return row.model_copy(update={"clips": dict(job.facts.clips), "sampling": job.facts.sampling})

@@ -1,0 +1,40 @@
+"""What a TRTMC row's stages share: the inventory row, the checkout and its toolchain, and how a TRTMC command is
+run (under a wall limit, its output to a raw log) and recorded (secrets as placeholders)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..results import CheckpointEntry, Inventory
+from ..trtmc.commands import Toolchain
+from .protocol import RowJob
+
+
+@dataclass(kw_only=True)
+class Checkpoint(RowJob):
+    """One capable checkpoint of a TRTMC checkout along its ladder."""
+
+    entry: CheckpointEntry
+    inventory: Inventory
+    checkout: Path
+    toolchain: Toolchain
+    tokenizer_label: str
+    revision_check: str
+
+
+def run_step(
+    argv: list[str], *, log: Path, timeout_s: float, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[int | None, float]:
+    """(exit code, or None when it overstayed its wall limit; wall seconds)."""
+    from ..aiperf.runner import run_with_wall_limit
+
+    outcome = run_with_wall_limit(argv, wall_limit_s=timeout_s, log_path=log, cwd=cwd, env=env)
+    return (None if outcome.timed_out else outcome.exit_code), outcome.wall_s
+
+
+def redacted(argv: list[str]) -> str:
+    """The command as a row records it: one shell-quoted line, secrets as placeholders."""
+    from ..aiperf.command import reproducible_command
+
+    return reproducible_command(argv)

@@ -1,0 +1,188 @@
+"""The one stage protocol: every stage is `(row, climb) -> Climb | Stop`, named by a `Step`; a ladder is a tuple of
+steps, climbed in order until one stops.
+
+A `Climb` is the row as far as it has climbed (its stages so far, the commands that ran, and once a server answers,
+the measurement); a `Stop` says where the row ends short of the next stage and why. Stages never write the row:
+the ladder does, once, whatever the outcome. What a stage starts and must outlive it (a server) is entered into
+`RowJob.resources`, which the ladder closes when the row ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ..results import (
+    Accuracy,
+    OutputCheck,
+    QualificationStatus,
+    RequestRow,
+    ResultRow,
+    StageName,
+    StageResult,
+    TransportAttempt,
+    VideoTransport,
+)
+
+if TYPE_CHECKING:
+    from ..aiperf.dataset import RequestPlan
+    from ..plan.job import QualifyJob
+    from ..plan.self_test import DeclaredNoAnswer
+    from ..serving.capability import CapabilityResult
+    from ..workloads.grading import GradedAnswer
+
+
+@dataclass(frozen=True)
+class Gates:
+    """What a row must show beyond a complete AIPerf run: every task time (on trtmc-server), and the one no-answer
+    its run's own plan declares (the self-test's test double on a real clip), if any."""
+
+    require_task_time: bool = False
+    declared_no_answer: DeclaredNoAnswer | None = None
+
+
+@dataclass(frozen=True)
+class Served:
+    """The server being measured: where it is, the model name sent, its per-request records, whether it still runs."""
+
+    url: str
+    model: str
+    records: Path | None = None
+    alive: Callable[[], bool] = lambda: True
+
+
+@dataclass
+class Measurement:
+    """What the measuring stages (capability -> identity) found, in the order they ran."""
+
+    stages: list[StageResult] = field(default_factory=list)
+    capability: CapabilityResult | None = None
+    plan: RequestPlan | None = None
+    records: list[RequestRow] = field(default_factory=list)
+    graded: list[GradedAnswer] = field(default_factory=list)
+    accuracy: Accuracy | None = None
+    output_check: OutputCheck | None = None
+    task_time_field: str | None = None
+    timing_scope: str | None = None
+    commands: dict[str, str] = field(default_factory=dict)
+    aiperf_exit: int | None = None
+    figures: dict[str, Any] = field(default_factory=dict)
+    interrupted: bool = False  # SIGINT while AIPerf ran: the ladder records the row, then stops the run
+    video_transport: VideoTransport | None = None  # the one the capability check accepted, used from then on
+    transport_attempts: list[TransportAttempt] = field(default_factory=list)
+
+    @property
+    def failed_stage(self) -> StageResult | None:
+        return next((s for s in self.stages if s.status in ("failed", "rejected")), None)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """The bundle a TRTMC row built (or found in the cache) and its identity."""
+
+    path: Path
+    digest: str  # sha256:<hex>
+
+
+@dataclass(frozen=True)
+class Climb:
+    """The row as far as it has climbed, with what its provenance needs so far."""
+
+    row: ResultRow
+    commands: dict[str, str]
+    precision: tuple[str | None, str] = (None, "")  # (effective precision, where it was read): TRTMC rows
+    bundle: Bundle | None = None  # once built
+    served: Served | None = None  # once a server answers on its URL
+    measurement: Measurement | None = None  # once the capability check ran
+
+    def with_stage(self, stage: StageResult) -> Climb:
+        return replace(self, row=self.row.model_copy(update={"stages": self.row.stages + [stage]}))
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Where the ladder ends short of its top. Before any measurement, the status, reason and stage that ended it;
+    once measuring, the stages already hold the outcome and the status is read off them (`status` is None)."""
+
+    at: Climb
+    stage: StageResult
+    status: QualificationStatus | None = None
+    reason: str = ""
+    failed: StageName | None = None
+
+
+@dataclass(kw_only=True)
+class RowJob:
+    """What stays the same along one row's ladder: the run's job, the row's name, its tokenizer and gates."""
+
+    job: QualifyJob
+    profile: str
+    tokenizer: Path
+    gates: Gates = Gates()
+    resources: ExitStack = field(default_factory=ExitStack)  # what a stage started for the rest of the row
+
+    @property
+    def row_dir(self) -> Path:
+        return self.job.row_dir(self.profile)
+
+    def progress(self, message: str) -> None:
+        self.job.progress(f"{self.profile}: {message}")
+
+
+@dataclass(kw_only=True)
+class EndpointRow(RowJob):
+    """A server we did not build, along the endpoint ladder: the native Task route the user named, if any."""
+
+    native_url: str | None = None
+
+
+R = TypeVar("R", bound=RowJob, contravariant=True)
+
+
+@dataclass(frozen=True)
+class Step(Generic[R]):
+    """One rung of a ladder: the stage's name (the one vocabulary of results.STAGE_ORDER) and what it does."""
+
+    name: StageName
+    run: Callable[[R, Climb], Climb | Stop]
+
+
+def climb_ladder(steps: tuple[Step[R], ...], row: R, start: Climb) -> Climb | Stop:
+    """Each step in order, from `start`, until one stops the row; the stage a crash happens in is the job's."""
+    climb = start
+    for step in steps:
+        row.job.stage = step.name
+        outcome = step.run(row, climb)
+        if isinstance(outcome, Stop):
+            return outcome
+        climb = outcome
+    return climb
+
+
+def measuring(climb: Climb) -> tuple[Climb, Measurement]:
+    """The climb with its measurement (started empty by the first measuring stage)."""
+    if climb.measurement is not None:
+        return climb, climb.measurement
+    measurement = Measurement()
+    return replace(climb, measurement=measurement), measurement
+
+
+def served(climb: Climb) -> Served:
+    if climb.served is None:  # a ladder that measures before serving is a wiring error, not a row's outcome
+        raise RuntimeError("a measuring stage ran before any server was serving")
+    return climb.served
+
+
+def built(climb: Climb) -> Bundle:
+    if climb.bundle is None:  # a ladder that uses a bundle before building one is a wiring error, not an outcome
+        raise RuntimeError("a stage needed the bundle before any was built")
+    return climb.bundle
+
+
+def recorded(climb: Climb, measurement: Measurement, stage: StageResult, *, stops: bool) -> Climb | Stop:
+    """`stage` added to the measurement; the row stops there when `stops` (its status is read off the stages)."""
+    measurement.stages.append(stage)
+    return Stop(climb, stage) if stops else climb
