@@ -1,6 +1,6 @@
 """aiperf_qual's vocabulary and evidence format, without a run: the verdict table, the supersede transitions of
 execution.jsonl, the request identity, the committed schema against the fields aiperf_qual's readers take, and the
-README's copy of the table."""
+copy of the table in docs/statuses.md."""
 
 from __future__ import annotations
 
@@ -84,9 +84,9 @@ def test_the_group_verdict_is_its_worst_row_and_lists_every_row_worst_first() ->
     assert group_verdict(rows, [], "none").verdict is None
 
 
-def test_the_readme_table_is_the_code_table() -> None:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Reuse of TRTMC's mechanics") :]
+def test_the_documented_table_is_the_code_table() -> None:
+    text = (ROOT / "docs" / "statuses.md").read_text()
+    section = text[text.index("## aiperf_qual's verdict") :]
     found = {}
     for status, stage, verdict in re.findall(r"^\| `([a-z-]+)` \| (`[a-z-]+`|–) \| `([a-z-]+)` \|", section, re.M):
         found[(status, None if stage == "–" else stage.strip("`"))] = verdict
