@@ -16,11 +16,11 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from ..results.base import _Model
+from ..results.layout import EXECUTION_FILE
 
 SCHEMA: Final = "trtmc.qualification/v2"
 TIMING_CONTRACT: Final = "task-call-wall/v1"
 READ_AT_COMMIT: Final = "3878755ca2caffe2de442f7eb80e88a8c73367b1"
-EXECUTION_FILE: Final = "execution.jsonl"
 SUPERSEDE_EVENT: Final = "supersede_failed_attempt"
 # The task-call boundaries aiperf_qual accepts as comparable (anything else: "timing boundary is not declared").
 COMPARABLE_SCOPES: Final = ("task-call-wall", "public_task_call_wall")

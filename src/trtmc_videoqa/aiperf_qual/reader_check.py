@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from ..results.layout import CHECKPOINTS_DIR
 from .execution import EXECUTION_FILE
 
 READER_ROOT = Path("apps/aiperf_qual")
@@ -63,7 +64,7 @@ def reader_problem(checkout: Path) -> str | None:
 
 
 def row_folders(artifacts: Path) -> list[Path]:
-    return sorted(path.parent for path in (artifacts / "checkpoints").glob(f"*/{EXECUTION_FILE}") if path.is_file())
+    return sorted(path.parent for path in (artifacts / CHECKPOINTS_DIR).glob(f"*/{EXECUTION_FILE}") if path.is_file())
 
 
 def probe_argv(python: str, row_dir: Path) -> list[str]:

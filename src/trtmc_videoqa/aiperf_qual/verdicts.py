@@ -1,7 +1,7 @@
 """Our ladder in aiperf_qual's words: the one verdict each (status, failed stage) supports, and their severity.
 
 aiperf_qual's verdicts (its `judge.py`) plus its summary's categories (`campaign.py`), worst first, as read at the
-commits named in the README. The two vocabularies stay in two fields: a row's `status` is ours, its
+commits named in docs/trtmc-mechanics.md. The two vocabularies stay in two fields: a row's `status` is ours, its
 `aiperf_qual_verdict` is theirs, set from this table and never from anything else.
 
 aiperf_qual's `pass` means non-inferiority against the native Hugging Face model on the Task's gold benchmarks. This

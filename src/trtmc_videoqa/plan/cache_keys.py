@@ -12,6 +12,7 @@ from .. import __version__
 from ..common.errors import UserError
 from ..common.safe_read import MAX_RESULT_BYTES, read_regular_file
 from ..results import CheckpointEntry, Inventory, QualificationStatus, ResultRow
+from ..results.layout import RESULT_FILE
 from .job import QualifyJob
 
 # The statuses a row ends with when everything that could run here ran; only those are reused.
@@ -56,7 +57,7 @@ def trtmc_key(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory, tok
 
 def reusable(row_dir: Path, key: str, force: bool) -> ResultRow | None:
     """The row's earlier result when it has this key and a final status, marked reused; None otherwise."""
-    path = row_dir / "result.json"
+    path = row_dir / RESULT_FILE
     if force or not path.is_file():
         return None
     try:

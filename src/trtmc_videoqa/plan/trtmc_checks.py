@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..common.safe_names import plain_revision, safe_name
 from ..results import CheckpointEntry, ResultRow
-from ..results.layout import PRIVATE_DIR
+from ..results.layout import CORRECTNESS_LOG
 from ..trtmc.commands import (
     JUNIT_NAME,
     bundles_built_by,
@@ -19,7 +19,6 @@ from ..trtmc.commands import (
 )
 from .row_start import unsupported_row
 
-CORRECTNESS_LOG = f"{PRIVATE_DIR}/correctness.log"  # the family's run, relative to the row: a raw log
 # Smoke, random-weight and partial profiles answer nothing worth grading: listed, run only when named.
 _NOT_BY_DEFAULT = ("l0", "random", "partial", "regression")
 

@@ -12,6 +12,7 @@ from ..common.atomic_write import open_for_appending, write_model_atomic, write_
 from ..common.errors import UserError
 from ..common.safe_read import MAX_RESULT_BYTES, read_regular_file
 from ..results import Report, ResultRow, UnreadableRow
+from ..results.layout import CHECKPOINTS_DIR, RESULT_FILE
 from .group import aiperf_qual_group, group_line
 from .html import render_html
 from .junit import render_junit
@@ -32,7 +33,7 @@ EVIDENCE = ("aiperf/outcome.json", "requests.jsonl")
 def load_rows(directory: Path) -> tuple[list[ResultRow], list[UnreadableRow]]:
     """The rows of one artifact directory, each checked against its own folder, and the result files that could
     not be read (named with the parse error; one foreign or damaged file never hides the others)."""
-    results = sorted((directory / "checkpoints").glob("*/result.json"))
+    results = sorted((directory / CHECKPOINTS_DIR).glob(f"*/{RESULT_FILE}"))
     if not results:
         raise ReportInputError(
             f"{directory} holds no checkpoints/*/result.json; pass the --out directory of a `trtmc-videoqa qualify` run"

@@ -156,7 +156,7 @@ def comparison_line(row: ResultRow) -> str | None:
 
 AIPERF_QUAL_NOTE: Final = (
     "TRTMC aiperf_qual's verdict each row's evidence supports, by a fixed table from our status and failed stage "
-    "(README: Reuse of TRTMC's mechanics); `pass` would need its gold benchmarks against the native model, which this "
+    "(docs/trtmc-mechanics.md); `pass` would need its gold benchmarks against the native model, which this "
     "workload does not run. Worst first, in aiperf_qual's severity order."
 )
 

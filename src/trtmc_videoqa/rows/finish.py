@@ -1,13 +1,7 @@
-"""The per-checkpoint step chain and the status ladder, with content-addressed result reuse.
+"""Finishing a row, whichever ladder it climbed: its provenance, the status its stages earn (the first stage that
+did not pass decides), and writing it: secrets scrubbed, execution.jsonl, command.txt, then result.json last.
 
-    TRTMC row:  build -> family correctness (same bundle) -> trtmc-server -> capability -> AIPerf -> grading
-    endpoint:   capability -> AIPerf -> grading          (a server we did not build: planned -> endpoint-qualified)
-
-Each step writes its evidence before the next starts; a failure stops that row at its stage, never the others.
-A step this machine cannot run makes the row `blocked` with the reason; nothing is faked.
-
-This module holds what both ladders share: the job, the row a checkpoint starts from, its provenance, the status a
-measurement earns, and writing the finished row. The ladders are trtmc_ladder.py and endpoint_ladder.py.
+A row never claims more than its evidence: a qualified row's reason names each gate it earned.
 """
 
 from __future__ import annotations
@@ -21,6 +15,7 @@ from ..common.pins import tool_versions
 from ..common.scrub import known_secrets, scrub_secrets
 from ..machine.provenance import hardware_provenance
 from ..results import Mode, Provenance, QualificationStatus, ResultRow, StageName, StageResult
+from ..results.layout import CAPABILITY_FILE, COMMAND_FILE, IDENTITY_FILE, RESULT_FILE
 
 if TYPE_CHECKING:
     from ..plan.job import QualifyJob
@@ -100,7 +95,7 @@ QUALIFIED_EVIDENCE = [
     "aiperf/outcome.json",
     "grading.json",
     "output_check.json",
-    "identity.json",
+    IDENTITY_FILE,
 ]
 
 
@@ -111,7 +106,7 @@ def status_from_stages(
     stage passed (or, for identity without a native route, was not applicable) earns `qualified`."""
     for stage in stages:
         if stage.status == "rejected":
-            return "unsupported", f"the server rejected a video request: {stage.detail}", None, ["capability.json"]
+            return "unsupported", f"the server rejected a video request: {stage.detail}", None, [CAPABILITY_FILE]
         if stage.status == "failed":
             return "failed", f"{stage.name}: {stage.detail}", stage.name, stage.evidence
         if stage.status == "blocked":
@@ -167,6 +162,6 @@ def finish_row(job: QualifyJob, row: ResultRow, commands: dict[str, str]) -> Res
         )
     row = with_verdict(row.model_copy(update={"commands": commands}))
     write_execution(row_dir, row)
-    write_text_atomic(row_dir / "command.txt", "".join(f"# {name}\n{command}\n" for name, command in commands.items()))
-    write_model_atomic(row_dir / "result.json", row)
+    write_text_atomic(row_dir / COMMAND_FILE, "".join(f"# {name}\n{command}\n" for name, command in commands.items()))
+    write_model_atomic(row_dir / RESULT_FILE, row)
     return row

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..aiperf.dataset import Prompt
 from ..common.atomic_write import write_model_atomic
 from ..results import StageResult, StageStatus, TransportAttempt, TransportChoice, VideoTransport
-from ..results.layout import PRIVATE_DIR
+from ..results.layout import CAPABILITY_FILE
 from ..serving.clip_server import ServedFile
 from .prompts import workload_prompts
 from .protocol import Climb, RowJob, Stop, measuring, recorded, served
@@ -39,7 +39,6 @@ TRIED: dict[TransportChoice, tuple[VideoTransport, ...]] = {
     "auto": ("data-url", "http"),
 }
 OTHER: dict[VideoTransport, VideoTransport] = {"data-url": "http", "http": "data-url"}
-CLIP_SERVER_LOG = f"{PRIVATE_DIR}/clip-server.log"  # relative to --out: a raw log, never published
 
 
 def needs_clip_server(choice: TransportChoice) -> bool:
@@ -147,7 +146,7 @@ def check_over_transports(request: CapabilityRequest, settings: RunSettings, row
     if sent:
         decisive = next((r for r in sent if r.accepted), sent[-1])
         outcome.capability = decisive.model_copy(update={"attempts": list(outcome.attempts)})
-        write_model_atomic(row_dir / "capability.json", outcome.capability)
+        write_model_atomic(row_dir / CAPABILITY_FILE, outcome.capability)
     outcome.stage = _stage(outcome, sent)
     return outcome
 
@@ -179,7 +178,7 @@ def _try(
 
 def _stage(outcome: CapabilityOutcome, sent: list[CapabilityResult]) -> StageResult:
     tried = ", ".join(a.transport for a in outcome.attempts)
-    evidence = ["capability.json"] if sent else []
+    evidence = [CAPABILITY_FILE] if sent else []
     wall = sum(r.latency_ms for r in sent) / 1000 if sent else None
     if outcome.transport is not None and outcome.capability is not None:
         refused = [a for a in outcome.attempts if not a.accepted]

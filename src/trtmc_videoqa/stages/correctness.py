@@ -8,8 +8,9 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from ..plan.trtmc_checks import CORRECTNESS_LOG, correctness_problem
+from ..plan.trtmc_checks import correctness_problem
 from ..results import StageResult
+from ..results.layout import CORRECTNESS_LOG
 from ..trtmc.commands import correctness_argv, correctness_env, correctness_test, family_test_outcome
 from .checkpoint import Checkpoint, redacted, run_step
 from .protocol import Climb, Stop, built

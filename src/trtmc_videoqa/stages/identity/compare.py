@@ -31,10 +31,10 @@ from ...inventory.task_requests import task_of
 from ...media.errors import ClipError
 from ...media.payload import chat_request_body, check_body_limit, encode_body, video_data_url
 from ...results import IdentityAnswer, IdentityCheck, IdentityPair, IdentityVerdict, NativeRequest, StageResult
+from ...results.layout import IDENTITY_FILE
 
 CHAT_PATH = "/v1/chat/completions"
 CHAT_ROUTE = f"POST {CHAT_PATH}"
-IDENTITY_FILE = "identity.json"
 ENDPOINT_NATIVE_REQUEST = NativeRequest(
     operation="generate",
     fields=["max_new_tokens", "prompt", "temperature", "video_path"],
