@@ -309,8 +309,10 @@ def test_flags_carry_a_config_to_a_subprocess_unchanged(tmp_path):
             refuse_data_urls=True,
         ),
     )
-    assert config_from_arguments(build_parser().parse_args(argv_from_config(config))) == config
-    assert config_from_arguments(build_parser().parse_args(argv_from_config(ReferenceConfig()))) == ReferenceConfig()
+    assert config_from_arguments(vars(build_parser().parse_args(argv_from_config(config)))) == config
+    assert (
+        config_from_arguments(vars(build_parser().parse_args(argv_from_config(ReferenceConfig())))) == ReferenceConfig()
+    )
     argv = argv_for_subprocess(config)
     assert argv[:3] == [sys.executable, "-m", "trtmc_videoqa.reference"]
     assert all(isinstance(arg, str) for arg in argv)

@@ -101,7 +101,7 @@ def test_crash_after_n_exits_hard_and_keeps_the_earlier_records(tmp_path, chat_b
 def test_error_status_reaches_the_subprocess_and_answers_the_injected_errors(tmp_path, chat_body):
     faults = FaultKnobs(error_rate=0.5, error_status=400)
     assert (
-        config_from_arguments(build_parser().parse_args(argv_from_config(ReferenceConfig(faults=faults)))).faults
+        config_from_arguments(vars(build_parser().parse_args(argv_from_config(ReferenceConfig(faults=faults))))).faults
         == faults
     )
     with reference_process(tmp_path, faults) as (process, url):
@@ -122,7 +122,7 @@ def test_error_status_outside_4xx_and_5xx_is_refused(status):
     with pytest.raises(ValidationError, match="error_status"):
         FaultKnobs(error_status=status)
     with pytest.raises(ValidationError, match="error_status"):
-        config_from_arguments(build_parser().parse_args(["--error-status", str(status)]))
+        config_from_arguments(vars(build_parser().parse_args(["--error-status", str(status)])))
 
 
 def test_the_trtmc_server_double_passes_its_task_time_and_answer_knobs_through(tmp_path, chat_body):

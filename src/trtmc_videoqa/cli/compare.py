@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -20,11 +21,13 @@ from ..common.safe_names import safe_name
 from ..results import ComparisonFacts
 from ..results.layout import PRIVATE_DIR
 from ..serving.transformers_serve import ServeTarget, find_transformers, serve_target
+from .qualify_args import add_run_arguments
+from .requests import RunRequest
 
 if TYPE_CHECKING:
     from ..results import ResultRow
     from ..workloads import Workload
-    from .qualify import _RunTools
+    from .run_tools import RunTools
 
 Adaptation = Literal["silent-audio", "none"]
 ADAPTATION_FOLDER = "comparison-workload"  # under --out: the workload copy the server was asked about
@@ -89,8 +92,6 @@ class ComparisonRun:
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
-    from .qualify_args import add_run_arguments
-
     source = parser.add_argument_group("what to compare")
     source.add_argument("--checkpoint", metavar="ID|DIR", help="hub id (org/name) or a local checkpoint folder")
     source.add_argument("--revision", metavar="REV", help="the hub revision to serve (default: main)")
@@ -114,76 +115,117 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         "for the workload's frame count, for transformers serve 5.19-5.24, which reads audio from every video; "
         "none: for a server version without that defect",
     )
-    add_run_arguments(parser.add_argument_group("the run"))
-    parser.set_defaults(video_transport="http")
+    add_run_arguments(parser.add_argument_group("the run"), defaults={"video_transport": "http"})
 
 
-def _target(args: argparse.Namespace) -> tuple[ServeTarget, str | None]:
+class CompareRequest(RunRequest):
+    """`trtmc-videoqa compare`: the checkpoint to serve (a hub id or folder, or a TRTMC profile's) and how."""
+
+    checkpoint: str | None
+    revision: str | None
+    profile: str | None  # the TRTMC profile this stands beside
+    device: str
+    dtype: str
+    transformers: Path | None
+    media_adaptation: Adaptation
+
+    @classmethod
+    def from_cli(cls, args: argparse.Namespace) -> CompareRequest:
+        """The request, or a UserError (or a ValidationError of the settings) naming the option and the fix."""
+        if args.startup_timeout <= 0:
+            raise BadInput("--startup-timeout must be positive: the seconds the server may take to load the model")
+        return cls(
+            **cls.run_fields(args),
+            checkpoint=args.checkpoint,
+            revision=args.revision,
+            profile=args.profile,
+            device=args.device,
+            dtype=args.dtype,
+            transformers=args.transformers,
+            media_adaptation=args.media_adaptation,
+        )
+
+
+def _target(request: CompareRequest) -> tuple[ServeTarget, str | None]:
     """The checkpoint to serve, and the TRTMC profile it stands beside (if named)."""
-    if args.profile is not None and not safe_name(args.profile):
-        raise BadInput(f"--profile {args.profile!r} is not a profile name (letters, digits, '.', '_', '-')")
-    if args.trtmc is not None:
-        if args.profile is None:
+    profile, trtmc = request.profile, request.trtmc
+    if profile is not None and not safe_name(profile):
+        raise BadInput(f"--profile {profile!r} is not a profile name (letters, digits, '.', '_', '-')")
+    if trtmc is not None:
+        if profile is None:
             raise BadInput("--trtmc needs --profile NAME: the profile whose checkpoint is served")
         from ..inventory import run_inventory
 
-        entries = {entry.profile: entry for entry in run_inventory(args.trtmc).entries}
-        entry = entries.get(args.profile)
+        entries = {entry.profile: entry for entry in run_inventory(trtmc).entries}
+        entry = entries.get(profile)
         if entry is None or not entry.checkpoint:
             raise BadInput(
-                f"--profile {args.profile} is not a profile with a checkpoint in the inventory of {args.trtmc}; "
+                f"--profile {profile} is not a profile with a checkpoint in the inventory of {trtmc}; "
                 "see `trtmc-videoqa inventory` for the profiles"
             )
-        return serve_target(args.checkpoint or entry.checkpoint, args.revision or entry.revision), args.profile
-    if not args.checkpoint:
+        return serve_target(request.checkpoint or entry.checkpoint, request.revision or entry.revision), profile
+    if not request.checkpoint:
         raise BadInput("compare needs --checkpoint ID|DIR, or --trtmc PATH with --profile NAME")
-    return serve_target(args.checkpoint, args.revision), args.profile
+    return serve_target(request.checkpoint, request.revision), profile
 
 
-def comparison_run(args: argparse.Namespace) -> ComparisonRun:
-    target, compared = _target(args)
-    if args.startup_timeout <= 0:
-        raise BadInput("--startup-timeout must be positive: the seconds the server may take to load the model")
+def comparison_run(request: CompareRequest) -> ComparisonRun:
+    target, compared = _target(request)
     return ComparisonRun(
         target=target,
-        executable=find_transformers(args.transformers),
-        device=args.device,
-        dtype=args.dtype,
-        adaptation=args.media_adaptation,
+        executable=find_transformers(request.transformers),
+        device=request.device,
+        dtype=request.dtype,
+        adaptation=request.media_adaptation,
         compared_profile=compared,
-        startup_timeout_s=args.startup_timeout,
+        startup_timeout_s=request.startup_timeout_s,
     )
 
 
-def run_compare(args: argparse.Namespace) -> int:
+def run_compare(request: CompareRequest) -> int:
     """Check every input, then print the plan (--dry-run) or serve, qualify and report."""
-    from .qualify import print_rows, run_with_tools
+    from .run_inputs import LONGEST_MODEL_NAME, checked_run_inputs
+    from .run_tools import print_rows, run_with_tools
 
-    # The options `qualify` has and a comparison does not: its server is the one started here.
-    args.endpoint, args.server_records, args.native_url, args.server_setting = None, None, None, []
-    comparison = comparison_run(args)
-    if args.dry_run:
+    comparison = comparison_run(request)
+    if request.dry_run:
         print(
             f"comparison: {comparison.target.model} on {comparison.device} with transformers serve "
             f"({comparison.executable.name}), media adaptation {comparison.adaptation}, video transport "
-            f"{args.video_transport}; row {comparison.profile}, labelled comparison (not a TRTMC capability)"
+            f"{request.settings.video_transport}; row {comparison.profile}, labelled comparison (not a TRTMC "
+            "capability)"
         )
         return EXIT_OK
-    return print_rows(args, run_with_tools(args, comparison=comparison))
+    # Checked as qualify checks its inputs; the API key is read (a bad --api-key-file is refused) but never sent:
+    # the server is the one started here.
+    workloads, _, notes = checked_run_inputs(request, self_test=False, model=LONGEST_MODEL_NAME)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    adaptations: list[str] = []
+
+    def adapt(originals: list[Workload]) -> list[Workload]:  # under the output lock: the copy made for the server
+        adapted, adaptation = comparison.workload(request.out, originals[0])
+        adaptations.append(adaptation)
+        return [adapted]
+
+    def make_rows(adapted: list[Workload], tools: RunTools) -> list[ResultRow]:
+        return [compare_row(request, adapted[0], tools, comparison, adaptations[0])]
+
+    return print_rows(request, run_with_tools(request, workloads, None, make_rows, adapt=adapt))
 
 
 def compare_row(
-    args: argparse.Namespace, workload: Workload, tools: _RunTools, comparison: ComparisonRun, adaptation: str
+    request: CompareRequest, workload: Workload, tools: RunTools, comparison: ComparisonRun, adaptation: str
 ) -> ResultRow:
     """Start the server (unless the row is reused), qualify it as an endpoint on `workload` (the copy made for it,
     changed as `adaptation` says), stop it; the comparison row."""
-    from ..ladders.endpoint import qualify_endpoint, row_key
+    from ..ladders.endpoint import EndpointTarget, qualify_endpoint, row_key
     from ..plan.cache_keys import reusable
     from ..serving.process import ServerProcess, free_loopback_port
     from ..serving.transformers_serve import HEALTH_PATH, serve_argv, server_version
-    from .qualify import make_job
+    from .run_tools import make_job
 
-    job = make_job(args, workload, tools)
+    job = make_job(request, workload, tools)
     facts = comparison.facts(server_version(comparison.executable), adaptation)
     identity = comparison.identity(facts)
     stated = {"sampling_where": "server", "media_adaptation": facts.media_adaptation, "device": comparison.device}
@@ -191,7 +233,7 @@ def compare_row(
     if isinstance(frames, int):
         stated["sampling_policy"] = f"uniform:{frames}"
     key = row_key(job, identity=identity, model=comparison.target.model, stated=stated, native=None, declared=None)
-    previous = reusable(job.row_dir(comparison.profile), key, args.force)
+    previous = reusable(job.row_dir(comparison.profile), key, request.force)
     if previous is not None:  # nothing changed: no server start, no model load
         return previous
     port = free_loopback_port()  # loopback only: it fetches the clips from this run's loopback clip server too
@@ -208,19 +250,21 @@ def compare_row(
     with ServerProcess(
         argv,
         url=url,
-        log_path=args.out / PRIVATE_DIR / SERVER_LOG,
+        log_path=request.out / PRIVATE_DIR / SERVER_LOG,
         startup_timeout_s=comparison.startup_timeout_s,
         cwd=comparison.target.cwd,
         ready_path=HEALTH_PATH,
     ) as server:
         return qualify_endpoint(
             job,
-            url=url,
-            model=comparison.target.model,
-            profile=comparison.profile,
-            stated=stated,
-            identity=identity,
-            alive=lambda: server.alive,
-            comparison=facts,
-            serve_command=reproducible_command(argv),
+            EndpointTarget(
+                url=url,
+                model=comparison.target.model,
+                profile=comparison.profile,
+                stated=stated,
+                identity=identity,
+                alive=lambda: server.alive,
+                comparison=facts,
+                serve_command=reproducible_command(argv),
+            ),
         )

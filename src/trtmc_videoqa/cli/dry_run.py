@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..common.errors import EXIT_OK, BadInput
 from ..results import STAGE_ORDER
 
 if TYPE_CHECKING:
-    from ..plan.settings import RunSettings
     from ..workloads import Workload
+    from .requests import QualifyRequest
 
 _TRANSPORT_WORDS = {
     "data-url": "each clip as a base64 data URL in the body",
@@ -19,10 +19,9 @@ _TRANSPORT_WORDS = {
 }
 
 
-def dry_run(
-    args: argparse.Namespace, workloads: list[Workload], self_test: bool, notes: list[str], settings: RunSettings
-) -> int:
+def dry_run(request: QualifyRequest, workloads: list[Workload], notes: list[str]) -> int:
     """The plan the real run would follow, by the same rules (variant holds, unknown profiles refused)."""
+    settings = request.settings
     print(f"workload(s): {', '.join(f'{w.name} ({w.digest[:12]})' for w in workloads)}")
     print(f"video transport: {settings.video_transport} ({_TRANSPORT_WORDS[settings.video_transport]})")
     for note in notes:
@@ -34,30 +33,30 @@ def dry_run(
             f"profiling requests (every question on every clip, {settings.repeats} times), then timing, grading, "
             "the output check and native/HTTP identity"
         )
-    if self_test:
+    if request.self_test:
         print(
             "target: the reference endpoint (a test double) on loopback; endpoint ladder planned -> endpoint-qualified"
         )
-    elif args.endpoint:
-        print(f"target: {args.endpoint} model {args.model}; endpoint ladder planned -> endpoint-qualified")
-    else:
-        _checkout_plan(args)
+    elif request.endpoint:
+        print(f"target: {request.endpoint} model {request.model}; endpoint ladder planned -> endpoint-qualified")
+    elif request.trtmc is not None:
+        _checkout_plan(request.trtmc, request.profiles)
     return EXIT_OK
 
 
-def _checkout_plan(args: argparse.Namespace) -> None:
+def _checkout_plan(trtmc: Path, profiles: list[str] | None) -> None:
     """The steps each in-group checkpoint of the --trtmc checkout would go through, or why it would not."""
     from ..inventory import run_inventory
     from ..plan.trtmc_checks import variant_hold
 
-    inventory = run_inventory(args.trtmc)
-    unknown = sorted(set(args.profile or []) - {e.profile for e in inventory.entries})
+    inventory = run_inventory(trtmc)
+    unknown = sorted(set(profiles or []) - {e.profile for e in inventory.entries})
     if unknown:
-        raise BadInput(f"--profile {', '.join(unknown)} not in the inventory of {args.trtmc}")
+        raise BadInput(f"--profile {', '.join(unknown)} not in the inventory of {trtmc}")
     normals = {(e.checkpoint, e.revision): e.profile for e in inventory.entries if e.normal_profile}
     for entry in inventory.entries:
-        if entry.in_group and (not args.profile or entry.profile in args.profile):
-            chosen = bool(args.profile and entry.profile in args.profile)
+        if entry.in_group and (not profiles or entry.profile in profiles):
+            chosen = bool(profiles and entry.profile in profiles)
             held = variant_hold(entry, chosen=chosen, normal=normals.get((entry.checkpoint, entry.revision)))
             if entry.verdict != "temporal-video-qa":
                 steps = f"unsupported: {entry.gap}"

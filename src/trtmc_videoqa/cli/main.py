@@ -18,8 +18,8 @@ from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL_ERROR, BadInput, UserError
 from ..common.stop_signals import interrupted_by, interrupted_exit_code, stop_signals_interrupt
 from ..common.text_escape import ControlFree
-from ..inventory.refresh import add_refresh_parser
 from .doctor import add_doctor_parser
+from .refresh import add_refresh_parser
 
 if TYPE_CHECKING:
     from ..results import Inventory
@@ -128,7 +128,7 @@ def cmd_serve_reference(args: argparse.Namespace) -> int:
 
     # A setting the config refuses (out of range, a non-loopback host) is a pydantic ValidationError, an unset
     # --api-key-env a UserError: `main` says either in one line.
-    serve(config_from_arguments(args))
+    serve(config_from_arguments(vars(args)))
     return EXIT_OK
 
 
@@ -137,14 +137,15 @@ def cmd_serve_reference(args: argparse.Namespace) -> int:
 
 def cmd_qualify(args: argparse.Namespace) -> int:
     from .qualify import run_qualify
+    from .requests import QualifyRequest
 
-    return run_qualify(args)
+    return run_qualify(QualifyRequest.from_cli(args))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import run_compare
+    from .compare import CompareRequest, run_compare
 
-    return run_compare(args)
+    return run_compare(CompareRequest.from_cli(args))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -280,7 +281,7 @@ def _add_probe_parser(commands: _Commands) -> None:
 
 
 def _add_qualify_parser(commands: _Commands) -> None:
-    from .qualify_args import OPTION_FOR_FIELD, add_qualify_arguments
+    from .qualify_args import add_qualify_arguments, settings_options
 
     qualify = commands.add_parser(
         "qualify",
@@ -290,12 +291,12 @@ def _add_qualify_parser(commands: _Commands) -> None:
         "reference endpoint (a test double). Writes result rows and the reports.",
     )
     add_qualify_arguments(qualify)
-    qualify.set_defaults(handler=cmd_qualify, option_for_field=OPTION_FOR_FIELD)
+    qualify.set_defaults(handler=cmd_qualify, option_for_field=settings_options())
 
 
 def _add_compare_parser(commands: _Commands) -> None:
     from .compare import add_compare_arguments
-    from .qualify_args import OPTION_FOR_FIELD
+    from .qualify_args import settings_options
 
     compare = commands.add_parser(
         "compare",
@@ -306,7 +307,7 @@ def _add_compare_parser(commands: _Commands) -> None:
         "in the group; `trtmc-videoqa report TRTMC_DIR COMPARE_DIR` shows it beside trtmc-server's.",
     )
     add_compare_arguments(compare)
-    compare.set_defaults(handler=cmd_compare, option_for_field=OPTION_FOR_FIELD)
+    compare.set_defaults(handler=cmd_compare, option_for_field=settings_options())
 
 
 def _add_report_parser(commands: _Commands) -> None:

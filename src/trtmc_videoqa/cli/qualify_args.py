@@ -1,21 +1,16 @@
-"""The options of `trtmc-videoqa qualify`, and which option each run setting comes from."""
+"""The options of `trtmc-videoqa qualify` (and the run options `compare` shares): each run setting's option is
+derived from its `RunSettings` field (flag, default, help), so the command line and the settings cannot disagree."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any, get_args
 
-# The option each RunSettings field comes from: a value the settings refuse is reported under the option's name.
-OPTION_FOR_FIELD = {
-    "repeats": "--repeats",
-    "warmup": "--warmup",
-    "concurrency": "--concurrency",
-    "request_timeout_s": "--request-timeout",
-    "aiperf_wall_limit_s": "--aiperf-wall-limit",
-    "body_limit": "--body-limit",
-    "max_tokens": "--max-tokens",
-    "video_transport": "--video-transport",
-}
+from pydantic.fields import FieldInfo
+
+from ..plan.settings import MIB, Flag, RunSettings
 
 
 def add_qualify_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +46,9 @@ def _add_source_arguments(source: argparse._ArgumentGroup) -> None:
     )
 
 
-def add_run_arguments(run: argparse._ArgumentGroup) -> None:
+def add_run_arguments(run: argparse._ArgumentGroup, defaults: Mapping[str, object] | None = None) -> None:
+    """The options of a run, shared by qualify and compare; `defaults` overrides a run setting's default (by field
+    name) for a command whose own default differs, and the help says the one in force."""
     run.add_argument(
         "--workload",
         metavar="FILE|NAME",
@@ -59,28 +56,7 @@ def add_run_arguments(run: argparse._ArgumentGroup) -> None:
         "(default: bigbuckbunny; the self-test uses synthetic and bigbuckbunny)",
     )
     run.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="artifact directory")
-    run.add_argument("--repeats", type=int, default=5, help="times each (question, clip) is sent (default 5)")
-    run.add_argument("--warmup", type=int, default=2, help="warmup requests, kept out of the results (default 2)")
-    run.add_argument("--concurrency", type=int, default=1, help="concurrent requests (default 1)")
-    run.add_argument("--request-timeout", type=float, default=60.0, help="seconds per request (default 60)")
-    run.add_argument(
-        "--max-tokens", type=int, metavar="N", help="the answers' token limit (default: the workload's own)"
-    )
-    run.add_argument("--aiperf-wall-limit", type=float, default=900.0, help="seconds for one AIPerf run")
-    run.add_argument(
-        "--body-limit",
-        type=int,
-        default=4 * 1024 * 1024,
-        help="the server's --max-body-bytes, large enough for the clip (default 4 MiB)",
-    )
-    run.add_argument(
-        "--video-transport",
-        choices=["data-url", "http", "auto"],
-        default="data-url",
-        help="how requests carry the clip: data-url (default; base64 in the body, under --body-limit), http (an "
-        "http://127.0.0.1 URL of a clip server this run starts; no body limit) or auto (data-url first, then http "
-        "if the capability check is refused; the first accepted is kept for the row)",
-    )
+    add_settings_arguments(run, defaults)
     run.add_argument("--aiperf", metavar="PATH", help="the aiperf executable (default: $TRTMC_VIDEOQA_AIPERF, PATH)")
     run.add_argument("--tokenizer", type=Path, metavar="DIR", help="a local tokenizer directory for AIPerf")
     run.add_argument(
@@ -107,3 +83,61 @@ def add_run_arguments(run: argparse._ArgumentGroup) -> None:
     run.add_argument("--dry-run", action="store_true", help="print the plan and run nothing")
     run.add_argument("--quiet", action="store_true", help="no progress lines (also when CI is set or on no terminal)")
     run.add_argument("--strict", action="store_true", help="exit 1 when an in-group row failed")
+
+
+def add_settings_arguments(run: argparse._ArgumentGroup, defaults: Mapping[str, object] | None = None) -> None:
+    """One option per RunSettings field, in the model's order: its flag, default, type or choices, and help, all from
+    the field (its range is the model's own: a value out of range is refused with the option's name)."""
+    for name, info in RunSettings.model_fields.items():
+        flag = _flag(info)
+        default = (defaults or {}).get(name, info.default)
+        if flag.choices:
+            choices = get_args(info.annotation)
+            run.add_argument(flag.name, dest=name, choices=choices, default=default, help=_help(info, flag, default))
+            continue
+        run.add_argument(
+            flag.name,
+            dest=name,
+            type=_value_type(info),
+            default=default,
+            metavar=flag.metavar or flag.name.removeprefix("--").replace("-", "_").upper(),
+            help=_help(info, flag, default),
+        )
+
+
+def settings_options() -> dict[str, str]:
+    """The option each RunSettings field comes from: a value the settings refuse is reported under its name."""
+    return {name: _flag(info).name for name, info in RunSettings.model_fields.items()}
+
+
+def settings_from(args: argparse.Namespace) -> RunSettings:
+    """The run's settings from the parsed options (a ValidationError names the field; see `settings_options`)."""
+    return RunSettings(**{name: getattr(args, name) for name in RunSettings.model_fields})
+
+
+def _flag(info: FieldInfo) -> Flag:
+    flags = [item for item in info.metadata if isinstance(item, Flag)]
+    if len(flags) != 1:
+        raise TypeError(f"a RunSettings field needs exactly one Flag, not {len(flags)}")
+    return flags[0]
+
+
+def _value_type(info: FieldInfo) -> Callable[[str], Any]:
+    """int or float: the field's type, without None."""
+    kinds = [kind for kind in get_args(info.annotation) if kind is not type(None)] or [info.annotation]
+    kind: Callable[[str], Any] = kinds[0]
+    return kind
+
+
+def _help(info: FieldInfo, flag: Flag, default: object) -> str:
+    text = info.description or ""
+    if flag.choices:
+        named = [
+            f"{choice} ({'default; ' if choice == default else ''}{words})" for choice, words in flag.choices.items()
+        ]
+        return f"{text}: {', '.join(named[:-1])} or {named[-1]}"
+    if not flag.show_default or default is None:
+        return text
+    if flag.in_mib and isinstance(default, int) and default % MIB == 0:
+        return f"{text} (default {default // MIB} MiB)"
+    return f"{text} (default {default:g})" if isinstance(default, float) else f"{text} (default {default})"

@@ -8,7 +8,6 @@ way. Both inventories, the reconciliation as JSON and a Markdown page that opens
 
 from __future__ import annotations
 
-import argparse
 import io
 import os
 import re
@@ -16,6 +15,8 @@ import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
 
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.errors import EXIT_OK, BadInput, UserError
@@ -31,6 +32,21 @@ _SHA = re.compile(r"[0-9a-f]{40}")
 
 class GitProblem(UserError):
     """A ref or commit that git could not fetch or export; the message names the repository and the fix."""
+
+
+class RefreshRequest(BaseModel):
+    """What `trtmc-videoqa refresh` is asked: the pinned side, the ref of main and where it comes from, the output."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    out: Path
+    ref: str  # the ref compared with the pin
+    trtmc: Path | None  # the pinned checkout; None: the pin's commit, fetched
+    main: str | None  # the repository main is fetched from; None: the pin file's
+    main_tree: Path | None  # the ref's tree, already fetched (no git), with main_commit
+    main_commit: str | None
+    cache: Path | None  # the git cache; None: default_cache()
+    fail_on_new_capable: bool
 
 
 @dataclass(frozen=True)
@@ -94,78 +110,49 @@ def export_tree(cache: Path, sha: str) -> Path:
     return tree
 
 
-def pinned_side(args: argparse.Namespace, cache: Path, repository: str) -> Side:
+def pinned_side(trtmc: Path | None, cache: Path, repository: str) -> Side:
     pin = load_pins().trtmc.commit
-    if args.trtmc is not None:
+    if trtmc is not None:
         from .tree import checkout_commit
 
-        head = checkout_commit(args.trtmc)
+        head = checkout_commit(trtmc)
         if head != "unknown":
-            return Side(args.trtmc, head, "git HEAD of the tree given with --trtmc")
-        return Side(args.trtmc, pin, "the pin file (the tree given with --trtmc has no git history)")
+            return Side(trtmc, head, "git HEAD of the tree given with --trtmc")
+        return Side(trtmc, pin, "the pin file (the tree given with --trtmc has no git history)")
     sha = fetch_commit(cache, repository, pin)
     return Side(export_tree(cache, sha), sha, f"the pin file, fetched from {repository}")
 
 
-def run_refresh(args: argparse.Namespace) -> int:
+def run_refresh(request: RefreshRequest) -> int:
     """Both sides audited, the reconciliation written and its line printed; exit 3 with --fail-on-new-capable
     when a capable checkpoint appeared on main."""
     pins = load_pins()
-    repository = args.main or pins.trtmc.repository
-    cache: Path = args.cache or default_cache()
-    if args.trtmc is not None and not args.trtmc.is_dir():
-        raise BadInput(f"--trtmc {args.trtmc} is not a folder; give the pinned TRTMC checkout")
-    pinned = pinned_side(args, cache, repository)
-    if args.main_tree is not None:  # a tree fetched by someone else (the Dagger engine), with its commit
-        if not args.main_commit:
+    repository = request.main or pins.trtmc.repository
+    cache = request.cache or default_cache()
+    if request.trtmc is not None and not request.trtmc.is_dir():
+        raise BadInput(f"--trtmc {request.trtmc} is not a folder; give the pinned TRTMC checkout")
+    pinned = pinned_side(request.trtmc, cache, repository)
+    if request.main_tree is not None:  # a tree fetched by someone else (the Dagger engine), with its commit
+        if not request.main_commit:
             raise BadInput("--main-tree needs --main-commit SHA: the commit that tree is")
-        main_sha, main_tree = args.main_commit, args.main_tree
+        main_sha, main_tree = request.main_commit, request.main_tree
     else:
-        main_sha = fetch_commit(cache, repository, args.ref)
+        main_sha = fetch_commit(cache, repository, request.ref)
         main_tree = export_tree(cache, main_sha)
     pinned_inventory = run_inventory(pinned.tree, commit=pinned.commit)
     main_inventory = run_inventory(main_tree, commit=main_sha)
     reconciliation = group_reconciliation(
-        pinned_inventory, main_inventory, main_ref=args.ref, pinned_commit_source=pinned.source
+        pinned_inventory, main_inventory, main_ref=request.ref, pinned_commit_source=pinned.source
     )
-    out: Path = args.out
+    out = request.out
     write_model_atomic(out / "inventory.pinned.json", pinned_inventory)
     write_model_atomic(out / "inventory.main.json", main_inventory)
     write_model_atomic(out / "reconciliation.json", reconciliation)
     write_text_atomic(out / "reconciliation.md", render_reconciliation_markdown(reconciliation))
     print(reconciliation.line)
     print(f"wrote {out / 'reconciliation.md'}")
-    return exit_code(reconciliation, fail_on_new_capable=args.fail_on_new_capable)
+    return exit_code(reconciliation, fail_on_new_capable=request.fail_on_new_capable)
 
 
 def exit_code(reconciliation: GroupReconciliation, *, fail_on_new_capable: bool) -> int:
     return EXIT_NEW_CAPABLE if fail_on_new_capable and reconciliation.new_capable else EXIT_OK
-
-
-def add_refresh_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    refresh = commands.add_parser(
-        "refresh",
-        help="audit TRTMC main beside the pinned commit; what changed in the group",
-        description="Fetch a ref of TRTMC (default: main of the pin file's repository) with git into a cache, audit "
-        "it and the pinned commit, and write refresh/{inventory.pinned.json, inventory.main.json, "
-        "reconciliation.json, reconciliation.md}: the group's changes first, the rest counted.",
-    )
-    refresh.add_argument(
-        "--trtmc", type=Path, metavar="PATH", help="the pinned checkout (default: the pin's commit, fetched)"
-    )
-    refresh.add_argument(
-        "--main", metavar="GIT_URL_OR_PATH", help="the repository to fetch main from (default: the pin file's)"
-    )
-    refresh.add_argument("--ref", default="main", help="the ref to compare with the pin (default: main)")
-    refresh.add_argument("--main-tree", type=Path, metavar="DIR", help="the ref's tree, already fetched (no git)")
-    refresh.add_argument("--main-commit", metavar="SHA", help="the commit --main-tree is")
-    refresh.add_argument("--out", type=Path, default=Path("refresh"), metavar="DIR", help="default: refresh")
-    refresh.add_argument(
-        "--cache", type=Path, metavar="DIR", help="the git cache (default: ~/.cache/trtmc-videoqa/git)"
-    )
-    refresh.add_argument(
-        "--fail-on-new-capable",
-        action="store_true",
-        help=f"exit {EXIT_NEW_CAPABLE} when a checkpoint that is temporal-video-qa joined the group or changed to it",
-    )
-    refresh.set_defaults(handler=run_refresh)

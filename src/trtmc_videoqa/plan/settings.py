@@ -1,27 +1,65 @@
-"""The settings that shape a measurement, checked once where they are made: a value out of range is refused with the
-field's name (the command line maps it to its option)."""
+"""The settings that shape a measurement, each defined once: its type, default, range and words here, and the
+command-line option it comes from (`Flag`), from which `cli/qualify_args.py` derives the option. A value out of
+range is refused with the field's name, which the command line maps to its option."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..results import TransportChoice
 
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Flag:
+    """The command-line option a setting comes from. Its help is the field's description, followed by the default
+    as ``(default N)`` (``in_mib``: as ``N MiB``) unless ``show_default`` is off; a setting with ``choices`` instead
+    lists each choice with its words, the default one marked ``(default; ...)``."""
+
+    name: str
+    metavar: str | None = None
+    show_default: bool = True
+    in_mib: bool = False
+    choices: dict[str, str] = field(default_factory=dict)
+
 
 class RunSettings(BaseModel):
-    """Everything that shapes a measurement; all of it joins the cache key."""
+    """Everything that shapes a measurement; all of it joins the cache key (field names and values as dumped)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # a time limit of nan or inf: none
 
-    repeats: int = Field(default=5, ge=1, description="times each (question, clip) is sent")
-    warmup: int = Field(default=2, ge=0, description="warmup requests, kept out of the results")
-    concurrency: int = Field(default=1, ge=1, description="concurrent requests")
-    request_timeout_s: float = Field(default=60.0, gt=0, description="seconds per request")
-    aiperf_wall_limit_s: float = Field(default=900.0, gt=0, description="seconds for one AIPerf run")
-    body_limit: int = Field(default=1_048_576, gt=0, description="the server's request body limit, in bytes")
-    max_tokens: int | None = Field(default=None, ge=1, description="None: the workload's own")
-    video_transport: TransportChoice = Field(
-        default="data-url",
-        description="how requests carry the clip: a data URL, an http URL of our loopback clip server, or auto "
-        "(data-url first, http when the server refuses it)",
+    repeats: Annotated[int, Flag("--repeats")] = Field(
+        default=5, ge=1, description="times each (question, clip) is sent"
     )
+    warmup: Annotated[int, Flag("--warmup")] = Field(
+        default=2, ge=0, description="warmup requests, kept out of the results"
+    )
+    concurrency: Annotated[int, Flag("--concurrency")] = Field(default=1, ge=1, description="concurrent requests")
+    request_timeout_s: Annotated[float, Flag("--request-timeout")] = Field(
+        default=60.0, gt=0, description="seconds per request"
+    )
+    max_tokens: Annotated[int | None, Flag("--max-tokens", metavar="N")] = Field(
+        default=None, ge=1, description="the answers' token limit (default: the workload's own)"
+    )
+    aiperf_wall_limit_s: Annotated[float, Flag("--aiperf-wall-limit", show_default=False)] = Field(
+        default=900.0, gt=0, description="seconds for one AIPerf run"
+    )
+    body_limit: Annotated[int, Flag("--body-limit", in_mib=True)] = Field(
+        default=4 * MIB, gt=0, description="the server's --max-body-bytes, large enough for the clip"
+    )
+    video_transport: Annotated[
+        TransportChoice,
+        Flag(
+            "--video-transport",
+            choices={
+                "data-url": "base64 in the body, under --body-limit",
+                "http": "an http://127.0.0.1 URL of a clip server this run starts; no body limit",
+                "auto": "data-url first, then http if the capability check is refused; the first accepted is kept "
+                "for the row",
+            },
+        ),
+    ] = Field(default="data-url", description="how requests carry the clip")

@@ -15,7 +15,6 @@ Paths are replaced longest first, so a path inside the output folder becomes rel
 
 from __future__ import annotations
 
-import argparse
 import re
 import shutil
 from collections.abc import Sequence
@@ -157,39 +156,47 @@ def run_public_sentinels(out: Path, mapping: PublicMap, secrets: Sequence[str]) 
 
 
 def publish_run(
-    args: argparse.Namespace, workloads: dict[str, Workload], aiperf_executable: str, api_key: str | None
+    out: Path,
+    workloads: dict[str, Workload],
+    aiperf_executable: str,
+    api_key: str | None,
+    *,
+    trtmc: Path | None = None,
+    bundle_cache: Path | None = None,
+    server_urls: Sequence[str | None] = (),
 ) -> int:
-    """A qualify run's artifacts made portable and public-safe, then checked: copy the workloads in, rewrite, check
-    (PublicCheckFailed names file:line for anything left). The number of public text files scanned."""
+    """A run's artifacts under `out` made portable and public-safe, then checked: copy the workloads in, rewrite,
+    check (PublicCheckFailed names file:line for anything left). `trtmc` is the run's TRTMC checkout, `bundle_cache`
+    where its bundles were kept (default: out/bundles), `server_urls` the servers the user named (a host that is not
+    loopback is never written). The number of public text files scanned."""
     from ..common.scrub import known_secrets
     from ..plan.hub_cache import hub_cache_dir
 
     for workload in workloads.values():
         files = {clip.file for clip in workload.spec.clips} | {clip.attribution for clip in workload.spec.clips}
-        copy_workload(args.out, workload.name, workload.file, sorted(files))
+        copy_workload(out, workload.name, workload.file, sorted(files))
     # Bundles are never published (a run's own bundles/ folder included): a command names them by placeholder.
-    bundles = args.bundle_cache or args.out / "bundles"
-    named = {
-        "$TRTMC_CHECKOUT": args.trtmc,
-        "$BUNDLE_CACHE": bundles,
+    named: dict[str, Path | str | None] = {
+        "$TRTMC_CHECKOUT": trtmc,
+        "$BUNDLE_CACHE": bundle_cache or out / "bundles",
         "$HF_HUB_CACHE": hub_cache_dir(),  # a checkpoint's tokenizer is read from there
         "$TRTMC_VIDEOQA_SRC": source_tree(),
     }
     programs: list[str | None] = []
-    if args.trtmc:
+    if trtmc:
         from ..trtmc.commands import find_toolchain
 
         tools = find_toolchain()
         programs = [tools.trtmc, tools.trtmc_server, tools.benchmark_worker, tools.python]
     mapping = public_map(
-        args.out,
+        out,
         workloads={name: workload.root for name, workload in workloads.items()},
         aiperf_executable=aiperf_executable,
         named=named,
         programs=programs,
-        endpoint_hosts=remote_hosts([getattr(args, "endpoint", None), getattr(args, "native_url", None)]),
+        endpoint_hosts=remote_hosts(list(server_urls)),
     )
-    return publish(args.out, mapping, run_public_sentinels(args.out, mapping, known_secrets(api_key)))
+    return publish(out, mapping, run_public_sentinels(out, mapping, known_secrets(api_key)))
 
 
 def remote_hosts(urls: list[str | None]) -> list[str]:

@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     arguments = parser.parse_args(argv)
     try:
-        config = config_from_arguments(arguments)
+        config = config_from_arguments(vars(arguments))
     except (ValidationError, ValueError) as error:
         parser.error(str(error))
     try:

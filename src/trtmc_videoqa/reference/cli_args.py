@@ -1,14 +1,17 @@
 """The reference endpoint's command-line flags, both ways: flags -> ReferenceConfig, and config -> flags.
 
-``cli.py`` (serve-reference) adds these flags to its own parser; ``__main__`` and ``argv_for_subprocess`` use
-them too, so a config survives the trip to a separate process unchanged.
+``cli/main.py`` (serve-reference) adds these flags to its own parser; ``__main__`` and ``argv_for_subprocess`` use
+them too, so a config survives the trip to a separate process unchanged. The parsed flags reach the config as a
+plain mapping (``vars()`` of what was parsed): nothing past the parser takes the parsed arguments themselves.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .config import (
     DEFAULT_HOST,
@@ -108,29 +111,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
 
-def config_from_arguments(arguments: argparse.Namespace) -> ReferenceConfig:
-    """Raises pydantic.ValidationError (a ValueError) naming the bad flag's field."""
+def config_from_arguments(options: Mapping[str, Any]) -> ReferenceConfig:
+    """The config from the parsed flags by their destination names (`vars()` of what `build_parser` or
+    `add_reference_arguments` parsed; other keys are ignored). Raises pydantic.ValidationError (a ValueError) naming
+    the bad flag's field."""
     return ReferenceConfig(
-        host=arguments.host,
-        port=arguments.port,
-        allow_non_loopback=arguments.allow_non_loopback,
-        url_file=arguments.url_file,
-        model_name=arguments.model_name,
-        sampling_policy=arguments.sampling_policy,
-        max_body_bytes=arguments.max_body_bytes,
-        records_path=arguments.records,
-        api_key_env=arguments.api_key_env,
+        host=options["host"],
+        port=options["port"],
+        allow_non_loopback=options["allow_non_loopback"],
+        url_file=options["url_file"],
+        model_name=options["model_name"],
+        sampling_policy=options["sampling_policy"],
+        max_body_bytes=options["max_body_bytes"],
+        records_path=options["records"],
+        api_key_env=options["api_key_env"],
         faults=FaultKnobs(
-            added_task_ms=arguments.added_task_ms,
-            error_rate=arguments.error_rate,
-            error_status=arguments.error_status,
-            crash_after=arguments.crash_after,
-            slow_after=arguments.slow_after,
-            ready_after_s=arguments.ready_after_s,
-            identity_drift_rate=arguments.identity_drift_rate,
-            answer_text=arguments.answer_text,
-            omit_task_time_rate=arguments.omit_task_time_rate,
-            refuse_data_urls=arguments.refuse_data_urls,
+            added_task_ms=options["added_task_ms"],
+            error_rate=options["error_rate"],
+            error_status=options["error_status"],
+            crash_after=options["crash_after"],
+            slow_after=options["slow_after"],
+            ready_after_s=options["ready_after_s"],
+            identity_drift_rate=options["identity_drift_rate"],
+            answer_text=options["answer_text"],
+            omit_task_time_rate=options["omit_task_time_rate"],
+            refuse_data_urls=options["refuse_data_urls"],
         ),
     )
 

@@ -1,0 +1,76 @@
+"""Each run setting is defined once, on its `RunSettings` field: the options of `qualify` and `compare` are derived
+from it (flag, default, help), and the typed requests are what the commands run on. In process, no subprocess."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from pydantic import ValidationError
+
+from trtmc_videoqa.cli.compare import CompareRequest
+from trtmc_videoqa.cli.main import build_parser
+from trtmc_videoqa.cli.qualify_args import settings_from, settings_options
+from trtmc_videoqa.cli.requests import QualifyRequest
+from trtmc_videoqa.common.errors import BadInput
+from trtmc_videoqa.plan.settings import MIB, RunSettings
+
+
+def _subparser(name: str) -> argparse.ArgumentParser:
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser: argparse.ArgumentParser = commands.choices[name]
+    return parser
+
+
+@pytest.mark.parametrize("command", ["qualify", "compare"])
+def test_every_setting_is_an_option_with_the_field_s_default(command: str) -> None:
+    actions = {action.dest: action for action in _subparser(command)._actions}
+    overrides = {"video_transport": "http"} if command == "compare" else {}
+    for name, info in RunSettings.model_fields.items():
+        action = actions[name]
+        assert action.option_strings == [settings_options()[name]]
+        assert action.default == overrides.get(name, info.default)
+
+
+def test_the_help_shows_each_setting_s_own_default() -> None:
+    help_text = " ".join(_subparser("qualify").format_help().split())
+    assert "(default 5)" in help_text and "(default 2)" in help_text and "(default 60)" in help_text
+    assert RunSettings().body_limit == 4 * MIB and "clip (default 4 MiB)" in help_text
+    assert "data-url (default; base64" in help_text
+    compare_help = " ".join(_subparser("compare").format_help().split())
+    assert "http (default; an http://127.0.0.1 URL" in compare_help and "data-url (base64" in compare_help
+
+
+def test_a_request_carries_the_parsed_settings_and_options() -> None:
+    args = build_parser().parse_args(
+        [
+            "qualify",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--request-timeout",
+            "5",
+            "--server-setting",
+            "a=b",
+        ]
+    )
+    request = QualifyRequest.from_cli(args)
+    assert request.settings == RunSettings(request_timeout_s=5.0)
+    assert request.server_settings == {"a": "b"} and not request.self_test
+    assert request.server_urls() == ["http://127.0.0.1:9"]
+    assert settings_from(build_parser().parse_args(["qualify"])) == RunSettings()
+
+
+def test_a_setting_out_of_range_is_a_validation_error_of_its_field() -> None:
+    with pytest.raises(ValidationError) as caught:
+        QualifyRequest.from_cli(build_parser().parse_args(["qualify", "--body-limit", "0"]))
+    assert caught.value.errors()[0]["loc"] == ("body_limit",) and settings_options()["body_limit"] == "--body-limit"
+
+
+def test_compare_makes_its_own_request() -> None:
+    request = CompareRequest.from_cli(build_parser().parse_args(["compare", "--checkpoint", "org/m"]))
+    assert request.settings.video_transport == "http" and request.checkpoint == "org/m"
+    assert request.server_urls() == []
+    with pytest.raises(BadInput, match="load the model"):
+        CompareRequest.from_cli(build_parser().parse_args(["compare", "--startup-timeout", "0"]))
