@@ -21,7 +21,7 @@ from trtmc_videoqa.aiperf.dataset import Prompt, input_file_lines, plan_requests
 from trtmc_videoqa.aiperf.exports import read_client_records, scrub_exports
 from trtmc_videoqa.aiperf.locate import AiperfProblem, locate_aiperf
 from trtmc_videoqa.aiperf.runner import run_with_wall_limit
-from trtmc_videoqa.rows.stats import latency_stats, min_samples, requests_per_second
+from trtmc_videoqa.stages.stats import latency_stats, min_samples, requests_per_second
 
 PROMPTS = [
     Prompt(question_id=q, clip_id=c, clip_path=f"/clips/{c}.mp4", text=f"{q}?")

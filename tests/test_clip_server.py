@@ -10,8 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from trtmc_videoqa.results.layout import CLIP_SERVER_LOG
 from trtmc_videoqa.serving.clip_server import ClipServer, ServedFile, byte_range
-from trtmc_videoqa.stages.capability import CLIP_SERVER_LOG, clip_route, clip_routes, clip_urls
+from trtmc_videoqa.stages.capability import clip_route, clip_routes, clip_urls
 from trtmc_videoqa.workloads import builtin_workload
 
 SYNTHETIC = builtin_workload("synthetic")

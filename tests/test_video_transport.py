@@ -188,7 +188,7 @@ def test_the_transport_asked_for_joins_both_ladders_cache_keys(tmp_path: Path) -
     from trtmc_videoqa.inventory import run_inventory
     from trtmc_videoqa.ladders.endpoint import row_key
     from trtmc_videoqa.plan.cache_keys import trtmc_key
-    from trtmc_videoqa.rows.finish import QualifyJob
+    from trtmc_videoqa.plan.job import QualifyJob
 
     aiperf = AiperfInstall(executable="aiperf", interpreter="python", version="0.13.0", source="PyPI release")
     inventory = run_inventory(Path(__file__).parent / "fixtures" / "trtmc_families")
