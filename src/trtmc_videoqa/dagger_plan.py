@@ -14,6 +14,7 @@ from . import __version__
 from .common.digests import file_sha256
 from .common.pins import PIN_FILE_ENV, PIN_FILE_NAME, ImagePin, Pins, default_pin_file, load_pins
 from .common.safe_names import plain_revision
+from .results.layout import PRIVATE_DIR
 
 # --- where things are inside the containers (the recipes in containers/ use the same paths) ----------------------
 PACKAGE_DIR = "/opt/trtmc-videoqa/src"  # this repository: pyproject.toml, README.md, src/, containers/
@@ -52,7 +53,7 @@ SOURCE_IGNORE = [
     "**/*.pyc",
     "**/.pytest_cache",
 ]
-PRIVATE_EXCLUDE = ["private", "**/private"]  # raw logs, left out of an export unless asked for
+PRIVATE_EXCLUDE = [PRIVATE_DIR, f"**/{PRIVATE_DIR}"]  # raw logs, left out of an export unless asked for
 KEY_PREFIX = "TRTMC_VIDEOQA_KEY_"  # env vars that exist to key a qualification exec (see qualification_key)
 PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 MODULE_ROOT = Path(__file__).resolve().parents[2]
