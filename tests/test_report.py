@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -114,7 +115,8 @@ def test_two_runs_merge_side_by_side_in_every_format(tmp_path: Path) -> None:
     assert list(report.aiperf_qual.rows) == ["error", "not-run", "not-covered", "acc-inconclusive"]
     markdown = (merged / "report.md").read_text()
     assert "**aiperf_qual verdict of the group: error (every row; no TRTMC row in this report" in markdown
-    assert "| error | ckpt |" in markdown and "<th>aiperf_qual</th>" in (merged / "report.html").read_text()
+    assert "| error | ckpt |" in markdown and "<th>aiperf_qual verdict</th>" in (merged / "report.html").read_text()
+    assert "- aiperf_qual verdict: error" in markdown  # each row's own, in its section
     suite = ET.parse(merged / "junit.xml").getroot()
     # four rows and the group's testcase (an endpoint run: it passes, saying what the run is)
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("5", "1", "2")
@@ -126,13 +128,20 @@ def test_two_runs_merge_side_by_side_in_every_format(tmp_path: Path) -> None:
     ]
     assert any(m.startswith("unsupported: unsupported because") for m in skipped)
     markdown = (merged / "report.md").read_text()
-    # the two ckpt rows are told apart by the server each one measured
-    assert "| ckpt | " in markdown and "at http://127.0.0.1:2 | **failed** (at aiperf)" in markdown
-    assert "at http://127.0.0.1:1 | **endpoint-qualified**" in markdown
+    # the two ckpt rows are told apart by the server each one measured: short in the table, in full in the section
+    assert "| ckpt | **failed** | aiperf | some server at 127.0.0.1:2 | – |" in markdown
+    assert "| ckpt | **endpoint-qualified** | – | some server at 127.0.0.1:1 | – |" in markdown
+    assert "- Served by: some server at http://127.0.0.1:2" in markdown
     html = (merged / "report.html").read_text()
-    assert html.count("<svg") == 4 and "<script" not in html
-    assert "at http://127.0.0.1:2</td>" in html
-    assert "at http://127.0.0.1:1 | **endpoint-qualified**" in summary.read_text()
+    assert html.count('<svg class="distribution"') == 4 and html.count('<svg class="per-request"') == 4
+    assert "<script" not in html
+    assert '<td title="some server at http://127.0.0.1:2">some server at 127.0.0.1:2</td>' in html
+    assert "Served by: some server at http://127.0.0.1:2</p>" in html
+    step_summary = summary.read_text()
+    assert "| ckpt | **endpoint-qualified** | – | some server at 127.0.0.1:1 | – |" in step_summary
+    assert (
+        step_summary.count("<details><summary>") == 4 and "- Status: **failed** (failed stage: aiperf)" in step_summary
+    )
 
 
 def test_report_of_a_directory_without_results_is_bad_input(tmp_path: Path) -> None:
@@ -297,8 +306,9 @@ def test_every_report_opens_with_the_group_line(tmp_path: Path) -> None:
     assert markdown[0].startswith("# ") and markdown[2] == f"**{line}**"
     summary = render_step_summary(report).splitlines()
     assert summary[0].startswith("## ") and summary[2] == f"**{line}**"
+    assert markdown[4].startswith("Counts: ") and markdown[6].startswith("| profile | status | failed stage |")
     html = render_html(report)
-    assert html.index(line) < html.index("<table>")
+    assert html.index(line) < html.index("Counts: ") < html.index('<table class="summary">') < html.index("<h2>")
     assert json.loads(report.model_dump_json())["group"] == {"status": "blocked", "line": line}
 
 
@@ -358,9 +368,9 @@ def test_identity_is_shown_as_it_is_and_not_applicable_is_never_a_pass() -> None
     markdown = render_markdown(report)
     assert f"identity: not-applicable ({reason}); not a pass" in markdown
     table_row = next(line for line in markdown.splitlines() if line.startswith("| served |"))
-    assert "| not-applicable |" in table_row and "held" not in table_row and "passed" not in table_row
+    assert "held" not in table_row and "passed" not in table_row  # the verdict is in the row's section, as it is
     html = render_html(report)
-    assert "identity: not-applicable (" in html and "<td>not-applicable</td>" in html
+    assert f"identity: not-applicable ({reason}); not a pass" in html
     drift = _ran(
         identity=IdentityCheck(
             verdict="differs",
@@ -406,9 +416,10 @@ def test_output_check_counts_and_examples_are_shown() -> None:
     assert "  - unparseable: `q0.forward.r00` (question q0, clip forward): `zebra | banana`" in markdown
     assert "`B because the`" in markdown and "  - resolved: `q2.forward.r00`" in markdown
     table_row = next(line for line in markdown.splitlines() if line.startswith("| served |"))
-    assert "| failed (resolved 6, unparseable 1, cut-off 1) |" in table_row
+    assert "| **failed** | output-check |" in table_row  # the counts are in the row's section, above
     html = render_html(report)
     assert "zebra | banana" in html and "<th>outcome</th>" in html
+    assert "Output check: failed, 8 answer(s) checked: resolved 6, unparseable 1, cut-off 1" in html
     declared = check.model_copy(update={"passed": True, "declared_no_answer": "'cannot tell' on a real clip"})
     report = report.model_copy(update={"rows": [_ran(output_check=declared)]})
     assert "Declared no-answer (the run's own plan): 'cannot tell' on a real clip" in render_markdown(report)
@@ -434,3 +445,124 @@ def test_row_details_say_normal_profile_or_variant_and_the_profile_gap(tmp_path:
     assert "- Profile gap: no full-model profile in this checkout" in markdown
     html = render_html(report)
     assert "variant of its checkpoint: not counted as a model" in html and "Profile gap: no full-model" in html
+
+
+# --- at a glance: the compact table, the question grid, the latency distribution ------------------------------------
+
+
+def _asked(question: str, clip: str, repeat: int, answer: str, expected: str, grade: str) -> RequestRow:
+    return RequestRow(
+        session_id=f"{question}.{clip}.r{repeat:02d}",
+        phase="profiling",
+        question_id=question,
+        clip_id=clip,
+        repeat=repeat,
+        client_latency_ms=40.0 + 7 * repeat,
+        server_task_ms=30.0 + 5 * repeat,
+        answer=answer,
+        expected=expected,
+        grade=grade,
+    )
+
+
+def _time_blind() -> ResultRow:
+    """A model that ignores time: right on the forward clip, the same letter (wrong) on the reversed one; one
+    question it gets right both ways, one request that failed."""
+    requests = [
+        *(_asked("direction", "forward", r, "A", "A", "correct") for r in range(3)),
+        *(_asked("direction", "reversed", r, "A", "B", "wrong") for r in range(3)),
+        *(
+            _asked("colour", clip, r, letter, letter, "correct")
+            for r in range(3)
+            for clip, letter in (("forward", "B"), ("reversed", "C"))
+        ),
+    ]
+    requests.append(_asked("first", "forward", 0, "The square, I think, moves left", "A", "unparseable"))
+    requests.append(
+        _asked("first", "reversed", 0, "", "B", "").model_copy(
+            update={"error": "HTTP 500", "http_status": 500, "expected": None, "grade": None}
+        )
+    )
+    long_profile = "vidqa-" + "x" * 90
+    served = _row(long_profile, "endpoint-qualified", "http://user:secret@long-host-name.example.org:8000/v1")
+    return served.model_copy(
+        update=dict(
+            requests=requests,
+            server_task_time=LatencyStats(count=9, p50_ms=35.0, p90_ms=40.0),
+            client_latency=LatencyStats(count=9, p50_ms=47.0, p90_ms=54.0),
+            status_reason="complete AIPerf run; timing: joined (for all 9; by id); output-check: 8 of 9 resolved",
+        )
+    )
+
+
+def test_the_questions_show_as_a_grid_a_time_blind_model_right_forward_and_wrong_reversed() -> None:
+    from trtmc_videoqa.report.grid import question_grid
+
+    row = _time_blind()
+    grid = question_grid(row)
+    assert grid.clips == ("forward", "reversed") and [line.question_id for line in grid.lines] == [
+        "direction",
+        "colour",
+        "first",
+    ]
+    assert (grid.both.right, grid.both.pairs) == (3, 7)  # colour's three repeats; direction 0 of 3; first 0 of 1
+    report = Report(
+        title="t", generated_by="g", sources=[], reference_self_test=False, group=group_line([row]), rows=[row],
+        counts={},
+    )  # fmt: skip
+    markdown = render_markdown(report)
+    assert "| direction | ✓ A ×3 · accepted A | ✗ A ×3 · accepted B | ✗ 0/3 |" in markdown
+    assert "| colour | ✓ B ×3 · accepted B | ✓ C ×3 · accepted C | ✓ 3/3 |" in markdown
+    assert "| first | ? The squar… · accepted A | ! HTTP 500 | ✗ 0/1 |" in markdown
+    table_row = next(line for line in markdown.splitlines() if line.startswith("| vidqa-"))
+    assert table_row.endswith("| 3/7 |")
+    html = render_html(report)
+    assert '<table class="grid">' in html and '<span class="wrong">✗ A ×3</span>' in html
+    assert '<span class="correct">✓ A ×3</span> <span class="accepted">accepted A</span>' in html
+    assert 'title="r00: A (wrong)\nr01: A (wrong)\nr02: A (wrong)"' in html  # every repeat's answer on hover
+
+
+def test_the_summary_is_short_and_the_stage_story_moves_to_the_rows_section() -> None:
+    row = _time_blind()
+    report = Report(
+        title="t", generated_by="g", sources=[], reference_self_test=False, group=group_line([row]), rows=[row],
+        counts={},
+    )  # fmt: skip
+    markdown = render_markdown(report)
+    cells = [
+        cell.strip()
+        for line in markdown.splitlines()
+        if line.startswith("|") and not set(line) <= set("|-: ")
+        for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]
+    ]
+    assert max(len(cell) for cell in cells) <= 80
+    table_row = next(line for line in markdown.splitlines() if line.startswith("| vidqa-"))
+    assert "secret" not in table_row and "long-host-name.example.org:8000" in table_row  # no user, no scheme
+    assert "x" * 90 not in table_row and f"### vidqa-{'x' * 90}" in markdown  # shortened; whole in its section
+    # the reason a part a line (a `;` inside brackets is not a boundary), the rest folded in <details>
+    assert "  - timing: joined (for all 9; by id)\n  - output-check: 8 of 9 resolved" in markdown
+    assert "<details><summary>Stages, checks, provenance and commands</summary>\n\n" in markdown
+    html = render_html(report)
+    assert "<li>timing: joined (for all 9; by id)</li><li>output-check: 8 of 9 resolved</li>" in html
+    summary = html[html.index('<table class="summary">') : html.index("</table>")]
+    assert f'title="vidqa-{"x" * 90}"' in summary and "complete AIPerf run" not in summary
+
+
+def test_latency_is_a_distribution_in_the_page_and_percentiles_in_the_markdown() -> None:
+    row = _time_blind()
+    report = Report(
+        title="t", generated_by="g", sources=[], reference_self_test=False, group=group_line([row]), rows=[row],
+        counts={},
+    )  # fmt: skip
+    markdown = render_markdown(report)
+    assert "  - client end-to-end (AIPerf): p50 47.0 ms, p90 54.0 ms, p99 – (needs n≥100), n=9" in markdown
+    assert "  - server task time: p50 35.0 ms, p90 40.0 ms, p99 – (needs n≥100), n=9" in markdown
+    html = render_html(report)
+    svg = html[html.index('<svg class="distribution"') : html.index("</svg>", html.index('<svg class="distribution"'))]
+    assert svg.count("<path ") == 2 and svg.count("<circle ") == 4  # two CDFs; p50 and p90 on each (no p99)
+    assert "client end-to-end p50: 47.0 ms" in svg and "server task time p90: 40.0 ms" in svg
+    untimed = row.model_copy(update={"server_task_time": None, "requests": [
+        r.model_copy(update={"server_task_ms": None}) for r in row.requests
+    ]})  # fmt: skip
+    html = render_html(report.model_copy(update={"rows": [untimed]}))
+    assert "server task time: not reported" in html and "server task time: not reported by this server" in html

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Final
+from urllib.parse import urlsplit
 
 from ..results import IdentityCheck, IdentityPair, LatencyStats, OutputCheck, Report, ResultRow
 
@@ -10,6 +11,10 @@ NOT_REPORTED: Final = "not reported by this server"
 NOT_REPORTED_LINE: Final = f"server task time: {NOT_REPORTED}; client latency stands alone"
 EXAMPLES: Final = 5
 _ANSWER_CHARS: Final = 200
+# A summary cell's longest text: the full value is in the row's section (and on hover in the HTML).
+SHORT_CHARS: Final = 56
+# Samples a percentile needs before the row's figures give it (at least one sample above it), as stages/stats.py says.
+MIN_SAMPLES: Final = {"p50": 2, "p90": 10, "p99": 100}
 
 
 def ms(value: float | None) -> str:
@@ -20,6 +25,87 @@ def flat(text: str | None, limit: int = _ANSWER_CHARS) -> str:
     """One line, at most `limit` characters."""
     one = " ".join((text or "").split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def served_by_test_double(row: ResultRow) -> bool:
+    """The row's server said it is a test double (the reference endpoint does, in every response)."""
+    return row.reference_self_test or "test double" in ((row.provenance.served_by or "") if row.provenance else "")
+
+
+def served_by(row: ResultRow) -> str:
+    """Which server a row measured, so rows of one profile merged from two servers can be told apart."""
+    if row.comparison is not None:
+        c = row.comparison
+        return f"{c.server} {c.server_version or ''}".rstrip() + f", {c.label}"
+    p = row.provenance
+    if p is None:
+        return "–"
+    where = f" at {p.endpoint}" if p.endpoint and p.mode == "endpoint" else ""
+    return f"{p.served_by or p.server_version or p.mode}{where}"
+
+
+def served_by_short(row: ResultRow) -> str:
+    """`served_by` for a summary cell: the server's name shortened, an endpoint as host:port (no scheme, no user)."""
+    if row.comparison is not None:
+        c = row.comparison
+        return flat(f"{c.server} {c.server_version or ''}", 40) + " (comparison)"
+    p = row.provenance
+    if p is None:
+        return "–"
+    name = flat(p.served_by or p.server_version or p.mode, 40)
+    if not (p.endpoint and p.mode == "endpoint"):
+        return name
+    where = urlsplit(p.endpoint).netloc.rpartition("@")[2] or p.endpoint
+    return f"{name} at {flat(where, 32)}"
+
+
+def reason_lines(reason: str) -> list[str]:
+    """The status reason, one line per part: split at each `;` outside brackets (the stage story, a stage a line)."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(reason):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+        elif char == ";" and depth == 0:
+            parts.append(reason[start:index])
+            start = index + 1
+    parts.append(reason[start:])
+    return [" ".join(part.split()) for part in parts if part.strip()]
+
+
+def pct(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.0f}%"
+
+
+def accuracy_line(row: ResultRow) -> str | None:
+    """'Accuracy: forward 100%, reversed 100%, both right 100% (30 graded: correct 30, ...)'; None without it."""
+    a = row.accuracy
+    if a is None:
+        return None
+    return (
+        f"Accuracy over {a.questions} question(s): forward {pct(a.forward)}, reversed {pct(a.reversed)}, both right "
+        f"{pct(a.both_right)} ({a.graded} graded: correct {a.correct}, wrong {a.wrong}, unparseable "
+        f"{a.unparseable}, empty {a.empty}; {a.incomplete} incomplete)"
+    )
+
+
+def percentile_cells(stats: LatencyStats | None) -> list[str]:
+    """[p50, p90, p99, n] as text; a percentile the row has too few samples for says how many it needs."""
+    if stats is None or not stats.count:
+        return ["–", "–", "–", "0"]
+    cells = []
+    for name, value in (("p50", stats.p50_ms), ("p90", stats.p90_ms), ("p99", stats.p99_ms)):
+        short = stats.count < MIN_SAMPLES[name]
+        cells.append(ms(value) if value is not None else f"– (needs n≥{MIN_SAMPLES[name]})" if short else "–")
+    return [*cells, str(stats.count)]
+
+
+def distribution_line(name: str, stats: LatencyStats | None) -> str:
+    """'client end-to-end: p50 54.3 ms, p90 110.6 ms, p99 – (needs n≥100), n=30'."""
+    *figures_ms, count = percentile_cells(stats)
+    p50, p90, p99 = (cell if cell.startswith("–") else f"{cell} ms" for cell in figures_ms)
+    return f"{name}: p50 {p50}, p90 {p90}, p99 {p99}, n={count}"
 
 
 def by_status(counts: dict[str, int]) -> str:

@@ -1,5 +1,7 @@
-"""report.html: one self-contained page (no scripts, no external files): status table, per-checkpoint latency
-plots drawn as inline SVG, the frame strip of the declared sampling policy, and answers beside the expected ones."""
+"""report.html: one self-contained page (no script, no external file) that fits a 1,280 px window: the group line,
+the counts and one compact table (a row per checkpoint, long values shortened with the full value on hover), then
+each row's section: its stage story a line a part, the questions as a grid beside the latency distribution (inline
+SVG), and the rest folded in <details> blocks (the per-request plot, every answer, the checks, the commands)."""
 
 from __future__ import annotations
 
@@ -7,11 +9,13 @@ import base64
 from pathlib import Path
 
 from ..common.text_escape import html_text as escape
-from ..results import IdentityCheck, OutputCheck, Report, ResultRow
+from ..results import IdentityCheck, LatencyStats, OutputCheck, Report, ResultRow
 from .details import (
     AIPERF_QUAL_NOTE,
     EXAMPLES,
     NOT_REPORTED_LINE,
+    SHORT_CHARS,
+    accuracy_line,
     aiperf_qual_line,
     aiperf_qual_rows,
     comparison_line,
@@ -19,21 +23,26 @@ from .details import (
     figures,
     flat,
     has_task_time,
-    identity_cell,
     identity_summary,
     mechanics_lines,
-    output_check_cell,
+    ms,
     output_check_summary,
     pair_counts,
+    percentile_cells,
     profile_note,
     ran_aiperf,
+    reason_lines,
+    served_by,
+    served_by_short,
+    served_by_test_double,
     side,
     timing_scope,
     transport_cell,
     transport_line,
     unreadable_lines,
 )
-from .markdown import served_by, served_by_test_double
+from .grid import ENTRIES, LEGEND, Cell, Given, both_right_cell, both_text, given_text, question_grid
+from .svg import distribution_svg, request_svg
 
 _STATUS_COLOURS = {
     "aiperf-qualified": "#1a7f37",
@@ -47,12 +56,19 @@ _STATUS_COLOURS = {
 }
 _STYLE = """body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#1f2328}\
 table{border-collapse:collapse;margin:1em 0}
-td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f6f8fa}
+td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th{background:#f6f8fa}.num{text-align:right;white-space:nowrap}p,li,code,summary{overflow-wrap:anywhere}
 .status{color:#fff;border-radius:4px;padding:1px 6px;white-space:nowrap}.note{background:#fff8c5;padding:.6em 1em;
 border:1px solid #d4a72c;border-radius:6px}img.strip{max-width:100%;image-rendering:pixelated;border:1px solid #d0d7de}
-.wrong{color:#cf222e}.correct{color:#1a7f37}code{font-size:12px}
+.wrong{color:#cf222e}.correct{color:#1a7f37}.unparseable,.empty,.error,.ungraded{color:#9a6700}code{font-size:12px}
 .group{font-size:1.2em;font-weight:600;padding:.6em 1em;border-radius:6px;border:2px solid #57606a}
-.group-qualified{border-color:#1a7f37}.group-failed{border-color:#cf222e}.group-blocked{border-color:#9a6700}"""
+.group-qualified{border-color:#1a7f37}.group-failed{border-color:#cf222e}.group-blocked{border-color:#9a6700}
+.counts{font-weight:600}table.summary td,table.summary th{padding:4px 10px;overflow-wrap:normal}
+.nowrap{white-space:nowrap}
+section.checkpoint{border-top:2px solid #d0d7de;margin-top:2em}ul.story{margin:.3em 0}
+.panels{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}.panel{min-width:0;max-width:100%}
+table.grid td{white-space:nowrap}table.grid td.question{white-space:normal}.accepted{color:#57606a;font-size:12px}
+.legend{color:#57606a;font-size:12px;max-width:560px}svg{max-width:100%;height:auto}"""
 _GROUP_COLOURS = {"qualified": "#dafbe1", "failed": "#ffebe9", "blocked": "#fff8c5"}
 
 
@@ -61,42 +77,65 @@ def _status(row: ResultRow) -> str:
     return f'<span class="status" style="background:{colour}">{escape(row.status)}</span>'
 
 
-def latency_svg(row: ResultRow, width: int = 560, height: int = 160) -> str:
-    """Client latency per profiling request in order, with the server's task time beneath it where known."""
-    points = [
-        (r.client_latency_ms, r.server_task_ms)
-        for r in row.requests
-        if r.phase == "profiling" and r.client_latency_ms is not None
-    ]
-    if not points:
-        return "<p>No completed profiling requests to plot.</p>"
-    top = max(max(c, t or 0) for c, t in points) * 1.1 or 1.0
-    pad = 30
-    step = (width - 2 * pad) / max(len(points) - 1, 1)
+def _short(text: str, limit: int = SHORT_CHARS) -> str:
+    """The text shortened for a cell, the full text on hover."""
+    return f'<span title="{escape(flat(text, 2000))}">{escape(flat(text, limit))}</span>'
 
-    def polyline(values: list[float | None], colour: str) -> str:
-        coords = " ".join(
-            f"{pad + i * step:.1f},{height - pad - (v / top) * (height - 2 * pad):.1f}"
-            for i, v in enumerate(values)
-            if v is not None
-        )
-        return f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{coords}"/>' if coords else ""
 
-    axis = (
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#8c959f"/>'
-        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#8c959f"/>'
-        f'<text x="{pad}" y="{pad - 8}" font-size="11">{top:.0f} ms</text>'
-        f'<text x="{width - pad}" y="{height - 8}" font-size="11" text-anchor="end">request #</text>'
+def _given(given: Given) -> str:
+    return f'<span class="{escape(given.outcome)}">{escape(given_text(given))}</span>'
+
+
+def _grid_cell(cell: Cell | None) -> str:
+    if cell is None:
+        return "<td>–</td>"
+    shown = " ".join(_given(g) for g in cell.given[:ENTRIES])
+    hidden = sum(g.count for g in cell.given[ENTRIES:])
+    more = f" +{hidden} more" if hidden else ""
+    accepted = f' <span class="accepted">accepted {escape(cell.accepted)}</span>' if cell.accepted else ""
+    return f'<td title="{escape(chr(10).join(cell.answers))}">{shown}{more}{accepted}</td>'
+
+
+def grid_table(row: ResultRow) -> str:
+    """One line per question, a column per clip (forward, then reversed) and both; '' for a row without grades."""
+    grid = question_grid(row)
+    if grid is None:
+        return "<p>No graded answers: nothing to show per question.</p>"
+    both = len(grid.clips) == 2
+    header = "".join(f"<th>{escape(clip)}</th>" for clip in grid.clips) + ("<th>both</th>" if both else "")
+    body = []
+    for line in grid.lines:
+        cells = "".join(_grid_cell(cell) for cell in line.cells)
+        if both:
+            kind = "correct" if line.both and line.both.mark == "✓" else "wrong"
+            cells += f'<td class="{kind}">{escape(both_text(line.both))}</td>'
+        body.append(f'<tr><td class="question">{escape(line.question_id)}</td>{cells}</tr>')
+    return (
+        f'<table class="grid"><tr><th>question</th>{header}</tr>{"".join(body)}</table>'
+        f'<p class="legend">{escape(LEGEND)}</p>'
     )
-    legend = (
-        f'<text x="{width - 200}" y="{pad - 8}" font-size="11" fill="#0969da">client end-to-end (AIPerf)</text>'
-        f'<text x="{width - 200}" y="{pad + 6}" font-size="11" fill="#bf8700">server task time</text>'
+
+
+def _figures_row(name: str, stats: LatencyStats | None) -> str:
+    cells = "".join(f'<td class="num">{escape(cell)}</td>' for cell in percentile_cells(stats))
+    return f"<tr><th>{escape(name)}</th>{cells}</tr>"
+
+
+def distribution(row: ResultRow) -> str:
+    """The CDF of both clocks, with their p50/p90/p99 (ms) as a table beneath it."""
+    svg = distribution_svg(row)
+    if svg is None:
+        return "<p>No completed profiling request: no latency to show.</p>"
+    task = (
+        _figures_row("server task time", row.server_task_time)
+        if has_task_time(row)
+        else f'<tr><td colspan="5">{escape(NOT_REPORTED_LINE)}</td></tr>'
     )
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="latency of {escape(row.profile)}">{axis}'
-        f"{polyline([c for c, _ in points], '#0969da')}{polyline([t for _, t in points], '#bf8700')}"
-        f"{legend}</svg>"
+        f'{svg}<p class="legend">Each curve: the share of profiling requests done within a latency (a CDF); the dots '
+        "are the row's own p50, p90 and p99 (a percentile needs enough samples to be given).</p>"
+        f'<table class="figures"><tr><th>ms</th><th>p50</th><th>p90</th><th>p99</th><th>n</th></tr>'
+        f"{_figures_row('client end-to-end', row.client_latency)}{task}</table>"
     )
 
 
@@ -108,14 +147,13 @@ def _answers(row: ResultRow) -> str:
         f"<tr><td><code>{escape(r.session_id)}</code></td><td>{escape(r.question_id)}</td><td>{escape(r.clip_id)}</td>"
         f"<td>{escape(r.answer or r.error or '')}</td><td>{escape(r.expected or '')}</td>"
         f'<td class="{escape(r.grade or "")}">{escape(r.grade or "–")}</td>'
-        f"<td>{'' if r.client_latency_ms is None else f'{r.client_latency_ms:.1f}'}</td>"
-        f"<td>{'' if r.server_task_ms is None else f'{r.server_task_ms:.1f}'}</td></tr>"
+        f'<td class="num">{ms(r.client_latency_ms)}</td><td class="num">{ms(r.server_task_ms)}</td></tr>'
         for r in rows
     )
     return (
-        "<details><summary>Answers beside the expected ones</summary><table><tr><th>request</th><th>question"
-        "</th><th>clip</th><th>answer</th><th>expected</th><th>grade</th><th>client ms</th><th>task ms</th></tr>"
-        f"{body}</table></details>"
+        "<details><summary>Each request: its latency in order, its answer beside the expected one</summary>"
+        f"{request_svg(row)}<table><tr><th>request</th><th>question</th><th>clip</th><th>answer</th><th>expected"
+        f"</th><th>grade</th><th>client ms</th><th>task ms</th></tr>{body}</table></details>"
     )
 
 
@@ -176,13 +214,26 @@ def _timing(row: ResultRow) -> str:
     return "".join(parts)
 
 
-def _row_section(row: ResultRow) -> list[str]:
-    parts = [f"<h2>{escape(row.profile)} {_status(row)}</h2><p>{escape(row.status_reason)}</p>"]
+def _story(row: ResultRow) -> list[str]:
+    """The status and its reason a part a line (the stage story), where the row was served, its accuracy."""
+    stage = f" (failed stage: {escape(row.failed_stage)})" if row.failed_stage else ""
+    story = "".join(f"<li>{escape(part)}</li>" for part in reason_lines(row.status_reason))
+    parts = [f'<p>Why {escape(row.status)}{stage}, a part a line:</p><ul class="story">{story}</ul>']
+    parts.append(f"<p>Served by: {escape(served_by(row))}</p>")
     if served_by_test_double(row):
         parts.append('<p class="note">Reference endpoint (test double): not a TRTMC model qualification.</p>')
     comparison = comparison_line(row)
     if comparison:
         parts.append(f'<p class="note">{escape(comparison)}</p>')
+    accuracy = accuracy_line(row)
+    if accuracy:
+        parts.append(f"<p>{escape(accuracy)}</p>")
+    return parts
+
+
+def _checks(row: ResultRow) -> str:
+    """Everything else the row holds, folded: profile, stages, transport, timing, the checks, the mechanics."""
+    parts = []
     note = profile_note(row)
     if note:
         parts.append(f"<p>Profile: {escape(note)}</p>")
@@ -201,34 +252,49 @@ def _row_section(row: ResultRow) -> list[str]:
     mechanics = mechanics_lines(row)
     if mechanics:
         parts.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in mechanics) + "</ul>")
-    if row.requests:
-        parts.append(latency_svg(row))
-    parts.append(_answers(row))
+    return f"<details><summary>Stages, checks and serving mechanics</summary>{''.join(parts)}</details>"
+
+
+def _row_section(row: ResultRow, index: int) -> list[str]:
+    parts = [
+        f'<section class="checkpoint" id="row-{index}" data-profile="{escape(row.profile)}">'
+        f"<h2>{escape(row.profile)} {_status(row)}</h2>",
+        *_story(row),
+        '<div class="panels"><div class="panel"><h3>Questions: forward, reversed, both</h3>'
+        f'{grid_table(row)}</div><div class="panel"><h3>Latency distribution</h3>{distribution(row)}</div></div>',
+        _checks(row),
+        _answers(row),
+    ]
     if row.commands:
         commands = "".join(f"<li>{escape(k)}: <code>{escape(v)}</code></li>" for k, v in row.commands.items())
         parts.append(f"<details><summary>Reproduce</summary><ul>{commands}</ul></details>")
-    return parts
+    return [*parts, "</section>"]
 
 
-def _status_table(report: Report) -> str:
-    header = (
-        "<tr><th>profile</th><th>served by</th><th>status</th><th>aiperf_qual</th><th>reason</th><th>transport</th>"
-        "<th>output check</th><th>identity</th>"
-        "<th>p50 client ms</th><th>p50 task ms</th><th>req/s</th><th>both right</th></tr>"
+_NUMERIC = ("p50 client ms", "p50 task ms", "req/s", "both right")
+_SUMMARY_HEADER = "".join(
+    f"<th>{name}</th>" for name in ("profile", "status", "failed stage", "served by", "transport")
+) + "".join(f'<th class="num">{name}</th>' for name in _NUMERIC)
+
+
+def _summary_line(row: ResultRow, index: int) -> str:
+    c, t = row.client_latency, row.server_task_time
+    numbers = (ms(c.p50_ms if c else None), ms(t.p50_ms if t else None), str(row.requests_per_s or "–"))
+    both = f'<td class="num" title="{escape(accuracy_line(row) or "no accuracy")}">{escape(both_right_cell(row))}</td>'
+    return (
+        f'<tr><td><a href="#row-{index}" title="{escape(row.profile)}">{escape(flat(row.profile, SHORT_CHARS))}</a>'
+        f'</td><td>{_status(row)}</td><td class="nowrap">{escape(row.failed_stage or "–")}</td>'
+        f'<td title="{escape(served_by(row))}">{escape(served_by_short(row))}</td>'
+        f'<td class="nowrap">{escape(transport_cell(row))}</td>'
+        + "".join(f'<td class="num">{escape(number)}</td>' for number in numbers)
+        + f"{both}</tr>"
     )
-    cells = "".join(
-        f"<tr><td>{escape(r.profile)}</td><td>{escape(served_by(r))}</td><td>{_status(r)}</td>"
-        f"<td>{escape(r.aiperf_qual_verdict or '')}</td>"
-        f"<td>{escape(r.status_reason)}</td><td>{escape(transport_cell(r))}</td>"
-        f"<td>{escape(output_check_cell(r))}</td>"
-        f"<td>{escape(identity_cell(r))}</td>"
-        f"<td>{'' if not r.client_latency or r.client_latency.p50_ms is None else r.client_latency.p50_ms}</td>"
-        f"<td>{'' if not r.server_task_time or r.server_task_time.p50_ms is None else r.server_task_time.p50_ms}</td>"
-        f"<td>{r.requests_per_s or ''}</td>"
-        f"<td>{'' if not r.accuracy or r.accuracy.both_right is None else f'{r.accuracy.both_right:.0%}'}</td></tr>"
-        for r in report.rows
-    )
-    return f"<table>{header}{cells}</table>"
+
+
+def summary_table(report: Report) -> str:
+    """One line per row, every cell short; the full value on hover and in the row's section."""
+    lines = "".join(_summary_line(row, index) for index, row in enumerate(report.rows, 1))
+    return f'<table class="summary"><thead><tr>{_SUMMARY_HEADER}</tr></thead><tbody>{lines}</tbody></table>'
 
 
 def _aiperf_qual_section(report: Report) -> list[str]:
@@ -249,6 +315,8 @@ def render_html(report: Report, frames_png: Path | None = None) -> str:
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(report.title)}</title>"
         f"<style>{_STYLE}</style></head><body><h1>{escape(report.title)}</h1>",
         f'<p class="group group-{escape(group.status)}" style="background:{background}">{escape(group.line)}</p>',
+        f'<p class="counts">{escape(counts_line(report))}</p>',
+        summary_table(report),
         f"<p>{escape(report.generated_by)}; built from {escape(', '.join(report.sources))}.</p>",
     ]
     if report.reference_self_test:
@@ -256,8 +324,6 @@ def render_html(report: Report, frames_png: Path | None = None) -> str:
             '<p class="note">Every row was served by the reference endpoint, a <b>test double</b> that '
             "answers the synthetic clip by computation. It checks the tool, not a model.</p>"
         )
-    parts.append(f"<p>{escape(counts_line(report))}</p>")
-    parts.append(_status_table(report))
     parts += _aiperf_qual_section(report)
     if report.unreadable:
         items = "".join(f"<li>{escape(line)}</li>" for line in unreadable_lines(report))
@@ -268,7 +334,7 @@ def render_html(report: Report, frames_png: Path | None = None) -> str:
             "<h2>What the model is meant to see</h2><p>The frames the declared sampling policy picks from "
             f'the first clip.</p><img class="strip" alt="frame strip" src="data:image/png;base64,{encoded}">'
         )
-    for row in report.rows:
-        parts += _row_section(row)
+    for index, row in enumerate(report.rows, 1):
+        parts += _row_section(row, index)
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -1,61 +1,51 @@
-"""report.md and the GitHub step summary."""
+"""report.md and the GitHub step summary: the group line, the counts, one compact table (a row per checkpoint), then
+each row's own section: its stage story a line a part, the questions as a grid, the latency percentiles, and the
+rest in a <details> block (GitHub renders no SVG, so the distribution is given as text)."""
 
 from __future__ import annotations
 
-from ..common.text_escape import md_code, md_fence, md_text
+from ..common.text_escape import html_text, md_code, md_fence, md_text
 from ..results import IdentityCheck, OutputCheck, Report, ResultRow, SamplingFacts
 from .details import (
     AIPERF_QUAL_NOTE,
     EXAMPLES,
     NOT_REPORTED_LINE,
+    SHORT_CHARS,
+    accuracy_line,
     aiperf_qual_line,
     aiperf_qual_rows,
     comparison_line,
     counts_line,
+    distribution_line,
     figures,
     first_differing,
     flat,
     has_task_time,
-    identity_cell,
     identity_summary,
     mechanics_lines,
     ms,
-    output_check_cell,
     output_check_summary,
     pair_counts,
     profile_note,
     ran_aiperf,
+    reason_lines,
+    served_by,
+    served_by_short,
+    served_by_test_double,
     side,
     timing_scope,
     transport_cell,
     transport_line,
     unreadable_lines,
 )
-
-
-def served_by_test_double(row: ResultRow) -> bool:
-    """The row's server said it is a test double (the reference endpoint does, in every response)."""
-    return row.reference_self_test or "test double" in ((row.provenance.served_by or "") if row.provenance else "")
-
-
-def served_by(row: ResultRow) -> str:
-    """Which server a row measured, so rows of one profile merged from two servers can be told apart."""
-    if row.comparison is not None:
-        c = row.comparison
-        return f"{c.server} {c.server_version or ''}".rstrip() + f", {c.label}"
-    p = row.provenance
-    if p is None:
-        return "–"
-    where = f" at {p.endpoint}" if p.endpoint and p.mode == "endpoint" else ""
-    return f"{p.served_by or p.server_version or p.mode}{where}"
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value * 100:.0f}%"
-
+from .grid import LEGEND, both_right_cell, both_text, cell_text, question_grid
 
 # Every value from a row goes through one of these: text (md_text) or code (_code, md_fence); never raw.
 _cell = md_text
+
+SUMMARY_HEADER = (
+    "| profile | status | failed stage | served by | transport | p50 client ms | p50 task ms | req/s | both right |"
+)
 
 
 def _code(text: str | None) -> str:
@@ -63,23 +53,61 @@ def _code(text: str | None) -> str:
 
 
 def status_table(report: Report) -> list[str]:
-    lines = [
-        "| profile | served by | status | aiperf_qual | reason | transport | output check | identity | p50 client ms | "
-        "p50 task ms | req/s | forward | reversed | both right |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    """One line per row, every cell short (the full values are in the row's section)."""
+    lines = [SUMMARY_HEADER, "|---|---|---|---|---|--:|--:|--:|--:|"]
     for row in report.rows:
-        c, t, a = row.client_latency, row.server_task_time, row.accuracy
-        stage = f" (at {row.failed_stage})" if row.failed_stage else ""
+        c, t = row.client_latency, row.server_task_time
         lines.append(
-            f"| {_cell(row.profile)} | {_cell(served_by(row))} | **{row.status}**{stage} | "
-            f"{row.aiperf_qual_verdict or '–'} | {_cell(row.status_reason)} | {_cell(transport_cell(row))} | "
-            f"{_cell(output_check_cell(row))} | {_cell(identity_cell(row))} | "
-            f"{ms(c.p50_ms if c else None)} | {ms(t.p50_ms if t else None)} | "
-            f"{row.requests_per_s or '–'} | {_pct(a.forward if a else None)} | "
-            f"{_pct(a.reversed if a else None)} | {_pct(a.both_right if a else None)} |"
+            f"| {_cell(flat(row.profile, SHORT_CHARS))} | **{row.status}** | {row.failed_stage or '–'} | "
+            f"{_cell(served_by_short(row))} | {_cell(transport_cell(row))} | {ms(c.p50_ms if c else None)} | "
+            f"{ms(t.p50_ms if t else None)} | {row.requests_per_s or '–'} | {both_right_cell(row)} |"
         )
     return lines
+
+
+def _story_lines(row: ResultRow) -> list[str]:
+    """The status, then its reason a part a line (the stage story), where the row was served, and its accuracy."""
+    stage = f" (failed stage: {row.failed_stage})" if row.failed_stage else ""
+    out = [f"- Status: **{row.status}**{stage}"]
+    out += [f"  - {_cell(part)}" for part in reason_lines(row.status_reason)]
+    out.append(f"- Served by: {_cell(served_by(row))}")
+    if served_by_test_double(row):
+        out.append("- Served by the reference endpoint, a **test double**: not a TRTMC model qualification")
+    accuracy = accuracy_line(row)
+    if accuracy:
+        out.append(f"- {_cell(accuracy)}")
+    return out
+
+
+def _distribution_lines(row: ResultRow) -> list[str]:
+    """The latency percentiles of both clocks as text (the HTML draws them)."""
+    if not (row.client_latency and row.client_latency.count):
+        return []
+    out = [
+        "- Latency of the profiling requests:",
+        f"  - {_cell(distribution_line('client end-to-end (AIPerf)', row.client_latency))}",
+    ]
+    if has_task_time(row):
+        out.append(f"  - {_cell(distribution_line('server task time', row.server_task_time))}")
+    else:
+        out.append(f"  - {_cell(NOT_REPORTED_LINE)}")
+    return out
+
+
+def grid_lines(row: ResultRow) -> list[str]:
+    """The questions as a GitHub table: one line per question, a column per clip, then both; [] without grades."""
+    grid = question_grid(row)
+    if grid is None:
+        return []
+    both = len(grid.clips) == 2
+    header = ["question", *grid.clips, *(["both"] if both else [])]
+    out = ["| " + " | ".join(_cell(flat(name, 40)) for name in header) + " |", "|" + "---|" * len(header)]
+    for line in grid.lines:
+        cells = [_cell(flat(line.question_id, 40)), *(_cell(cell_text(cell)) for cell in line.cells)]
+        if both:
+            cells.append(both_text(line.both))
+        out.append("| " + " | ".join(cells) + " |")
+    return ["", *out, "", _cell(LEGEND), ""]
 
 
 def _profile_lines(row: ResultRow) -> list[str]:
@@ -152,16 +180,16 @@ def _provenance_lines(row: ResultRow) -> list[str]:
     return [f"- Provenance: {_cell(provenance)}", f"- Tokenizer (token counts only): {_cell(p.tokenizer or 'unknown')}"]
 
 
-def _row_details(row: ResultRow) -> list[str]:
-    out = [f"### {_cell(row.profile)}", "", f"- Status: **{row.status}** — {_cell(row.status_reason)}"]
-    if served_by_test_double(row):
-        out.append("- Served by the reference endpoint, a **test double**: not a TRTMC model qualification")
+def _details_lines(row: ResultRow) -> list[str]:
+    """Everything else the row holds, for the <details> block."""
+    out = []
     comparison = comparison_line(row)
     if comparison:
         out.append(f"- {_cell(comparison)}")
     out += _profile_lines(row)
     if row.status_evidence:
         out.append(f"- Evidence: {', '.join(_code(e) for e in row.status_evidence)}")
+    out.append("- Stages:")
     for stage in row.stages:
         wall = f" ({stage.wall_s:.1f} s)" if stage.wall_s is not None else ""
         out.append(f"  - {stage.name}: {stage.status}{wall} — {_cell(stage.detail)}")
@@ -179,11 +207,19 @@ def _row_details(row: ResultRow) -> list[str]:
     if row.identity is not None:
         out += _identity_lines(row.identity)
     out += [f"- {_cell(line)}" for line in mechanics_lines(row)]
-    for clip_id, clip in row.clips.items():
-        out.append(
-            f"- Clip {_code(clip_id)}: {clip.frames_counted} frames, {clip.width}x{clip.height}, "
-            f"{clip.duration_s} s at {_cell(clip.fps)} fps, sha256 {_cell(clip.sha256[:12])}"
-        )
+    out += _clip_lines(row)
+    out += _provenance_lines(row)
+    for name, command in row.commands.items():
+        out += [f"- Reproduce ({_cell(name)}):", "", *md_fence(command, indent="  ")]
+    return out
+
+
+def _clip_lines(row: ResultRow) -> list[str]:
+    out = [
+        f"- Clip {_code(clip_id)}: {clip.frames_counted} frames, {clip.width}x{clip.height}, "
+        f"{clip.duration_s} s at {_cell(clip.fps)} fps, sha256 {_cell(clip.sha256[:12])}"
+        for clip_id, clip in row.clips.items()
+    ]
     if isinstance(row.sampling, SamplingFacts):  # else {}: the row ran nothing
         sampling = row.sampling
         out.append(
@@ -191,9 +227,17 @@ def _row_details(row: ResultRow) -> list[str]:
         )
         if sampling.mismatch:
             out.append(f"- Sampling mismatch: {_cell(sampling.mismatch)}")
-    out += _provenance_lines(row)
-    for name, command in row.commands.items():
-        out += [f"- Reproduce ({_cell(name)}):", "", *md_fence(command, indent="  ")]
+    return out
+
+
+def _details_block(summary: str, lines: list[str]) -> list[str]:
+    """A <details> block GitHub renders Markdown inside (blank lines around the body); the summary is HTML text."""
+    return [f"<details><summary>{html_text(flat(summary))}</summary>", "", *lines, "", "</details>"]
+
+
+def _row_details(row: ResultRow) -> list[str]:
+    out = [f"### {_cell(row.profile)}", "", *_story_lines(row), *grid_lines(row), *_distribution_lines(row), ""]
+    out += _details_block("Stages, checks, provenance and commands", _details_lines(row))
     return out + [""]
 
 
@@ -208,7 +252,8 @@ def _aiperf_qual_lines(report: Report) -> list[str]:
 
 
 def render_markdown(report: Report) -> str:
-    out = [f"# {_cell(report.title)}", "", f"**{_cell(report.group.line)}**", ""]
+    out = [f"# {_cell(report.title)}", "", f"**{_cell(report.group.line)}**", "", counts_line(report), ""]
+    out += status_table(report) + [""]
     out += [f"Generated by {_cell(report.generated_by)} from {_cell(', '.join(report.sources))}.", ""]
     if report.reference_self_test:
         out += [
@@ -216,8 +261,6 @@ def render_markdown(report: Report) -> str:
             "clip by computation. It checks the tool, not a model.",
             "",
         ]
-    out += [counts_line(report), ""]
-    out += status_table(report) + [""]
     out += _aiperf_qual_lines(report)
     if report.unreadable:
         out += ["## Result files that could not be read", ""]
@@ -229,5 +272,10 @@ def render_markdown(report: Report) -> str:
 
 
 def render_step_summary(report: Report) -> str:
-    heading = [f"## {_cell(report.title)}", "", f"**{_cell(report.group.line)}**", ""]
-    return "\n".join([*heading, *status_table(report), ""]) + "\n"
+    """The group line, the counts and the table; each row's story, latency and grid folded in a <details> block."""
+    out = [f"## {_cell(report.title)}", "", f"**{_cell(report.group.line)}**", "", counts_line(report), ""]
+    out += status_table(report) + [""]
+    for row in report.rows:
+        body = [*_story_lines(row), *grid_lines(row), *_distribution_lines(row)]
+        out += _details_block(f"{row.profile}: {row.status}", body) + [""]
+    return "\n".join(out) + "\n"
