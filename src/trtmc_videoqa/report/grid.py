@@ -109,7 +109,7 @@ def _label(request: RequestRow) -> str:
     text = " ".join((request.answer or "").split())
     if not text:
         return ""
-    return text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 1] + "…"
+    return text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 1].rstrip() + "…"
 
 
 def _full(request: RequestRow) -> str:
