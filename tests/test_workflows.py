@@ -246,7 +246,11 @@ def test_ci_runs_dot_ci_run_on_every_supported_python() -> None:
     assert job["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
     (setup,) = steps_using(job, "actions/setup-python@")
     assert setup["with"]["python-version"] == "${{ matrix.python }}"
-    assert job["steps"][-1]["run"] == "bash .ci/run"
+    runs = [i for i, step in enumerate(job["steps"]) if step.get("run") == "bash .ci/run"]
+    assert len(runs) == 1  # once, after the set-up; only the screenshot upload may follow it, whatever the outcome
+    (upload,) = job["steps"][runs[0] + 1 :]
+    assert upload["uses"].startswith("actions/upload-artifact@") and upload["if"] == "${{ always() }}"
+    assert upload["with"]["path"] == "build/report-screenshots/"
     requires = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
     assert requires == ">=3.11,<3.14"  # the same three versions
 
