@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from ..aiperf.command import reproducible_command
 from ..common.errors import EXIT_OK, BadInput
 from ..common.safe_names import safe_name
+from ..common.text_escape import one_line, shown_name
 from ..results import ComparisonFacts
 from ..results.layout import PRIVATE_DIR
 from ..serving.transformers_serve import ServeTarget, find_transformers, serve_target
@@ -190,17 +191,17 @@ def run_compare(request: CompareRequest) -> int:
     comparison = comparison_run(request)
     if request.dry_run:
         print(
-            f"comparison: {comparison.target.model} on {comparison.device} with transformers serve "
+            f"comparison: {shown_name(comparison.target.model)} on {comparison.device} with transformers serve "
             f"({comparison.executable.name}), media adaptation {comparison.adaptation}, video transport "
-            f"{request.settings.video_transport}; row {comparison.profile}, labelled comparison (not a TRTMC "
-            "capability)"
+            f"{request.settings.video_transport}; row {shown_name(comparison.profile)}, labelled comparison (not a "
+            "TRTMC capability)"
         )
         return EXIT_OK
     # Checked as qualify checks its inputs; the API key is read (a bad --api-key-file is refused) but never sent:
     # the server is the one started here.
     workloads, _, notes = checked_run_inputs(request, self_test=False, model=LONGEST_MODEL_NAME)
     for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {one_line(note)}", file=sys.stderr)
     adaptations: list[str] = []
 
     def adapt(originals: list[Workload]) -> list[Workload]:  # under the output lock: the copy made for the server

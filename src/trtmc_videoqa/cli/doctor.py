@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from ..common.errors import EXIT_OK, EXIT_TOOL_ERROR, BadInput
+from ..common.text_escape import one_line, shown_name
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -23,7 +24,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for check in checks:
         _print(check.level, check.name, check.detail)
         if check.fix and check.level != "ok":
-            print(f"      {'':<14} fix: {check.fix}")
+            print(f"      {'':<14} fix: {one_line(check.fix)}")
     return _exit([c.level for c in checks])
 
 
@@ -50,7 +51,7 @@ def _aiperf_qual(args: argparse.Namespace) -> int:
 
 
 def _print(level: str, name: str, detail: str) -> None:
-    print(f"{level.upper():<4}  {name:<14} {detail}")
+    print(f"{level.upper():<4}  {shown_name(name):<14} {one_line(detail)}")
 
 
 def _exit(levels: list[str]) -> int:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..common.errors import EXIT_OK, BadInput
+from ..common.text_escape import one_line, shown_name
 from ..results import STAGE_ORDER
 
 if TYPE_CHECKING:
@@ -22,23 +23,24 @@ _TRANSPORT_WORDS = {
 def dry_run(request: QualifyRequest, workloads: list[Workload], notes: list[str]) -> int:
     """The plan the real run would follow, by the same rules (variant holds, unknown profiles refused)."""
     settings = request.settings
-    print(f"workload(s): {', '.join(f'{w.name} ({w.digest[:12]})' for w in workloads)}")
+    print(f"workload(s): {', '.join(f'{shown_name(w.name)} ({w.digest[:12]})' for w in workloads)}")
     print(f"video transport: {settings.video_transport} ({_TRANSPORT_WORDS[settings.video_transport]})")
     for note in notes:
-        print(f"note: {note}")
+        print(f"note: {one_line(note)}")
     for workload in workloads:
         rows = len(workload.spec.questions) * len(workload.spec.clips) * settings.repeats
         print(
-            f"per checkpoint on {workload.name}: capability check, then aiperf {settings.warmup} warmup + {rows} "
-            f"profiling requests (every question on every clip, {settings.repeats} times), then timing, grading, "
-            "the output check and native/HTTP identity"
+            f"per checkpoint on {shown_name(workload.name)}: capability check, then aiperf {settings.warmup} warmup + "
+            f"{rows} profiling requests (every question on every clip, {settings.repeats} times), then timing, "
+            "grading, the output check and native/HTTP identity"
         )
     if request.self_test:
         print(
             "target: the reference endpoint (a test double) on loopback; endpoint ladder planned -> endpoint-qualified"
         )
     elif request.endpoint:
-        print(f"target: {request.endpoint} model {request.model}; endpoint ladder planned -> endpoint-qualified")
+        target = f"{one_line(request.endpoint)} model {shown_name(request.model)}"
+        print(f"target: {target}; endpoint ladder planned -> endpoint-qualified")
     elif request.trtmc is not None:
         _checkout_plan(request.trtmc, request.profiles)
     return EXIT_OK
@@ -64,4 +66,4 @@ def _checkout_plan(trtmc: Path, profiles: list[str] | None) -> None:
                 steps = f"{held.status}: {held.status_reason}"
             else:
                 steps = " -> ".join(STAGE_ORDER[1:])
-            print(f"  {entry.profile}: {steps}")
+            print(f"  {shown_name(entry.profile)}: {one_line(steps)}")

@@ -17,7 +17,7 @@ from .. import __version__
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL_ERROR, BadInput, UserError
 from ..common.stop_signals import interrupted_by, interrupted_exit_code, stop_signals_interrupt
-from ..common.text_escape import ControlFree
+from ..common.text_escape import ControlFree, one_line, shown_name
 from .doctor import add_doctor_parser
 from .refresh import add_refresh_parser
 
@@ -31,7 +31,8 @@ DEBUG_ENV = "TRTMC_VIDEOQA_DEBUG"
 
 
 def _say(message: str) -> None:
-    print(message, file=sys.stderr)
+    """One line on stderr: a value from outside inside the message (a name, a path) never starts a line of its own."""
+    print(one_line(message), file=sys.stderr)
 
 
 # --- inventory ------------------------------------------------------------------------------------------------
@@ -66,12 +67,12 @@ def cmd_inventory(args: argparse.Namespace) -> int:
     write_model_atomic(out / "inventory.json", inventory)
     write_text_atomic(out / "inventory.md", render_inventory_markdown(inventory))
     s = inventory.summary
-    print(f"{inventory.layout_description}; commit {inventory.commit}")
+    print(one_line(f"{inventory.layout_description}; commit {inventory.commit}"))
     print(f"{s.rows} rows, {s.in_group} in the group, {s.models} models, {s.variant_rows} variant rows")
     for verdict, count in s.by_verdict.items():
         if count:
             print(f"  {verdict:<22} {count:>4}  (in group {s.in_group_by_verdict.get(verdict, 0)})")
-    print(f"capable of temporal video QA: {', '.join(s.capable) or 'none'}")
+    print(f"capable of temporal video QA: {', '.join(shown_name(p) for p in s.capable) or 'none'}")
     if inventory.lacking:
         print(f"the checkout lacked {len(inventory.lacking)} thing(s); see inventory.md")
     manifests = len(skipped_manifests(inventory))
@@ -84,8 +85,9 @@ def cmd_inventory(args: argparse.Namespace) -> int:
         print(f"skipped {len(inventory.skipped) - manifests} other path(s), not read; see inventory.md")
     if inventory.reconciliation:
         r = inventory.reconciliation
-        print(f"against {r.against}: {len(r.added)} added, {len(r.removed)} removed, {len(r.changed)} changed")
-    print(f"wrote {out / 'inventory.json'} and {out / 'inventory.md'}")
+        counts = f"{len(r.added)} added, {len(r.removed)} removed, {len(r.changed)} changed"
+        print(f"against {one_line(r.against)}: {counts}")
+    print(one_line(f"wrote {out / 'inventory.json'} and {out / 'inventory.md'}"))
     return EXIT_OK
 
 
@@ -157,7 +159,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     report = build_report(args.dirs, title=args.title)
     out: Path = args.out or args.dirs[0]
     for path in write_report(report, out, frame_strip(report, args.dirs)):
-        print(f"wrote {path}")
+        print(one_line(f"wrote {path}"))
     print(", ".join(f"{status} {count}" for status, count in report.counts.items()))
     return EXIT_OK
 
@@ -172,7 +174,7 @@ def _check_public(directories: list[Path]) -> int:
         if not directory.is_dir():
             raise BadInput(f"{directory} is not a directory; pass the --out directory of a qualify run")
         sentinels = run_sentinels(directory, extra_paths=[p for p in [source_tree()] if p], secrets=known_secrets())
-        print(f"{directory}: public check passed ({check_public(directory, sentinels)} text files scanned)")
+        print(f"{one_line(directory)}: public check passed ({check_public(directory, sentinels)} text files scanned)")
     return EXIT_OK
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.errors import BadInput
+from ..common.text_escape import one_line
 from ..results import ResultRow
 from ..results.layout import PRIVATE_DIR
 from .requests import QualifyRequest
@@ -37,7 +38,7 @@ def run_qualify(request: QualifyRequest) -> int:
 
         return dry_run(request, workloads, notes)
     for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(f"note: {one_line(note)}", file=sys.stderr)
 
     def make_rows(workloads: list[Workload], tools: RunTools) -> list[ResultRow]:
         if request.endpoint and request.model:  # from_cli: --endpoint always comes with --model

@@ -19,6 +19,7 @@ from ..aiperf.locate import locate_aiperf
 from ..aiperf.tokenizer import choose_tokenizer
 from ..common.errors import EXIT_OK, EXIT_TOOL_ERROR
 from ..common.pins import load_pins
+from ..common.text_escape import one_line, shown_name
 from ..results import ResultRow
 
 if TYPE_CHECKING:
@@ -79,8 +80,8 @@ def print_rows(request: RunRequest, rows: list[ResultRow]) -> int:
     for row in rows:
         stage = f" at {row.failed_stage}" if row.failed_stage else ""
         reused = " (reused)" if row.reused else ""
-        print(f"{row.profile}: {row.status}{stage}{reused} — {row.status_reason}")
-    print(f"report: {request.out / 'report.html'}")
+        print(f"{shown_name(row.profile)}: {row.status}{stage}{reused} — {one_line(row.status_reason)}")
+    print(one_line(f"report: {request.out / 'report.html'}"))
     if request.strict and any(row.status == "failed" and row.in_group for row in rows):
         return EXIT_TOOL_ERROR
     return EXIT_OK
@@ -128,7 +129,9 @@ def _progress(quiet: bool) -> Callable[[str], None]:
     if quiet or os.environ.get("CI") or not sys.stderr.isatty():
         return lambda _: None
     start = time.monotonic()
-    return lambda message: print(f"  [{time.monotonic() - start:6.1f} s] {message}", file=sys.stderr, flush=True)
+    return lambda message: print(
+        f"  [{time.monotonic() - start:6.1f} s] {one_line(message)}", file=sys.stderr, flush=True
+    )
 
 
 def _our_command(argv: list[str]) -> str:

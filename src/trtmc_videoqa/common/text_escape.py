@@ -1,8 +1,14 @@
 """Text from outside (a model's answer, a server's fingerprint, a manifest or file name) made safe for each format
-the tool writes, one function per format: Markdown prose, Markdown code, HTML, XML and the terminal.
+the tool writes, one function per format: Markdown prose, Markdown code, HTML, XML, JSON and the terminal.
 
-Such text may hold `|` or a newline (breaking a Markdown table row), `<script>` (raw HTML in Markdown), or control
-characters: ESC makes junit.xml invalid XML and, printed, drives the terminal. Imports nothing of ours.
+Such text may hold `|` or a newline (breaking a Markdown table row, or starting a forged line of its own on the
+terminal), `<script>` (raw HTML in Markdown), control characters (ESC makes junit.xml invalid XML and, printed,
+drives the terminal), or bidirectional controls (U+202E turns `gpj.exe` into what reads as `exe.jpg`). Every
+human-facing output shows a bidirectional control (U+202A-U+202E, U+2066-U+2069) and a line or paragraph separator
+escaped, as `\\u202e`; a name (`shown_name`: a profile, a model, a workload) shows its zero-width and invisible
+formatting characters escaped too, so two names that look alike never read as one. Answers keep their joiners,
+which many scripts need. The evidence files (result.json, requests.jsonl, AIPerf's exports) keep the raw text.
+Imports nothing of ours.
 """
 
 from __future__ import annotations
@@ -19,16 +25,41 @@ _NOT_XML = re.compile(r"[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010f
 # word starts no emphasis, so names like model_call_ms stay as they read).
 _MD_SPECIAL = re.compile(r"([\\`*\[\]|])")
 _MD_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# Bidirectional embeddings, overrides and isolates, and the line and paragraph separators: shown as escapes.
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+# Zero-width and invisible formatting characters (and the Arabic letter mark): shown as escapes in names only.
+_INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u061c\u180e]")
+# What a JSON report writes as a \u escape inside its strings (the value parsed back is the same text).
+_JSON_ESCAPED = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\u200b-\u200f\u2060-\u2064\ufeff\u061c]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 def without_controls(text: str) -> str:
-    """Control characters removed; tab and newline kept."""
-    return _CONTROLS.sub("", text)
+    """Control characters removed, bidirectional controls and line separators shown escaped; tab and newline
+    kept."""
+    return _BIDI.sub(_escape, _CONTROLS.sub("", text))
 
 
 def one_line(text: object) -> str:
-    """Control characters removed and every run of white space (newlines too) one space."""
+    """Control characters removed, bidirectional controls escaped, and every run of white space (newlines too) one
+    space: nothing in it starts a line of output of its own."""
     return " ".join(without_controls(str(text)).split())
+
+
+def shown_name(text: object) -> str:
+    """A name from outside (a profile, a model, a workload, a manifest's name) as one line, its bidirectional,
+    zero-width and invisible formatting characters shown as escapes."""
+    return _INVISIBLE.sub(_escape, one_line(text))
+
+
+def json_inert(text: str) -> str:
+    """A JSON document (as `json.dumps` or pydantic writes it) with C1 controls, bidirectional controls, line
+    separators and zero-width characters written as `\\u` escapes: the data parsed back is the same, the file read
+    by a person shows them. Such characters only occur inside JSON strings, where the escape is valid."""
+    return _JSON_ESCAPED.sub(_escape, text)
 
 
 def md_text(text: object) -> str:
@@ -60,17 +91,22 @@ def md_fence(text: object, indent: str = "") -> list[str]:
 
 
 def html_text(text: object) -> str:
-    """HTML text or an attribute value: control characters removed, then escaped (quotes too)."""
+    """HTML text or an attribute value: control characters removed, bidirectional controls shown escaped, then
+    escaped (quotes too). A newline left in text is white space where the page shows it (no element of the page
+    keeps line breaks), so it starts no line."""
     return html.escape(without_controls(str(text)), quote=True)
 
 
 def xml_text(text: str) -> str:
-    """Only what XML 1.0 allows (ElementTree escapes the markup characters itself, but writes any character)."""
-    return _NOT_XML.sub("", text)
+    """Only what XML 1.0 allows (ElementTree escapes the markup characters itself, but writes any character), the
+    bidirectional controls shown escaped."""
+    return _BIDI.sub(_escape, _NOT_XML.sub("", text))
 
 
 class ControlFree:
-    """A terminal stream that writes no control character but tab and newline: nothing printed drives the terminal."""
+    """A terminal stream that writes no control character but tab and newline, and shows bidirectional controls
+    escaped: nothing printed drives the terminal or reorders a line. (Each caller writes text from outside with
+    `one_line` or `shown_name`, so none of it starts a line of its own.)"""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream

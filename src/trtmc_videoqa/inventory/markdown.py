@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..common.text_escape import md_code, md_text
+from ..common.text_escape import md_code, md_text, shown_name
 from ..results import CheckpointEntry, Inventory
 from .audit import skipped_manifests
 from .normal_profile import normal_of
@@ -14,7 +14,8 @@ def _cell(value: object) -> str:
 
 
 def _code(value: object) -> str:
-    return md_code(value, in_table=True)
+    """A name or path from the checkout: its zero-width and bidirectional characters shown escaped."""
+    return md_code(shown_name(value), in_table=True)
 
 
 def _evidence(entry: CheckpointEntry) -> str:
@@ -44,8 +45,8 @@ def _table(entries: list[CheckpointEntry], everyone: list[CheckpointEntry]) -> l
             "| "
             + " | ".join(
                 [
-                    _cell(e.profile),
-                    _cell(e.checkpoint),
+                    _cell(shown_name(e.profile)),
+                    _cell(shown_name(e.checkpoint)),
                     _cell(e.revision[:12] if e.revision else None),
                     _cell(e.precision),
                     _cell(e.task),
@@ -89,7 +90,7 @@ def render_inventory_markdown(inventory: Inventory) -> str:
         f"- Commit: {_code(inventory.commit)} — {_cell(pin)}",
         f"- Rows: {s.rows} manifests, {s.in_group} in the vision/video group; {s.models} models "
         f"(distinct checkpoints without variants), {s.variant_rows} variant rows",
-        f"- Capable of temporal video QA: {_cell(', '.join(s.capable) or 'none')}",
+        f"- Capable of temporal video QA: {_cell(', '.join(map(shown_name, s.capable)) or 'none')}",
         _normal_summary(inventory.entries),
     ]
     if inventory.skipped:

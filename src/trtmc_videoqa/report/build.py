@@ -8,9 +8,10 @@ from pathlib import Path
 
 from .. import __version__
 from ..aiperf_qual.verdicts import with_verdict
-from ..common.atomic_write import open_for_appending, write_model_atomic, write_text_atomic
+from ..common.atomic_write import open_for_appending, write_text_atomic
 from ..common.errors import UserError
 from ..common.safe_read import MAX_RESULT_BYTES, read_regular_file
+from ..common.text_escape import json_inert
 from ..results import Report, ResultRow, UnreadableRow
 from ..results.layout import CHECKPOINTS_DIR, RESULT_FILE
 from .group import aiperf_qual_group, group_line
@@ -121,7 +122,8 @@ def frame_strip(report: Report, directories: list[Path]) -> Path | None:
 
 def write_report(report: Report, out: Path, frames_png: Path | None = None) -> list[Path]:
     written = [
-        write_model_atomic(out / "report.json", report),
+        # bidirectional and zero-width characters as \u escapes: the same data, shown escaped
+        write_text_atomic(out / "report.json", json_inert(report.model_dump_json(indent=2)) + "\n"),
         write_text_atomic(out / "report.md", render_markdown(report)),
         write_text_atomic(out / "report.html", render_html(report, frames_png)),
         write_text_atomic(out / "junit.xml", render_junit(report)),

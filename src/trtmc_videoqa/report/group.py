@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Final
 
 from ..aiperf_qual.verdicts import group_verdict
+from ..common.text_escape import shown_name
 from ..results import COMPARISON_LABEL, GroupLine, GroupVerdict, ResultRow
 
 CAPABLE_VERDICT: Final = "temporal-video-qa"
@@ -69,7 +70,7 @@ def _common_gap(rows: list[ResultRow]) -> str:
 
 def _where(row: ResultRow) -> str:
     stage = f" at {row.failed_stage}" if row.failed_stage else ""
-    return f"{row.profile}{stage}: {_short(row.status_reason)}"
+    return f"{shown_name(row.profile)}{stage}: {_short(row.status_reason)}"
 
 
 def _trtmc_line(rows: list[ResultRow]) -> GroupLine:
@@ -91,7 +92,7 @@ def _trtmc_line(rows: list[ResultRow]) -> GroupLine:
         )
         return GroupLine(status="blocked", line=line)
     short = [row for row in capable if row.status != QUALIFIED]
-    named = "; ".join(f"{row.profile} ({row.status}: {_short(row.status_reason)})" for row in short)
+    named = "; ".join(f"{shown_name(row.profile)} ({row.status}: {_short(row.status_reason)})" for row in short)
     line = f"Group: blocked: {len(short)} of {len(capable)} capable checkpoint(s) not {QUALIFIED}: {named}"
     return GroupLine(status="blocked", line=line)
 

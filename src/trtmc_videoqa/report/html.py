@@ -9,6 +9,7 @@ import base64
 from pathlib import Path
 
 from ..common.text_escape import html_text as escape
+from ..common.text_escape import one_line, shown_name
 from ..results import IdentityCheck, LatencyStats, OutputCheck, Report, ResultRow
 from .details import (
     AIPERF_QUAL_NOTE,
@@ -258,7 +259,7 @@ def _checks(row: ResultRow) -> str:
 def _row_section(row: ResultRow, index: int) -> list[str]:
     parts = [
         f'<section class="checkpoint" id="row-{index}" data-profile="{escape(row.profile)}">'
-        f"<h2>{escape(row.profile)} {_status(row)}</h2>",
+        f"<h2>{escape(shown_name(row.profile))} {_status(row)}</h2>",
         *_story(row),
         '<div class="panels"><div class="panel"><h3>Questions: forward, reversed, both</h3>'
         f'{grid_table(row)}</div><div class="panel"><h3>Latency distribution</h3>{distribution(row)}</div></div>',
@@ -281,10 +282,11 @@ def _summary_line(row: ResultRow, index: int) -> str:
     c, t = row.client_latency, row.server_task_time
     numbers = (ms(c.p50_ms if c else None), ms(t.p50_ms if t else None), str(row.requests_per_s or "–"))
     both = f'<td class="num" title="{escape(accuracy_line(row) or "no accuracy")}">{escape(both_right_cell(row))}</td>'
+    name = shown_name(row.profile)
     return (
-        f'<tr><td><a href="#row-{index}" title="{escape(row.profile)}">{escape(flat(row.profile, SHORT_CHARS))}</a>'
+        f'<tr><td><a href="#row-{index}" title="{escape(name)}">{escape(flat(name, SHORT_CHARS))}</a>'
         f'</td><td>{_status(row)}</td><td class="nowrap">{escape(row.failed_stage or "–")}</td>'
-        f'<td title="{escape(served_by(row))}">{escape(served_by_short(row))}</td>'
+        f'<td title="{escape(one_line(served_by(row)))}">{escape(served_by_short(row))}</td>'
         f'<td class="nowrap">{escape(transport_cell(row))}</td>'
         + "".join(f'<td class="num">{escape(number)}</td>' for number in numbers)
         + f"{both}</tr>"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from xml.etree import ElementTree as ET
 
-from ..common.text_escape import xml_text
+from ..common.text_escape import one_line, shown_name, xml_text
 from ..results import GroupLine, Report
 from .details import transport_cell
 from .group import FAILING
@@ -31,9 +31,10 @@ def _group_case(suite: ET.Element, group: GroupLine) -> None:
 
 
 def _only_xml_characters(root: ET.Element) -> None:
-    """Every text and attribute value of the tree holds only what XML 1.0 allows (a server's text may hold ESC)."""
+    """Every text and attribute value of the tree holds only what XML 1.0 allows (a server's text may hold ESC), an
+    attribute one line (a message with a line break from outside would show a line of its own)."""
     for node in root.iter():
-        node.attrib = {name: xml_text(value) for name, value in node.attrib.items()}
+        node.attrib = {name: xml_text(one_line(value)) for name, value in node.attrib.items()}
         if node.text:
             node.text = xml_text(node.text)
 
@@ -53,13 +54,15 @@ def render_junit(report: Report) -> str:
     )
     _group_case(suite, report.group)
     for row in report.rows:
-        case = ET.SubElement(suite, "testcase", classname=f"trtmc-videoqa.{row.family or 'endpoint'}", name=row.profile)
+        case = ET.SubElement(
+            suite, "testcase", classname=f"trtmc-videoqa.{row.family or 'endpoint'}", name=shown_name(row.profile)
+        )
         if row.video_transport or row.transport_attempts:
             properties = ET.SubElement(case, "properties")
             ET.SubElement(properties, "property", name="video_transport", value=transport_cell(row))
         if row.status == "failed":
             node = ET.SubElement(case, "failure", message=f"failed at {row.failed_stage}: {row.status_reason}")
-            node.text = "\n".join(f"{s.name}: {s.status} {s.detail}" for s in row.stages)
+            node.text = "\n".join(f"{s.name}: {s.status} {one_line(s.detail)}" for s in row.stages)
         elif row.status == "unverified":
             ET.SubElement(case, "failure", message=f"unverified: {row.status_reason}")
         elif row.status not in PASSING:

@@ -4,7 +4,7 @@ rest in a <details> block (GitHub renders no SVG, so the distribution is given a
 
 from __future__ import annotations
 
-from ..common.text_escape import html_text, md_code, md_fence, md_text
+from ..common.text_escape import html_text, md_code, md_fence, md_text, shown_name
 from ..results import IdentityCheck, OutputCheck, Report, ResultRow, SamplingFacts
 from .details import (
     AIPERF_QUAL_NOTE,
@@ -58,7 +58,7 @@ def status_table(report: Report) -> list[str]:
     for row in report.rows:
         c, t = row.client_latency, row.server_task_time
         lines.append(
-            f"| {_cell(flat(row.profile, SHORT_CHARS))} | **{row.status}** | {row.failed_stage or '–'} | "
+            f"| {_cell(flat(shown_name(row.profile), SHORT_CHARS))} | **{row.status}** | {row.failed_stage or '–'} | "
             f"{_cell(served_by_short(row))} | {_cell(transport_cell(row))} | {ms(c.p50_ms if c else None)} | "
             f"{ms(t.p50_ms if t else None)} | {row.requests_per_s or '–'} | {both_right_cell(row)} |"
         )
@@ -236,7 +236,8 @@ def _details_block(summary: str, lines: list[str]) -> list[str]:
 
 
 def _row_details(row: ResultRow) -> list[str]:
-    out = [f"### {_cell(row.profile)}", "", *_story_lines(row), *grid_lines(row), *_distribution_lines(row), ""]
+    heading = f"### {_cell(shown_name(row.profile))}"
+    out = [heading, "", *_story_lines(row), *grid_lines(row), *_distribution_lines(row), ""]
     out += _details_block("Stages, checks, provenance and commands", _details_lines(row))
     return out + [""]
 
@@ -277,5 +278,5 @@ def render_step_summary(report: Report) -> str:
     out += status_table(report) + [""]
     for row in report.rows:
         body = [*_story_lines(row), *grid_lines(row), *_distribution_lines(row)]
-        out += _details_block(f"{row.profile}: {row.status}", body) + [""]
+        out += _details_block(f"{shown_name(row.profile)}: {row.status}", body) + [""]
     return "\n".join(out) + "\n"
