@@ -93,6 +93,12 @@ class RequestRow(_Model):
     end_ns: int | None = None
     client_latency_ms: float | None = Field(default=None, description="AIPerf's end-to-end latency")
     server_task_ms: float | None = Field(default=None, description="the server's own task time for this request")
+    server_task_invalid: str | None = Field(
+        default=None,
+        description="why the task time the server gave for this request was not believed (not a finite number from "
+        "zero up to the request's own client latency): where it was read, the value, the rule it broke; "
+        "server_task_ms is then None and the value is left out of every figure",
+    )
     http_status: int | None = None
     error: str | None = None
     answer: str | None = None

@@ -1,10 +1,17 @@
 """The join: every planned request matched to AIPerf's record of it by identity (the conversation id), the server's
 own task time found by X-Request-ID, and each steady-state answer graded. A planned request without a record, or
-one AIPerf sent in the wrong phase or more than once, is an error on its row, never dropped."""
+one AIPerf sent in the wrong phase or more than once, is an error on its row, never dropped.
+
+A server's task time is checked before it is believed (issue 26): it must be a finite number from zero up to the
+request's own client latency (with TASK_TIME_TOLERANCE_MS and TASK_TIME_TOLERANCE_SHARE for two clocks). Anything
+else (a negative, NaN, infinity, 1e308, a string, a number over the client latency) is kept off the figures and
+recorded on the request as `server_task_invalid`, the value and the rule it broke; the timing stage counts and
+names those requests."""
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +38,11 @@ FIELD_SCOPES = {
 SCOPE_KEYS = ("timing_scope", "scope")
 RECORD_ID_FIELDS = ("request_id", "x_request_id", "id")
 NO_RECORD = "no record: the request was never completed"
+# A task time may exceed the request's client latency by this much: the server's clock and AIPerf's are two clocks,
+# each rounding its own way. The larger of the two allowances applies.
+TASK_TIME_TOLERANCE_MS = 1.0
+TASK_TIME_TOLERANCE_SHARE = 0.01
+SHOWN_VALUE_CHARS = 40  # a value that is not a task time is quoted up to this many characters
 
 
 @dataclass
@@ -50,7 +62,7 @@ def read_server_records(path: Path | None) -> dict[str, dict[str, Any]]:
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # torn, not JSON, an integer past Python's digit limit, too deep
             continue
         if not isinstance(record, dict):  # a line that is JSON but no record: not this server's format
             continue
@@ -61,36 +73,76 @@ def read_server_records(path: Path | None) -> dict[str, dict[str, Any]]:
 
 
 def server_task_time(client: ClientRecord, records: dict[str, dict[str, Any]]) -> TaskTime:
-    """The server's own task time for this request, the field it came from and what it measures."""
+    """The server's own task time for this request, the field it came from and what it measures; checked against
+    the request's own client latency (`invalid` says why a value the server gave is not believed)."""
     for outer, inner in RESPONSE_TASK_FIELDS:
         timing = client.response_fields.get(outer)
-        if isinstance(timing, dict) and _is_number(timing.get(inner)):
-            return TaskTime(float(timing[inner]), f"response.{outer}.{inner}", _scope(timing, inner))
-    return record_task_time(records.get(client.x_request_id or ""))
+        if isinstance(timing, dict) and timing.get(inner) is not None:
+            found = _task_time(timing, inner, f"response.{outer}.{inner}")
+            return within_client_latency(found, client.latency_ms)
+    return within_client_latency(record_task_time(records.get(client.x_request_id or "")), client.latency_ms)
 
 
 def record_task_time(record: dict[str, Any] | None) -> TaskTime:
-    """A records-file line's task time: perf_serving's nested `timing` object first, then a flat record's field."""
+    """A records-file line's task time: perf_serving's nested `timing` object first, then a flat record's field.
+    The first field present decides (JSON null is absent); a value that is no finite, non-negative number is
+    `invalid`."""
     if record:
         nested = record.get(RECORD_TIMING_OBJECT)
         for where, holder in ((f"records.{RECORD_TIMING_OBJECT}.", nested), ("records.", record)):
             if not isinstance(holder, dict):
                 continue
             for name in RECORD_TASK_FIELDS:
-                if _is_number(holder.get(name)):
-                    return TaskTime(float(holder[name]), where + name, _scope(holder, name))
+                if holder.get(name) is not None:
+                    return _task_time(holder, name, where + name)
     return TaskTime(None, None, None)
 
 
 @dataclass(frozen=True)
 class TaskTime:
-    ms: float | None
-    field: str | None
+    ms: float | None  # None when absent, and when invalid
+    field: str | None  # where a valid time was read
     scope: str | None
+    invalid: str | None = None  # the value the server gave, where, and the rule it broke
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def task_time_problem(value: object) -> tuple[float | None, str | None]:
+    """(the value as milliseconds, None) for a finite number from zero up; else (None, why it is no task time)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None, f"is not a number ({_shown(value)})"
+    try:
+        ms = float(value)
+    except OverflowError:  # an integer beyond any float: 10**400 in JSON
+        return None, f"is not a finite number ({_shown(value)})"
+    if not math.isfinite(ms):
+        return None, f"is not a finite number ({_shown(value)})"
+    if ms < 0:
+        return None, f"is below zero ({ms:g} ms)"
+    return ms, None
+
+
+def within_client_latency(found: TaskTime, client_latency_ms: float | None) -> TaskTime:
+    """`found` unless it exceeds the request's own client latency (beyond the tolerance): a server cannot spend
+    longer on a request than the client waited for it. Without a client latency (a failed request) it stands."""
+    if found.ms is None or client_latency_ms is None or not math.isfinite(client_latency_ms):
+        return found
+    allowed = client_latency_ms + max(TASK_TIME_TOLERANCE_MS, client_latency_ms * TASK_TIME_TOLERANCE_SHARE)
+    if found.ms <= allowed:
+        return found
+    why = f"is over the request's own client latency ({found.ms:g} ms > {client_latency_ms:g} ms)"
+    return TaskTime(None, None, None, invalid=f"`{found.field}` {why}")
+
+
+def _task_time(holder: dict[str, Any], name: str, where: str) -> TaskTime:
+    ms, problem = task_time_problem(holder[name])
+    if problem is not None:
+        return TaskTime(None, None, None, invalid=f"`{where}` {problem}")
+    return TaskTime(ms, where, _scope(holder, name))
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= SHOWN_VALUE_CHARS else text[: SHOWN_VALUE_CHARS - 1] + "…"
 
 
 def _scope(holder: dict[str, Any], name: str) -> str:
@@ -172,6 +224,7 @@ def _joined_row(
         end_ns=client.end_ns,
         client_latency_ms=client.latency_ms,
         server_task_ms=task_time.ms,
+        server_task_invalid=task_time.invalid,
         http_status=client.http_status,
         error=client.error or problem,
         answer=client.answer,
