@@ -23,7 +23,7 @@ from ..results import ComparisonFacts
 from ..results.layout import PRIVATE_DIR
 from ..serving.transformers_serve import ServeTarget, find_transformers, serve_target
 from .qualify_args import add_run_arguments
-from .requests import RunRequest
+from .requests import RunRequest, plain_value
 
 if TYPE_CHECKING:
     from ..results import ResultRow
@@ -135,6 +135,8 @@ class CompareRequest(RunRequest):
         """The request, or a UserError (or a ValidationError of the settings) naming the option and the fix."""
         if args.startup_timeout <= 0:
             raise BadInput("--startup-timeout must be positive: the seconds the server may take to load the model")
+        for option in ("checkpoint", "revision", "profile", "device", "dtype"):
+            plain_value(f"--{option}", getattr(args, option))
         return cls(
             **cls.run_fields(args),
             checkpoint=args.checkpoint,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -42,6 +43,7 @@ class RunRequest(BaseModel):
     def run_fields(args: argparse.Namespace) -> dict[str, Any]:
         """The shared fields from the parsed options, the settings and the startup timeout checked here."""
         settings = settings_from(args)
+        plain_value("--workload", args.workload)
         if not 0 < args.startup_timeout < math.inf:  # nan fails both comparisons
             raise BadInput("--startup-timeout must be positive: the seconds a server we start may take to get ready")
         return {
@@ -87,7 +89,9 @@ class QualifyRequest(RunRequest):
             raise BadInput(
                 "--native-url goes with --endpoint (a --trtmc run starts the checkout's own perf_serving for it)"
             )
-        _no_credential_in_urls({"--endpoint": args.endpoint, "--native-url": args.native_url})
+        for option, value in (("--model", args.model), *(("--profile", name) for name in args.profile or [])):
+            plain_value(option, value)
+        _checked_urls({"--endpoint": args.endpoint, "--native-url": args.native_url})
         stated = _stated(args.server_setting)
         fields = cls.run_fields(args)
         _check_server_records(args.server_records, args.endpoint)
@@ -115,7 +119,8 @@ def _stated(items: list[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise BadInput(f"--server-setting {item!r} is not KEY=VALUE")
+            raise BadInput(f"--server-setting {ascii(item)} is not KEY=VALUE")
+        plain_value("--server-setting", item)
         stated[key] = value
     return stated
 
@@ -130,6 +135,40 @@ def _check_server_records(records: Path | None, endpoint: str | None) -> None:
             f"--server-records {records}: no such file; give the file the server writes "
             "its per-request records to (trtmc-server --records FILE)"
         )
+
+
+# What no value given on the command line may hold: it is written into command.txt, the row and every report, where
+# a line break (a forged command line, a forged line of output) or a control character has no place.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def plain_value(option: str, value: str | None) -> None:
+    """Refuse a value holding a line break or control character, naming the option (the value shown escaped)."""
+    if value is not None and _CONTROL.search(value):
+        shown = ascii(value)
+        raise BadInput(
+            f"{option} {shown[:80]}{'...' if len(shown) > 80 else ''} holds a line break or control character; "
+            "it is written into command.txt, the row and every report: give it without"
+        )
+
+
+def _checked_urls(urls: dict[str, str | None]) -> None:
+    """Each URL given is one a request can go to: http or https, a host, a port that is a number, no white space or
+    control character, and no credential. A refusal names the option and never repeats the URL (it may hold a
+    key)."""
+    for option, url in urls.items():
+        if url is None:
+            continue
+        if _CONTROL.search(url) or any(char.isspace() for char in url):
+            raise BadInput(f"{option} holds white space or a control character; give the URL as http://HOST:PORT")
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 (a port that is not a number in range raises here)
+        except ValueError as error:
+            raise BadInput(f"{option} is not a valid URL ({error}); give it as http://HOST:PORT") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise BadInput(f"{option} is not an http:// or https:// URL with a host; give it as http://HOST:PORT")
+    _no_credential_in_urls(urls)
 
 
 def _no_credential_in_urls(urls: dict[str, str | None]) -> None:

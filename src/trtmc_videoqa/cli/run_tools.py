@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -14,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..aiperf.command import API_KEY_PLACEHOLDER
+from ..aiperf.command import API_KEY_PLACEHOLDER, reproducible_command
 from ..aiperf.locate import locate_aiperf
 from ..aiperf.tokenizer import choose_tokenizer
 from ..common.errors import EXIT_OK, EXIT_TOOL_ERROR
@@ -135,7 +134,8 @@ def _progress(quiet: bool) -> Callable[[str], None]:
 
 
 def _our_command(argv: list[str]) -> str:
-    return " ".join(shlex.quote(part) for part in ["trtmc-videoqa", *argv])
+    """Our own command line as command.txt records it: one line, however its values were written."""
+    return reproducible_command(["trtmc-videoqa", *argv])
 
 
 def _report_and_publish(

@@ -6,8 +6,11 @@ A row never claims more than its evidence: a qualified row's reason names each g
 
 from __future__ import annotations
 
+import itertools
+import re
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..aiperf.command import UNSAFE_IN_COMMAND
 from ..aiperf_qual.execution_file import write_execution
 from ..aiperf_qual.verdicts import with_verdict
 from ..common.atomic_write import write_model_atomic, write_text_atomic
@@ -162,6 +165,46 @@ def finish_row(job: QualifyJob, row: ResultRow, commands: dict[str, str]) -> Res
         )
     row = with_verdict(row.model_copy(update={"commands": commands}))
     write_execution(row_dir, row)
-    write_text_atomic(row_dir / COMMAND_FILE, "".join(f"# {name}\n{command}\n" for name, command in commands.items()))
+    write_text_atomic(row_dir / COMMAND_FILE, command_file_text(commands))
     write_model_atomic(row_dir / RESULT_FILE, row)
     return row
+
+
+# command.txt: a section per command, in order: its marker `# NAME` on a line of its own, the notes we wrote
+# (`# ...`), then exactly one command line, which never starts with `#`. No value can start a line (a recorded value
+# holds no line break: aiperf/command.py's quoting), so no value can forge a marker, and the first line after a
+# marker that does not start with `#` is that section's command: docs/public-evidence.md's recipe picks it so.
+COMMAND_FILE_HEADER = (
+    "# The commands that made this row, a section each: '# NAME', its notes, then one command line. Pick one with\n"
+    "# sed -n '/^# NAME$/,/^[^#]/{/^[^#]/p}' command.txt (docs/public-evidence.md)"
+)
+_SECTION_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
+# Written where a command cannot be written safely: the shell's no-op with a quoted sentence of ours, no value.
+NOT_RECORDED = (
+    ": 'not recorded: this command held a line break or control character that no command line may hold; "
+    "result.json has it'"
+)
+
+
+def command_file_text(commands: dict[str, str]) -> str:
+    """command.txt's text: each command's section with its marker, its notes (the leading `#` lines), then its one
+    command line; a command that is not one safe line after its notes (a value's line break got past the quoting,
+    a control character) is written as a line the shell runs as nothing, which says so."""
+    lines = [COMMAND_FILE_HEADER]
+    for name, command in commands.items():
+        if not _SECTION_NAME.fullmatch(name):
+            raise ValueError(f"a command section is named by us, plainly; got {name!r}")
+        parts = command.split("\n")
+        notes = list(itertools.takewhile(lambda part: part.startswith("#"), parts))
+        rest = parts[len(notes) :]  # one line, unless a value carried a line break past our quoting
+        lines.append(f"# {name}")
+        lines += [_note_line(note) for note in notes]
+        safe = len(rest) == 1 and rest[0].strip() and not UNSAFE_IN_COMMAND.search(rest[0])
+        lines.append(rest[0] if safe else NOT_RECORDED)
+    return "\n".join(lines) + "\n"
+
+
+def _note_line(note: str) -> str:
+    """A note of ours before a command: a comment, never a marker, holding no control character."""
+    text = "# " + UNSAFE_IN_COMMAND.sub("?", note.lstrip("#").strip())
+    return text + " (note)" if _SECTION_NAME.fullmatch(text[2:]) else text
