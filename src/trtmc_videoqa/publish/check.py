@@ -1,9 +1,13 @@
 """The public-artifact gate: nothing published from an output directory names the machine it ran on.
 
 Everything under an output directory is public except each row's ``private/`` folder (raw logs). Public files must
-not carry an absolute path of the run (the output directory, the venv, the TRTMC checkout, $HOME, the temp dir), the
-user or host name, or a secret value. `run_sentinels` gathers this run's values, `scan_public` finds them in the
-public text files, `check_public` refuses the directory when any turns up.
+not carry an absolute path of this machine (the run's own: the output directory, the venv, the TRTMC checkout,
+$HOME, the temp dir; and any other path that exists here outside the system locations, publish/evidence.py), the
+user or host name where it is machine-derived (in a path, in `user@host`, in a file the tool composes), or a secret
+value. The user or host name as a word of workload or server text ("asked as root", an answer that says "runner")
+is a warning naming file and line, never a failure: that text is measured evidence, never rewritten (issue 26).
+`run_sentinels` gathers this run's values, `scan_tree` reads the public text files once, `check_public` refuses the
+directory when anything fails and says the warnings.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import socket
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from ..common.errors import UserError
 from ..common.scrub import REDACTED
 from ..results.layout import PRIVATE_DIR
+from .evidence import is_outside_text, machine_paths, token_around
 
 HitKind = Literal["path", "user-or-host", "secret"]
 
@@ -184,9 +190,11 @@ def _alternation(values: Iterable[str]) -> str:
 
 @dataclass(frozen=True)
 class _Matchers:
-    """The sentinels compiled once per scan: one pattern per kind that has values."""
+    """The sentinels compiled once per scan: one pattern per kind that has values; the words apart, since where a
+    word stands decides whether it fails the check or is a warning."""
 
-    patterns: tuple[tuple[HitKind, re.Pattern[str]], ...]
+    patterns: tuple[tuple[HitKind, re.Pattern[str]], ...]  # paths and secrets
+    words: re.Pattern[str] | None
     secrets: tuple[str, ...]  # longest first, for redaction
     overlap: int  # bytes carried across a piece's edge: the longest sentinel, and room for the lookarounds
 
@@ -194,7 +202,6 @@ class _Matchers:
     def of(cls, sentinels: PublicSentinels) -> _Matchers:
         sources: list[tuple[HitKind, list[str], str, str]] = [
             ("path", sentinels.paths, PATH_BEFORE, PATH_AFTER),
-            ("user-or-host", sentinels.words, WORD_BEFORE, WORD_AFTER),
             ("secret", sentinels.secrets, "", ""),
         ]
         patterns = tuple(
@@ -202,9 +209,10 @@ class _Matchers:
             for kind, values, before, after in sources
             if values
         )
+        words = re.compile(f"{WORD_BEFORE}(?:{_alternation(sentinels.words)}){WORD_AFTER}") if sentinels.words else None
         every = [*sentinels.paths, *sentinels.words, *sentinels.secrets]
         longest = max((len(value.encode()) for value in every), default=0)
-        return cls(patterns, tuple(sorted(sentinels.secrets, key=len, reverse=True)), longest + 16)
+        return cls(patterns, words, tuple(sorted(sentinels.secrets, key=len, reverse=True)), longest + 16)
 
     def redact(self, text: str) -> str:
         for secret in self.secrets:
@@ -212,14 +220,34 @@ class _Matchers:
         return text
 
     def find(self, text: str) -> Iterator[tuple[HitKind, str]]:
-        """Each kind that hits this text, with an excerpt around its first hit (secrets redacted)."""
+        """Each kind that hits this text, with an excerpt around its first hit (secrets redacted): a sentinel path,
+        else any path that exists on this machine (publish/evidence.py), and a secret."""
         redacted: str | None = None
+        kinds: list[HitKind] = []
         for kind, pattern in self.patterns:
             found = pattern.search(text)
             if found is None:
                 continue
             redacted = self.redact(text) if redacted is None else redacted
+            kinds.append(kind)
             yield kind, _excerpt(redacted, _span(kind, pattern, redacted, found.span()))
+        if "path" not in kinds:
+            redacted = self.redact(text) if redacted is None else redacted
+            span = next(machine_paths(redacted), None)
+            if span is not None:
+                yield "path", _excerpt(redacted, span)
+
+    def find_words(self, text: str) -> tuple[str, list[str]] | None:
+        """(excerpt around the first, the token each user or host name stands in) for this text; None: none."""
+        if self.words is None:
+            return None
+        found = list(self.words.finditer(text))
+        if not found:
+            return None
+        tokens = [token_around(text, *hit.span()) for hit in found]
+        redacted = self.redact(text)
+        again = self.words.search(redacted)
+        return _excerpt(redacted, again.span() if again else found[0].span()), tokens
 
 
 def _span(kind: HitKind, pattern: re.Pattern[str], redacted: str, fallback: tuple[int, int]) -> tuple[int, int]:
@@ -277,33 +305,81 @@ def _is_binary(path: Path, handle: BinaryIO) -> bool:
     return binary
 
 
-def _scan_file(path: Path, name: str, matchers: _Matchers) -> list[Hit] | None:
-    """The hits of one file, one per line and kind; None when it is binary (not scanned)."""
+@dataclass(frozen=True)
+class _WordLine:
+    """A line that names a user or host name: a failure or a warning once the whole tree has been read."""
+
+    hit: Hit
+    tokens: tuple[str, ...]
+    outside: bool  # the file holds text from outside (a workload's or a server's words)
+
+
+def _scan_file(path: Path, name: str, matchers: _Matchers) -> tuple[list[Hit], list[_WordLine]] | None:
+    """The hits of one file, one per line and kind, and its lines with a user or host name; None when it is binary
+    (not scanned)."""
     with path.open("rb") as handle:
         if _is_binary(path, handle):
             return None
         hits: dict[tuple[int, HitKind], Hit] = {}
+        words: dict[int, _WordLine] = {}
+        outside = is_outside_text(name)
         for number, text in _lines(handle, matchers.overlap):
             for kind, excerpt in matchers.find(text):
                 hits.setdefault((number, kind), Hit(file=name, line=number, kind=kind, excerpt=excerpt))
-        return list(hits.values())
+            named = matchers.find_words(text)
+            if named is not None and number not in words:
+                hit = Hit(file=name, line=number, kind="user-or-host", excerpt=named[0])
+                words[number] = _WordLine(hit, tuple(named[1]), outside)
+        return list(hits.values()), list(words.values())
 
 
-def _scan(root: Path, sentinels: PublicSentinels) -> tuple[list[Hit], int]:
+@dataclass(frozen=True)
+class PublicScan:
+    """What a scan found: the hits that fail the check, the warnings, and how many text files it read."""
+
+    hits: list[Hit]
+    warnings: list[Hit]
+    scanned: int
+
+
+def _quoted_from_outside(line: _WordLine, outside_tokens: set[str]) -> bool:
+    """A line of a file the tool composes whose every name stands in a token that text from outside also holds
+    (a question quoted in a report): the outside text's word, not this machine's."""
+    return all(any(token in other for other in outside_tokens) for token in line.tokens)
+
+
+def _judge_words(lines: list[_WordLine]) -> tuple[list[Hit], list[Hit]]:
+    """(failures, warnings): a name in text from outside is a warning; elsewhere it fails unless it stands in a
+    token that text from outside holds too (a path, user@host or a bare name the tool wrote itself fails)."""
+    outside_tokens = {token for line in lines if line.outside for token in line.tokens}
+    failing: list[Hit] = []
+    warned: list[Hit] = []
+    for line in lines:
+        quoted = line.outside or _quoted_from_outside(line, outside_tokens)
+        (warned if quoted else failing).append(line.hit)
+    return failing, warned
+
+
+def scan_tree(root: Path, sentinels: PublicSentinels) -> PublicScan:
+    """Every public text file under root read once: hits (sorted by file and line) and warnings."""
     matchers = _Matchers.of(sentinels)
     hits: list[Hit] = []
+    words: list[_WordLine] = []
     scanned = 0
     for path in public_files(root):
         found = _scan_file(path, path.relative_to(root).as_posix(), matchers)
         if found is not None:
             scanned += 1
-            hits.extend(found)
-    return sorted(hits, key=lambda hit: (hit.file, hit.line)), scanned
+            hits.extend(found[0])
+            words.extend(found[1])
+    failing, warned = _judge_words(words)
+    ordered = sorted([*hits, *failing], key=lambda hit: (hit.file, hit.line))
+    return PublicScan(ordered, sorted(warned, key=lambda hit: (hit.file, hit.line)), scanned)
 
 
 def scan_public(root: Path, sentinels: PublicSentinels) -> list[Hit]:
-    """Every line of a public text file under root that names a sentinel, sorted by (file, line)."""
-    return _scan(root, sentinels)[0]
+    """Every line of a public text file under root that fails the check, sorted by (file, line)."""
+    return scan_tree(root, sentinels).hits
 
 
 def format_hits(hits: Sequence[Hit]) -> str:
@@ -317,15 +393,38 @@ def failure_message(root: Path, hits: Sequence[Hit]) -> str:
     more = f" and {len(hits) - MAX_LISTED} more" if len(hits) > MAX_LISTED else ""
     return (
         f"{len(hits)} hit{'' if len(hits) == 1 else 's'} in the public files of {root}: {places}{more}; "
-        "an artifact names this machine (an absolute path of this run, the user or host name, or a secret): "
-        "write such values relative to the output directory or leave them out, and keep raw logs in the row's "
-        "private/ folder, which is not published (see private/ for raw logs)"
+        "an artifact names this machine (an absolute path of this machine, the user or host name in a path, "
+        "user@host or a file the tool wrote, or a secret): write such values relative to the output directory or "
+        "leave them out, and keep raw logs in the row's private/ folder, which is not published (see private/ for "
+        "raw logs)"
     )
 
 
-def check_public(root: Path, sentinels: PublicSentinels) -> int:
-    """The number of public text files scanned under root; PublicCheckFailed when any names this machine."""
-    hits, scanned = _scan(root, sentinels)
-    if hits:
-        raise PublicCheckFailed(root, hits)
-    return scanned
+def warning_message(root: Path, warned: Sequence[Hit]) -> str:
+    """One line naming every file and line where the user or host name is a word of workload or server text."""
+    places = ", ".join(f"{hit.file}:{hit.line}" for hit in warned[:MAX_LISTED])
+    more = f" and {len(warned) - MAX_LISTED} more" if len(warned) > MAX_LISTED else ""
+    return (
+        f"public check of {root}: this machine's user or host name appears as a word of workload or server text "
+        f"(a question, an answer) at {places}{more}; left as it is (measured evidence is never rewritten): read "
+        "those lines before you publish"
+    )
+
+
+class PublicTextWarning(UserWarning):
+    """The user or host name as a word of workload or server text: named, never a failure."""
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, PublicTextWarning, stacklevel=3)
+
+
+def check_public(root: Path, sentinels: PublicSentinels, *, warn: Callable[[str], None] | None = None) -> int:
+    """The number of public text files scanned under root; PublicCheckFailed when any names this machine. The user
+    or host name as a word of workload or server text is said through `warn` (a PublicTextWarning by default)."""
+    scan = scan_tree(root, sentinels)
+    if scan.hits:
+        raise PublicCheckFailed(root, scan.hits)
+    if scan.warnings:
+        (warn or _warn)(warning_message(root, scan.warnings))
+    return scan.scanned

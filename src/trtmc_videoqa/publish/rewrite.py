@@ -4,11 +4,16 @@ Raw logs are written under `private/` folders from the start (`private_paths`). 
 
 1. copies each workload the rows ran (its workload.json, clips and attribution files) to `workload/<name>/files/`,
    so a recorded AIPerf command finds its clips inside the artifacts;
-2. rewrites every public text file: this machine's absolute paths become artifact-relative paths or named
-   placeholders (`$TRTMC_CHECKOUT`, `$BUNDLE_CACHE`, `$VENV`, `$HOME`, `$TMPDIR`, ...), the aiperf executable
-   becomes plain `aiperf` (installed with `pip install aiperf==VERSION`), and the user and host names become
-   `<user>` and `<host>`; secrets are already replaced where they are written;
-3. runs the public check (`public_check`) over the tree, which fails naming `file:line` for anything left.
+2. rewrites the public text files the tool composes: this machine's absolute paths become artifact-relative paths
+   or named placeholders (`$TRTMC_CHECKOUT`, `$BUNDLE_CACHE`, `$VENV`, `$HOME`, `$TMPDIR`, ...), the aiperf
+   executable becomes plain `aiperf` (installed with `pip install aiperf==VERSION`), and the host of a server that
+   is not loopback becomes `<endpoint-host>` where it stands in a URL; secrets are already replaced where they are
+   written. Measured evidence (request bodies, answers, workloads, execution.jsonl: publish/evidence.py) is never
+   changed, except the clip references the tool wrote into its request plan (`video`, `clip_path`: where a clip was
+   read, never sent), so every request_sha re-computes and the published workload qualifies again. A user or host
+   name is never replaced as a word (issue 26): a question that ends "asked as root" keeps its word;
+3. runs the public check (`public_check`) over the tree, which fails naming `file:line` for anything left and warns,
+   naming file and line, where the user or host name is a word of workload or server text.
 
 Paths are replaced longest first, so a path inside the output folder becomes relative, not `$TMPDIR/...`.
 """
@@ -31,16 +36,15 @@ from .check import (
     PATH_BEFORE,
     SNIFF_BYTES,
     WORD_AFTER,
-    WORD_BEFORE,
     PublicSentinels,
     check_public,
     keep_path,
-    machine_words,
     path_forms,
     public_files,
     run_dirs,
     run_sentinels,
 )
+from .evidence import is_file_reference_file, is_measured, map_file_references
 
 if TYPE_CHECKING:
     from ..workloads import Workload
@@ -53,7 +57,7 @@ class PublicMap:
     """What each of this machine's paths and names becomes in a public file, as one pattern per kind."""
 
     paths: dict[str, str]  # absolute path (a trailing "/" marks the form that becomes a relative path) -> new
-    words: dict[str, str]  # user, host or endpoint host name -> placeholder
+    words: dict[str, str]  # endpoint host name -> placeholder, replaced in a URL's authority only
 
     def _pattern(self) -> re.Pattern[str] | None:
         # The same boundaries as the public check: a path is replaced exactly where the check would find it, so
@@ -64,13 +68,22 @@ class PublicMap:
         ]
         return re.compile(f"{PATH_BEFORE}(?:{'|'.join(alternatives)})") if alternatives else None
 
-    def rewrite(self, text: str) -> str:
+    def rewrite_paths(self, text: str) -> str:
         pattern = self._pattern()
-        if pattern is not None:
-            text = pattern.sub(lambda found: self.paths[found.group(0)], text)
+        return text if pattern is None else pattern.sub(lambda found: self.paths[found.group(0)], text)
+
+    def rewrite(self, text: str) -> str:
+        """Paths, and endpoint hosts where they stand in a URL (`http://HOST:8000`, `user@HOST`)."""
+        text = self.rewrite_paths(text)
         for word, new in self.words.items():
-            text = re.sub(f"{WORD_BEFORE}{re.escape(word)}{WORD_AFTER}", new, text)
+            text = re.sub(f"(?<=//|.@){re.escape(word)}{WORD_AFTER}", new, text)
         return text
+
+    def rewrite_file(self, relative: str, text: str) -> str:
+        """A public file's text as published: measured evidence unchanged but for its clip references."""
+        if is_file_reference_file(relative):
+            return map_file_references(text, self.rewrite_paths)
+        return text if is_measured(relative) else self.rewrite(text)
 
 
 def source_tree() -> Path | None:
@@ -109,22 +122,24 @@ def public_map(
     for path, new in pairs:  # the first replacement named for a path wins; a generic one (/usr) is never replaced
         if keep_path(path.rstrip("/")):
             paths.setdefault(path, new)
-    words = {word: "<user-or-host>" for word in machine_words()}
-    words |= {host: "<endpoint-host>" for host in endpoint_hosts}
-    return PublicMap(paths=paths, words=words)
+    # The user and host names are never replaced as words: where one is machine-derived the check fails, where it
+    # is a word of workload or server text the check warns and the text stays as measured.
+    return PublicMap(paths=paths, words={host: "<endpoint-host>" for host in endpoint_hosts})
 
 
 def rewrite_public_files(root: Path, mapping: PublicMap) -> int:
-    """Rewrite every public text file in place (atomically); the number changed."""
+    """Rewrite every public text file in place (atomically), measured evidence left as measured; the number
+    changed."""
     changed = 0
     for path in public_files(root):
-        if path.suffix.lower() in BINARY_SUFFIXES:
-            continue
+        relative = path.relative_to(root).as_posix()
+        if path.suffix.lower() in BINARY_SUFFIXES or (is_measured(relative) and not is_file_reference_file(relative)):
+            continue  # never read: a raw export of many MB stays on disk as it is
         data = path.read_bytes()
         if b"\0" in data[:SNIFF_BYTES]:
             continue
         text = data.decode("utf-8", errors="surrogateescape")
-        new = mapping.rewrite(text)
+        new = mapping.rewrite_file(relative, text)
         if new != text:
             write_bytes_atomic(path, new.encode("utf-8", errors="surrogateescape"))
             changed += 1
