@@ -24,7 +24,7 @@ from ..stages.capability import capability
 from ..stages.grading import grading
 from ..stages.identity.live import endpoint_identity_stage, endpoint_mechanics
 from ..stages.output_check import output_check
-from ..stages.protocol import Climb, EndpointRow, Gates, Served, Step, Stop, climb_ladder
+from ..stages.protocol import Climb, EndpointRow, Gates, Served, Step, Stop, climb_ladder, measured_end
 from ..stages.timing import timing
 
 if TYPE_CHECKING:
@@ -97,10 +97,7 @@ def qualify_endpoint(job: QualifyJob, target: EndpointTarget) -> ResultRow:
     commands = {"trtmc-videoqa": job.command, **({"serve": target.serve_command} if target.serve_command else {})}
     served = Served(url=target.url, model=target.model, records=target.server_records, alive=target.alive)
     end = climb_ladder(ENDPOINT_LADDER, row, Climb(row=planned, commands=commands, served=served))
-    climb = end.at if isinstance(end, Stop) else end
-    if climb.measurement is None:  # the endpoint ladder measures from its first stage after the plan
-        raise RuntimeError("the endpoint ladder ended without a measurement")
-    measurement = climb.measurement
+    climb, measurement = measured_end(end)
     note = None
     if target.declared_no_answer and measurement.output_check is not None:
         note = _transport_only_reason(target.declared_no_answer, measurement.output_check)

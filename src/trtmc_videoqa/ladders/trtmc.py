@@ -25,7 +25,7 @@ from ..stages.grading import grading
 from ..stages.identity.trtmc_native import trtmc_identity
 from ..stages.output_check import output_check
 from ..stages.plan_checks import check_plan, planned
-from ..stages.protocol import Climb, Gates, Measurement, Step, Stop, climb_ladder
+from ..stages.protocol import Climb, Gates, Measurement, Step, Stop, climb_ladder, measured_end
 from ..stages.serve import serve
 from ..stages.timing import timing
 from ..trtmc.commands import Toolchain
@@ -70,10 +70,7 @@ def qualify_entry(
         end = climb_ladder(TRTMC_LADDER, cp, planned(cp, key))
     if isinstance(end, Stop) and end.status is not None:
         return _stopped(cp, end)
-    climb = end.at if isinstance(end, Stop) else end
-    if climb.measurement is None:  # every ladder measures before it ends without a Stop
-        raise RuntimeError("the TRTMC ladder ended without a measurement")
-    return _measured(cp, climb, climb.measurement)
+    return _measured(cp, *measured_end(end))
 
 
 def _measured(cp: Checkpoint, climb: Climb, measurement: Measurement) -> ResultRow:

@@ -162,6 +162,15 @@ def climb_ladder(steps: tuple[Step[R], ...], row: R, start: Climb) -> Climb | St
     return climb
 
 
+def measured_end(end: Climb | Stop) -> tuple[Climb, Measurement]:
+    """The climb a ladder ended with once it measured (a Stop with no status of its own is read off its stages),
+    and its measurement."""
+    climb = end.at if isinstance(end, Stop) else end
+    if climb.measurement is None:  # a ladder reaches its measuring stages before it can end without a status
+        raise RuntimeError("the ladder ended without a measurement and without a status")
+    return climb, climb.measurement
+
+
 def measuring(climb: Climb) -> tuple[Climb, Measurement]:
     """The climb with its measurement (started empty by the first measuring stage)."""
     if climb.measurement is not None:
