@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +18,8 @@ from ..aiperf.locate import locate_aiperf
 from ..aiperf.tokenizer import choose_tokenizer
 from ..common.errors import EXIT_OK, EXIT_TOOL_ERROR
 from ..common.pins import load_pins
+from ..common.progress import Progress
+from ..common.scrub import known_secrets
 from ..common.text_escape import one_line, shown_name
 from ..results import ResultRow
 
@@ -101,7 +103,7 @@ def run_with_tools(
 
     pins = load_pins()
     aiperf = locate_aiperf(request.aiperf, expected_version=pins.aiperf.version)
-    progress = _progress(quiet=request.quiet)
+    progress = _progress(request.quiet, api_key)
     command = _our_command(sys.argv[1:] if sys.argv[1:2] in (["qualify"], ["compare"]) else ["qualify"])
     if api_key:
         command = command.replace(api_key, API_KEY_PLACEHOLDER)
@@ -123,14 +125,17 @@ def run_with_tools(
     return rows
 
 
-def _progress(quiet: bool) -> Callable[[str], None]:
-    # A terminal sees progress, with the time since the start; a CI log (CI set, or no terminal) stays quiet.
-    if quiet or os.environ.get("CI") or not sys.stderr.isatty():
+def _progress(quiet: bool, api_key: str | None) -> Callable[[str], None]:
+    """The run's progress on stderr (common/progress.py): on a terminal a long step's line is rewritten in place;
+    without one (or with CI set) plain lines, a long step's every 10 s and at its end; --quiet: none."""
+    if quiet:
         return lambda _: None
-    start = time.monotonic()
-    return lambda message: print(
-        f"  [{time.monotonic() - start:6.1f} s] {one_line(message)}", file=sys.stderr, flush=True
-    )
+    terminal = sys.stderr.isatty() and not os.environ.get("CI")
+    # main's stderr drops every control character, the one that rewrites a line too: on a terminal progress writes
+    # to the process's own stderr, each of its lines made inert (and scrubbed) by Progress itself.
+    stream = (sys.__stderr__ or sys.stderr) if terminal else sys.stderr
+    width = shutil.get_terminal_size().columns if terminal else 0
+    return Progress(stream, terminal=terminal, secrets=known_secrets(api_key), width=width)
 
 
 def _our_command(argv: list[str]) -> str:

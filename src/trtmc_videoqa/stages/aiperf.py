@@ -18,9 +18,11 @@ from typing import Any
 from ..aiperf.command import AiperfSettings, key_config_yaml, key_environment, profile_argv, reproducible_command
 from ..aiperf.dataset import Prompt, RequestPlan, plan_requests, write_input_file
 from ..aiperf.exports import ClientRecord, read_client_records, scrub_export_file, scrub_exports
+from ..aiperf.progress import AiperfCount
 from ..aiperf.runner import RunOutcome, run_with_wall_limit
 from ..aiperf.tokenizer import aiperf_environment
 from ..common.atomic_write import write_model_atomic, write_text_atomic
+from ..common.progress import watching
 from ..common.scrub import known_secrets
 from ..machine.gpu import gpu_busy_percent
 from ..plan.settings import RunSettings
@@ -124,13 +126,16 @@ def run_aiperf(row: RowJob, target: Served, plan: RequestPlan) -> AiperfRun:
     busy = gpu_busy_percent()  # aiperf_qual's idleness fact for the run (execution.jsonl): read before it starts
     started = time.monotonic()
     interrupted = False
+    export, label = Path(aiperf_settings.artifact_dir), f"{row.profile}: aiperf"
+    count = AiperfCount(export, warmup=len(plan.warmup), profiling=len(plan.profiling), label=label)
     try:
-        outcome = run_with_wall_limit(
-            argv,
-            wall_limit_s=settings.aiperf_wall_limit_s,
-            log_path=log,
-            env=aiperf_environment(dict(os.environ)) | key_environment(aiperf_settings),
-        )
+        with watching(job.progress, count):  # requests done, read from AIPerf's records as it writes them
+            outcome = run_with_wall_limit(
+                argv,
+                wall_limit_s=settings.aiperf_wall_limit_s,
+                log_path=log,
+                env=aiperf_environment(dict(os.environ)) | key_environment(aiperf_settings),
+            )
     except KeyboardInterrupt:  # AIPerf's whole group is already ended; keep what it wrote, then say so
         interrupted = True
         wall = time.monotonic() - started

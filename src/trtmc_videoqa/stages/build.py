@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from ..common.progress import watched_log
 from ..results import StageResult
 from ..results.layout import BUILD_LOG
 from ..trtmc.commands import build_argv, bundle_header, bundle_path, effective_precision, file_digest, partial_path
@@ -45,11 +46,12 @@ def _run_build(cp: Checkpoint, bundle: Path) -> StageResult | None:
     bundle.parent.mkdir(parents=True, exist_ok=True)
     partial = partial_path(bundle)
     try:
-        code, wall = run_step(
-            build_argv(cp.toolchain, cp.entry, partial),
-            log=cp.row_dir / BUILD_LOG,
-            timeout_s=cp.job.stage_timeouts["build"],
-        )
+        with watched_log(cp.job.progress, f"{cp.entry.profile}: build", cp.row_dir / BUILD_LOG):
+            code, wall = run_step(
+                build_argv(cp.toolchain, cp.entry, partial),
+                log=cp.row_dir / BUILD_LOG,
+                timeout_s=cp.job.stage_timeouts["build"],
+            )
         if code == 0 and partial.is_file():
             partial.replace(bundle)
     finally:

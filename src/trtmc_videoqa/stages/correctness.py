@@ -8,6 +8,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+from ..common.progress import watched_log
 from ..plan.trtmc_checks import correctness_problem
 from ..results import StageResult
 from ..results.layout import CORRECTNESS_LOG
@@ -29,13 +30,14 @@ def correctness(cp: Checkpoint, climb: Climb) -> Climb | Stop:
     argv = correctness_argv(cp.toolchain, cp.checkout, test, entry, artifacts, engine_dir=bundle.path.parent)
     climb = replace(climb, commands=climb.commands | {"correctness": redacted(argv)})
     job.progress(f"{entry.profile}: the family's correctness tests")
-    code, wall = run_step(
-        argv,
-        log=cp.row_dir / CORRECTNESS_LOG,
-        timeout_s=job.stage_timeouts["correctness"],
-        cwd=cp.checkout,
-        env=correctness_env(cp.checkout, dict(os.environ)),
-    )
+    with watched_log(job.progress, f"{entry.profile}: correctness", cp.row_dir / CORRECTNESS_LOG):
+        code, wall = run_step(
+            argv,
+            log=cp.row_dir / CORRECTNESS_LOG,
+            timeout_s=job.stage_timeouts["correctness"],
+            cwd=cp.checkout,
+            env=correctness_env(cp.checkout, dict(os.environ)),
+        )
     if code != 0:
         why = "timed out" if code is None else f"exit {code}"
         failed = StageResult(name="correctness", status="failed", detail=why, wall_s=wall, evidence=[CORRECTNESS_LOG])

@@ -9,6 +9,7 @@ import os
 import time
 from dataclasses import replace
 
+from ..common.progress import watched_log
 from ..common.scrub import SERVER_TOKEN_ENV
 from ..results import StageResult, StageStatus
 from ..results.layout import SERVER_LOG, SERVER_RECORDS
@@ -46,7 +47,8 @@ def serve(cp: Checkpoint, climb: Climb) -> Climb | Stop:
         argv, url=url, log_path=cp.row_dir / SERVER_LOG, startup_timeout_s=job.stage_timeouts["startup"], env=env
     )
     try:
-        server = cp.resources.enter_context(process)
+        with watched_log(job.progress, f"{cp.entry.profile}: serve", cp.row_dir / SERVER_LOG):  # until ready
+            server = cp.resources.enter_context(process)
     except ServerProblem as problem:  # raised only while it starts: it never got ready
         failed = _serve_stage("failed", str(problem), started)
         return Stop(climb, failed, "failed", f"serve: {problem}", failed="serve")
