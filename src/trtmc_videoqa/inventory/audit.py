@@ -30,7 +30,15 @@ from .normal_profile import with_normal_profiles
 from .server_source import read_serving_facts
 from .task_requests import native_requests
 from .tasks import FRAME_RUNTIME_MARKERS, VISUAL_INPUTS, contract_for
-from .tree import NEW_MANIFEST_GLOB, OLD_MANIFEST_GLOB, CheckoutTree, checkout_commit, open_checkout
+from .tree import (
+    CHECKOUT_PLACEHOLDER,
+    NEW_MANIFEST_GLOB,
+    OLD_MANIFEST_GLOB,
+    CheckoutTree,
+    checkout_commit,
+    open_checkout,
+    shown_path,
+)
 from .variants import variant_kinds
 from .verdict import RowFacts, judge
 
@@ -83,9 +91,12 @@ class _AuditContext:
         return self.scans[family]
 
 
-def run_inventory(checkout: Path, *, pinned_commit: str | None = None, commit: str | None = None) -> Inventory:
+def run_inventory(
+    checkout: Path, *, pinned_commit: str | None = None, commit: str | None = None, shown_as: str | None = None
+) -> Inventory:
     """One row per manifest of the checkout. Its commit is HEAD from its .git when it has one, else `commit` as
-    the caller knows it (an exported tree of a known commit), else 'unknown'."""
+    the caller knows it (an exported tree of a known commit), else 'unknown'. The inventory names the checkout as
+    `shown_as`, else by its relative path as given, else as $TRTMC_CHECKOUT: never by an absolute path."""
     tree, layout = open_checkout(checkout)
     registry, registry_lines, registry_problem = (
         read_task_registry(tree.root) if layout == "families" else (None, (), None)
@@ -115,7 +126,7 @@ def run_inventory(checkout: Path, *, pinned_commit: str | None = None, commit: s
     pinned = pinned_commit or load_pins().trtmc.commit
     return Inventory(
         tool_version=__version__,
-        checkout=str(checkout),
+        checkout=shown_as or shown_path(checkout, CHECKOUT_PLACEHOLDER),
         layout=layout,
         layout_description=LAYOUT_DESCRIPTIONS[layout],
         commit=commit,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 from ..results import CheckpointEntry, FieldChange, Inventory, Reconciliation
+from .tree import shown_path
 
 COMPARED_FIELDS = ("verdict", "catalog_status", "in_group", "checkpoint", "revision", "precision")
 
@@ -16,6 +18,8 @@ def keyed(inventory: Inventory) -> dict[str, CheckpointEntry]:
 
 
 def reconcile(old: Inventory, new: Inventory, against: str) -> Reconciliation:
+    """What changed since `old`, which was read from `against` (named by its relative path as given, else by its
+    file name: inventory.json is public)."""
     before = keyed(old)
     after = keyed(new)
     changed = [
@@ -25,7 +29,7 @@ def reconcile(old: Inventory, new: Inventory, against: str) -> Reconciliation:
         if getattr(before[profile], name) != getattr(after[profile], name)
     ]
     return Reconciliation(
-        against=against,
+        against=shown_path(against, Path(against).name),
         added=sorted(after.keys() - before.keys()),
         removed=sorted(before.keys() - after.keys()),
         changed=changed,

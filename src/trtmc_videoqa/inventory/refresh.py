@@ -4,6 +4,10 @@ Main's ref is fetched with git (`fetch --depth 1`) into a bare cache folder and 
 into a tree of that commit, which is then audited like any checkout. The pinned side is the tree given with
 `--trtmc` (its commit from its own .git, else the pin file's) or, without one, the pin's commit fetched the same
 way. Both inventories, the reconciliation as JSON and a Markdown page that opens with one line are written.
+
+What it writes is public (refresh.yml uploads it every week) and passes `report --check-public`: a tree is named
+by a relative path as given or a placeholder (`$TRTMC_CHECKOUT`, `$TRTMC_MAIN_TREE`, `$GIT_CACHE/trees/<sha>`), a
+local repository as `$TRTMC_REPOSITORY`, never by an absolute path of this machine (issue 26).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict
 
@@ -24,10 +29,14 @@ from ..common.pins import load_pins
 from ..results import GroupReconciliation
 from . import run_inventory
 from .group_changes import group_reconciliation, render_reconciliation_markdown
+from .tree import CHECKOUT_PLACEHOLDER, shown_path
 
 EXIT_NEW_CAPABLE = 3  # --fail-on-new-capable: a scheduled job turns red exactly when a capable checkpoint appears
 GIT_TIMEOUT_S = 900
 _SHA = re.compile(r"[0-9a-f]{40}")
+MAIN_TREE_PLACEHOLDER = "$TRTMC_MAIN_TREE"
+REPOSITORY_PLACEHOLDER = "$TRTMC_REPOSITORY"
+CACHE_PLACEHOLDER = "$GIT_CACHE"
 
 
 class GitProblem(UserError):
@@ -54,6 +63,23 @@ class Side:
     tree: Path
     commit: str
     source: str  # where the commit came from
+    shown: str  # how the inventory names the tree: never an absolute path
+
+
+def shown_repository(source: str) -> str:
+    """A repository as a public file names it: a local folder by its relative path or $TRTMC_REPOSITORY, a URL
+    without any user or password in it."""
+    if Path(source).exists():
+        return shown_path(source, REPOSITORY_PLACEHOLDER)
+    parts = urlsplit(source)
+    if parts.hostname and (parts.username or parts.password):
+        host = parts.hostname + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=host))
+    return source
+
+
+def cached_tree(sha: str) -> str:
+    return f"{CACHE_PLACEHOLDER}/trees/{sha}"
 
 
 def default_cache() -> Path:
@@ -116,11 +142,13 @@ def pinned_side(trtmc: Path | None, cache: Path, repository: str) -> Side:
         from .tree import checkout_commit
 
         head = checkout_commit(trtmc)
+        shown = shown_path(trtmc, CHECKOUT_PLACEHOLDER)
         if head != "unknown":
-            return Side(trtmc, head, "git HEAD of the tree given with --trtmc")
-        return Side(trtmc, pin, "the pin file (the tree given with --trtmc has no git history)")
+            return Side(trtmc, head, "git HEAD of the tree given with --trtmc", shown)
+        return Side(trtmc, pin, "the pin file (the tree given with --trtmc has no git history)", shown)
     sha = fetch_commit(cache, repository, pin)
-    return Side(export_tree(cache, sha), sha, f"the pin file, fetched from {repository}")
+    source = f"the pin file, fetched from {shown_repository(repository)}"
+    return Side(export_tree(cache, sha), sha, source, cached_tree(sha))
 
 
 def run_refresh(request: RefreshRequest) -> int:
@@ -136,11 +164,12 @@ def run_refresh(request: RefreshRequest) -> int:
         if not request.main_commit:
             raise BadInput("--main-tree needs --main-commit SHA: the commit that tree is")
         main_sha, main_tree = request.main_commit, request.main_tree
+        main_shown = shown_path(main_tree, MAIN_TREE_PLACEHOLDER)
     else:
         main_sha = fetch_commit(cache, repository, request.ref)
-        main_tree = export_tree(cache, main_sha)
-    pinned_inventory = run_inventory(pinned.tree, commit=pinned.commit)
-    main_inventory = run_inventory(main_tree, commit=main_sha)
+        main_tree, main_shown = export_tree(cache, main_sha), cached_tree(main_sha)
+    pinned_inventory = run_inventory(pinned.tree, commit=pinned.commit, shown_as=pinned.shown)
+    main_inventory = run_inventory(main_tree, commit=main_sha, shown_as=main_shown)
     reconciliation = group_reconciliation(
         pinned_inventory, main_inventory, main_ref=request.ref, pinned_commit_source=pinned.source
     )

@@ -13,6 +13,16 @@ from ..results import Layout, Skipped
 
 NEW_MANIFEST_GLOB = "families/*/tests/manifests/*.json"
 OLD_MANIFEST_GLOB = "tests/e2e/models/*/manifests/*.json"
+# How inventory.json and inventory.md name a checkout given by absolute path: a placeholder, as publish/ writes the
+# run's TRTMC checkout; an absolute path would name this machine in a public file (issue 26).
+CHECKOUT_PLACEHOLDER = "$TRTMC_CHECKOUT"
+
+
+def shown_path(path: Path | str, placeholder: str) -> str:
+    """A path as a public file may carry it: a relative path as given, when it does not climb out of the working
+    directory; else `placeholder` (an absolute path, or one with `..`, says where on this machine it is)."""
+    given = Path(path)
+    return given.as_posix() if not given.is_absolute() and ".." not in given.parts else placeholder
 
 
 class NotACheckout(UserError):
