@@ -202,7 +202,7 @@ def test_docker_stop_ends_the_self_test_as_ctrl_c_does(image: dict[str, str], tm
         deadline = time.monotonic() + 300
         inputs = tmp_path / "checkpoints" / "reference-self-test.synthetic" / "aiperf" / "inputs.jsonl"
         while time.monotonic() < deadline and not inputs.exists():  # bounded: written just before AIPerf starts
-            time.sleep(0.5)  # (no progress to watch: without a terminal the tool prints none)
+            time.sleep(0.5)  # the inputs file, not the progress lines: it exists before AIPerf's first record
         if not inputs.exists():
             pytest.fail("AIPerf never started in the container")
         time.sleep(3)  # AIPerf is running

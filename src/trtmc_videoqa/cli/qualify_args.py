@@ -81,7 +81,11 @@ def add_run_arguments(run: argparse._ArgumentGroup, defaults: Mapping[str, objec
     run.add_argument("--bundle-cache", type=Path, metavar="DIR", help="where built bundles are kept")
     run.add_argument("--force", action="store_true", help="measure again even where inputs are unchanged")
     run.add_argument("--dry-run", action="store_true", help="print the plan and run nothing")
-    run.add_argument("--quiet", action="store_true", help="no progress lines (also when CI is set or on no terminal)")
+    run.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines (without a terminal they are plain lines, one every 10 s and at each step's end)",
+    )
     run.add_argument("--strict", action="store_true", help="exit 1 when an in-group row failed")
 
 
