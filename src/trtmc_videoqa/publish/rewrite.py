@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -159,10 +159,13 @@ def copy_workload(out: Path, name: str, workload_file: Path, relative_files: Seq
     return target
 
 
-def publish(out: Path, mapping: PublicMap, sentinels: PublicSentinels) -> int:
-    """Rewrite the public files, then check them; the number of files scanned (PublicCheckFailed on a hit)."""
+def publish(
+    out: Path, mapping: PublicMap, sentinels: PublicSentinels, warn: Callable[[str], None] | None = None
+) -> int:
+    """Rewrite the public files, then check them; the number of files scanned (PublicCheckFailed on a hit; `warn`
+    hears of the user or host name as a word of workload or server text, check_public's default otherwise)."""
     rewrite_public_files(out, mapping)
-    return check_public(out, sentinels)
+    return check_public(out, sentinels, warn=warn)
 
 
 def run_public_sentinels(out: Path, mapping: PublicMap, secrets: Sequence[str]) -> PublicSentinels:
@@ -179,11 +182,12 @@ def publish_run(
     trtmc: Path | None = None,
     bundle_cache: Path | None = None,
     server_urls: Sequence[str | None] = (),
+    warn: Callable[[str], None] | None = None,
 ) -> int:
     """A run's artifacts under `out` made portable and public-safe, then checked: copy the workloads in, rewrite,
     check (PublicCheckFailed names file:line for anything left). `trtmc` is the run's TRTMC checkout, `bundle_cache`
     where its bundles were kept (default: out/bundles), `server_urls` the servers the user named (a host that is not
-    loopback is never written). The number of public text files scanned."""
+    loopback is never written), `warn` what hears the check's warnings. The number of public text files scanned."""
     from ..common.scrub import known_secrets
     from ..plan.hub_cache import hub_cache_dir
 
@@ -211,7 +215,7 @@ def publish_run(
         programs=programs,
         endpoint_hosts=remote_hosts(list(server_urls)),
     )
-    return publish(out, mapping, run_public_sentinels(out, mapping, known_secrets(api_key)))
+    return publish(out, mapping, run_public_sentinels(out, mapping, known_secrets(api_key)), warn)
 
 
 def remote_hosts(urls: list[str | None]) -> list[str]:
