@@ -48,6 +48,12 @@ class RunSettings(BaseModel):
     aiperf_wall_limit_s: Annotated[float, Flag("--aiperf-wall-limit", show_default=False)] = Field(
         default=900.0, gt=0, description="seconds for one AIPerf run"
     )
+    aiperf_memory_limit: Annotated[int, Flag("--aiperf-memory-limit", in_mib=True)] = Field(
+        default=4096 * MIB,
+        gt=0,
+        description="bytes AIPerf's processes may hold together (their proportional set sizes, summed twice a "
+        "second); past it AIPerf is ended and the row names the limit",
+    )
     body_limit: Annotated[int, Flag("--body-limit", in_mib=True)] = Field(
         default=4 * MIB, gt=0, description="the server's --max-body-bytes, large enough for the clip"
     )

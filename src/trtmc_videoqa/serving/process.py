@@ -1,4 +1,5 @@
-"""A server process we started: its own process group, its log captured, ready only when /health/ready says so."""
+"""A server process we started: its own process group (registered with `child_groups`, so it dies with the tool
+even after `kill -9` of the tool), its log captured, ready only when /health/ready says so."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import httpx
 
+from ..common import child_groups
 from ..common.atomic_write import open_for_writing
 
 READY_PATH = "/health/ready"
@@ -86,7 +88,7 @@ class ServerProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=self.env,
+                env=child_groups.child_environment(self.env),
                 cwd=self.cwd,
                 start_new_session=True,
             )
@@ -94,6 +96,7 @@ class ServerProcess:
             log.close()
             raise ServerProblem(f"could not start {self.argv[0]}: {error.strerror or error}") from None
         log.close()  # the child holds its own descriptor
+        child_groups.register(self.process.pid)
         try:
             self.ready_after_s = wait_ready(
                 self.url,
@@ -126,6 +129,7 @@ class ServerProcess:
                 continue
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)  # anything the server left behind in its group
+        child_groups.unregister(self.process.pid)
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

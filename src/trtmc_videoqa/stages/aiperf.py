@@ -135,6 +135,7 @@ def run_aiperf(row: RowJob, target: Served, plan: RequestPlan) -> AiperfRun:
                 wall_limit_s=settings.aiperf_wall_limit_s,
                 log_path=log,
                 env=aiperf_environment(dict(os.environ)) | key_environment(aiperf_settings),
+                memory_limit_bytes=settings.aiperf_memory_limit,
             )
     except KeyboardInterrupt:  # AIPerf's whole group is already ended; keep what it wrote, then say so
         interrupted = True
@@ -180,8 +181,11 @@ def _aiperf_stage(
         )
     elif outcome.timed_out:
         detail = f"aiperf overstayed its {settings.aiperf_wall_limit_s:g} s wall limit and was ended"
+    elif outcome.memory_exceeded:
+        detail = outcome.memory_detail()
     elif missing or gone:
-        detail = f"{len(missing)} planned request(s) have no record{gone}"
+        said = f"; AIPerf exited {outcome.exit_code}: {outcome.refusal}" if outcome.refusal else ""
+        detail = f"{len(missing)} planned request(s) have no record{gone}{said}"
         answered_badly = [r for r in failed if not (r.error or "").startswith("no record")]
         if answered_badly:
             detail += f"; {_failure_summary(answered_badly, settings)}"
