@@ -38,20 +38,30 @@ def _say(message: str) -> None:
 # --- inventory ------------------------------------------------------------------------------------------------
 
 
+# An inventory.json of ours holds about 4 kB per manifest (a 20,000-manifest tree writes 77 MB): --against reads up
+# to 1 GiB, a quarter of a million manifests, and refuses more (a device or a stray file of gigabytes is no
+# inventory of ours).
+MAX_INVENTORY_BYTES = 1 << 30
+
+
 def _load_inventory_file(path: Path) -> Inventory:
-    from ..common.safe_read import MAX_RESULT_BYTES, UnreadableInput, read_regular_file
+    from ..common.safe_read import UnreadableInput, read_regular_file
     from ..results import Inventory
 
     if not path.exists():
         raise BadInput(f"--against {path} does not exist; pass an inventory.json written by an earlier audit")
     try:  # a regular file, read up to a cap: /dev/zero or a FIFO is refused, never read or waited on
-        return Inventory.model_validate_json(read_regular_file(path, MAX_RESULT_BYTES))
-    except (OSError, ValidationError, ValueError, UnreadableInput) as error:
-        first = str(error).splitlines()[0]
-        raise BadInput(
-            f"--against {path} is not an inventory.json of this tool ({first}); "
-            "pass the inventory.json an earlier `trtmc-videoqa inventory` wrote"
-        ) from None
+        return Inventory.model_validate_json(read_regular_file(path, MAX_INVENTORY_BYTES))
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "the file"
+        reason = f"{where}: {first['msg']}"
+    except (OSError, ValueError, UnreadableInput) as error:
+        reason = " ".join(str(error).split())
+    raise BadInput(
+        f"--against {path} is not an inventory.json of this tool ({reason}); "
+        "pass the inventory.json an earlier `trtmc-videoqa inventory` wrote"
+    ) from None
 
 
 def cmd_inventory(args: argparse.Namespace) -> int:

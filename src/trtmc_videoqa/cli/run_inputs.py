@@ -1,6 +1,6 @@
-"""What a run is given, checked before anything runs (qualify and compare alike): its workloads, the server's API
-key, and that every clip's request body fits the body limit. Each refusal is a UserError naming the option and the
-fix."""
+"""What a run is given, checked before anything runs (qualify and compare alike): its workloads (each clip a file
+AIPerf sends), the server's API key, and that every clip's request body fits the body limit. Each refusal is a
+UserError naming the option and the fix."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def checked_run_inputs(
 ) -> tuple[list[Workload], str | None, list[str]]:
     """The workloads, the API key and notes for the plan; a WorkloadError or BadInput naming the input otherwise."""
     workloads = _workloads(request.workload, self_test)
+    _check_clip_formats(workloads)
     key = _api_key(request)
     return workloads, key, _check_bodies(workloads, request.settings, model)
 
@@ -34,6 +35,18 @@ def _workloads(workload: str | None, self_test: bool) -> list[Workload]:
 
     names = [workload] if workload else (load_self_test_plan().workloads() if self_test else ["bigbuckbunny"])
     return [load_workload(name) for name in names]
+
+
+def _check_clip_formats(workloads: list[Workload]) -> None:
+    """Every clip is a file AIPerf 0.13.0 sends (mp4 or webm): refused here, before anything runs, rather than
+    after a run in which AIPerf sent nothing."""
+    from ..workloads.seal import aiperf_clip_problem
+
+    for workload in workloads:
+        for clip in workload.spec.clips:
+            problem = aiperf_clip_problem(workload.clip_path(clip.id))
+            if problem:
+                raise BadInput(f"workload {workload.name!r}: clip {clip.id!r}: {problem}")
 
 
 def _api_key(request: RunRequest) -> str | None:

@@ -108,18 +108,20 @@ def run_with_tools(
     if api_key:
         command = command.replace(api_key, API_KEY_PLACEHOLDER)
     with OutputLock(request.out):
-        if adapt is not None:  # the server is asked about the copy made for it
-            workloads = adapt(workloads)
-        candidates = [request.tokenizer] if request.tokenizer else []
-        tokenizer, label = choose_tokenizer(candidates, request.out / "tokenizer")
-        facts = {workload.name: prepare_workload_artifacts(request.out, workload) for workload in workloads}
         try:
+            if adapt is not None:  # the server is asked about the copy made for it
+                workloads = adapt(workloads)
+            candidates = [request.tokenizer] if request.tokenizer else []
+            tokenizer, label = choose_tokenizer(candidates, request.out / "tokenizer")
+            facts = {workload.name: prepare_workload_artifacts(request.out, workload) for workload in workloads}
             with _clip_server(request, workloads) as clip_server:
                 tools = RunTools(aiperf, tokenizer, label, command, progress, api_key, facts, clip_server)
                 rows = make_rows(workloads, tools)
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP: every child is stopped; report what exists
             with stop_signals_ignored():
-                _report_and_publish(request, workloads, aiperf.executable, api_key)
+                if not _has_rows(request.out):  # before the first row: a report that says so
+                    _write_interrupted_report(request.out)
+                _report_and_publish(request, workloads, aiperf.executable, api_key, rebuild=_has_rows(request.out))
             raise
         _report_and_publish(request, workloads, aiperf.executable, api_key)
     return rows
@@ -144,14 +146,16 @@ def _our_command(argv: list[str]) -> str:
 
 
 def _report_and_publish(
-    request: RunRequest, workloads: list[Workload], aiperf_executable: str, api_key: str | None
+    request: RunRequest, workloads: list[Workload], aiperf_executable: str, api_key: str | None, rebuild: bool = True
 ) -> None:
-    """Every report over the rows that exist, then the artifacts made public-safe and checked (publish/)."""
+    """Every report over the rows that exist (unless `rebuild` is off: the interrupted report stands), then the
+    artifacts made public-safe and checked (publish/)."""
     from ..publish.rewrite import publish_run
     from ..report import build_report, frame_strip, write_report
 
-    report = build_report([request.out])
-    write_report(report, request.out, frame_strip(report, [request.out]))
+    if rebuild:
+        report = build_report([request.out])
+        write_report(report, request.out, frame_strip(report, [request.out]))
     publish_run(
         request.out,
         {workload.name: workload for workload in workloads},
@@ -161,6 +165,37 @@ def _report_and_publish(
         bundle_cache=request.bundle_cache,
         server_urls=request.server_urls(),
     )
+
+
+def _has_rows(out: Path) -> bool:
+    from ..results.layout import CHECKPOINTS_DIR, RESULT_FILE
+
+    return any((out / CHECKPOINTS_DIR).glob(f"*/{RESULT_FILE}"))
+
+
+def _write_interrupted_report(out: Path) -> None:
+    """A run stopped (SIGINT, SIGTERM, SIGHUP) before its first row: every report format says so, and nothing was
+    measured; the exit code is the signal's (128 + its number), as documented."""
+    from .. import __version__
+    from ..common.stop_signals import interrupted_by
+    from ..report import write_report
+    from ..results import GroupLine, Report
+
+    by = interrupted_by()
+    line = (
+        f"Interrupted ({'SIGINT' if by == 'interrupted' else by}) before any row was written: nothing was "
+        "measured; run again to qualify"
+    )
+    report = Report(
+        title="trtmc-videoqa qualification (interrupted)",
+        generated_by=f"trtmc-videoqa {__version__}",
+        sources=[str(out)],
+        reference_self_test=False,
+        group=GroupLine(status="failed", line=line),
+        rows=[],
+        counts={},
+    )
+    write_report(report, out)
 
 
 @contextlib.contextmanager
