@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from trtmc_videoqa.reference import FaultKnobs, ReferenceConfig, argv_for_subprocess
 from trtmc_videoqa.results import ResultRow
@@ -29,9 +32,39 @@ def qualify(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
     return cli("qualify", *args, env=env, timeout=timeout)
 
 
+def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`trtmc-videoqa ARGS` in this process: `main(argv)` with its output captured, for what a command does with its
+    arguments (refusals, help, quick commands). What only a subprocess shows (the console script, exit codes on
+    signals, a run's child processes) stays with `cli`. argparse's own exits (--help, --version, a usage error) are
+    SystemExit here; their code is returned like any other."""
+    from trtmc_videoqa.cli.main import main
+
+    capsys.readouterr()  # only this command's output
+    streams = sys.stdout, sys.stderr  # main wraps them (control characters out); put pytest's own back after
+    try:
+        code = main(list(args))
+    except SystemExit as exit:
+        code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+    finally:
+        sys.stdout, sys.stderr = streams
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["trtmc-videoqa", *args], code, out, err)
+
+
 def row(out: Path, profile: str) -> ResultRow:
     """The result row a run wrote for `profile` under its output directory `out`."""
     return ResultRow.model_validate_json((out / "checkpoints" / profile / "result.json").read_bytes())
+
+
+def eventually(check: Callable[[], bool], within_s: float = 60, every_s: float = 0.05) -> bool:
+    """Whether `check()` holds within `within_s` (a bound for what would otherwise wait forever, far above the time
+    it takes on a busy machine); checked again every `every_s`."""
+    deadline = time.monotonic() + within_s
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(every_s)
+    return True
 
 
 def no_traceback(done: subprocess.CompletedProcess[str]) -> None:

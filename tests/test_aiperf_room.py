@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import eventually
 
 from trtmc_videoqa.aiperf.command import (
     API_KEY_PLACEHOLDER,
@@ -160,11 +161,15 @@ def test_runner_ends_the_whole_group_past_its_wall_limit(tmp_path: Path) -> None
     )
     start = time.monotonic()
     outcome = run_with_wall_limit([sys.executable, "-c", script], wall_limit_s=1.5, log_path=tmp_path / "log")
-    assert outcome.timed_out and time.monotonic() - start < 20
+    # Ended by the 1.5 s limit, not by the script's own 60 s: the bound is a hang guard, far above the limit.
+    assert outcome.timed_out and time.monotonic() - start < 30
     child = int(pid_file.read_text())
-    time.sleep(0.2)
-    alive = subprocess.run(["ps", "-o", "stat=", "-p", str(child)], capture_output=True, text=True).stdout.strip()
-    assert alive in ("", "Z")  # gone (or a zombie awaiting its reaper), never left running
+
+    def gone() -> bool:  # gone (or a zombie awaiting its reaper), never left running
+        state = subprocess.run(["ps", "-o", "stat=", "-p", str(child)], capture_output=True, text=True).stdout
+        return state.strip()[:1] in ("", "Z")
+
+    assert eventually(gone, within_s=30)  # a process just killed may take a moment to leave the table
 
 
 def fake_aiperf(tmp_path: Path, metadata: dict) -> Path:
