@@ -55,13 +55,15 @@ def _schema_problem(error: ValidationError) -> str:
 
 
 def _video_facts(clip_file: Path, recorded: dict[str, Any]) -> dict[str, Any]:
-    """The clip's video facts as a probe of its bytes finds them (what loading checks against the recording)."""
+    """The clip's video facts as a probe of its bytes finds them (what loading checks against the recording). A
+    clip that cannot be probed (corrupt, truncated, not a video) keeps the facts recorded: sealing records its
+    identity, and a run refuses the clip before anything is sent, naming what is wrong with it."""
     from ..media import ClipError, probe_clip
 
     try:
         manifest = probe_clip(clip_file)  # as loading probes it (workloads/artifacts.py)
-    except ClipError as error:
-        raise WorkloadError(f"cannot probe {clip_file}: {error}") from None
+    except ClipError:
+        return recorded
     numerator, _, denominator = manifest.fps.partition("/")
     return recorded | {
         "width": manifest.width,
