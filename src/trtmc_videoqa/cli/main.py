@@ -184,7 +184,8 @@ def _check_public(directories: list[Path]) -> int:
         if not directory.is_dir():
             raise BadInput(f"{directory} is not a directory; pass the --out directory of a qualify run")
         sentinels = run_sentinels(directory, extra_paths=[p for p in [source_tree()] if p], secrets=known_secrets())
-        print(f"{one_line(directory)}: public check passed ({check_public(directory, sentinels)} text files scanned)")
+        scanned = check_public(directory, sentinels, warn=_say)
+        print(f"{one_line(directory)}: public check passed ({scanned} text files scanned)")
     return EXIT_OK
 
 

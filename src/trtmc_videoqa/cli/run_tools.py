@@ -164,6 +164,7 @@ def _report_and_publish(
         trtmc=request.trtmc,
         bundle_cache=request.bundle_cache,
         server_urls=request.server_urls(),
+        warn=lambda message: print(one_line(message), file=sys.stderr),  # one line of ours, not Python's warning
     )
 
 
