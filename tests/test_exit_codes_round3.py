@@ -28,7 +28,8 @@ from media_clips import write_clip
 
 from trtmc_videoqa.aiperf.dataset import PlannedRequest, RequestPlan
 from trtmc_videoqa.aiperf.runner import run_with_wall_limit
-from trtmc_videoqa.cli.main import _load_inventory_file, main
+from trtmc_videoqa.cli.inventory import _load_inventory_file
+from trtmc_videoqa.cli.main import main
 from trtmc_videoqa.common.errors import UserError
 from trtmc_videoqa.common.output_lock import LOCK_NAME
 from trtmc_videoqa.plan.settings import RunSettings

@@ -271,3 +271,21 @@ def compare_row(
                 serve_command=reproducible_command(argv),
             ),
         )
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    return run_compare(CompareRequest.from_cli(args))
+
+
+def add_arguments(compare: argparse.ArgumentParser) -> None:
+    """The `compare` command's options; its handler."""
+    from .qualify_args import settings_options
+
+    compare.description = (
+        "Start `transformers serve` on a checkpoint (a hub id, or the checkpoint of a TRTMC profile "
+        "with --trtmc and --profile; a local folder too) on loopback, and run the endpoint ladder against it with "
+        "the same workload over http. The row is labelled 'comparison (not a TRTMC capability)' and never counts "
+        "in the group; `trtmc-videoqa report TRTMC_DIR COMPARE_DIR` shows it beside trtmc-server's."
+    )
+    add_compare_arguments(compare)
+    compare.set_defaults(handler=cmd_compare, option_for_field=settings_options())

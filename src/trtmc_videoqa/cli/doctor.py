@@ -58,14 +58,13 @@ def _exit(levels: list[str]) -> int:
     return EXIT_TOOL_ERROR if "fail" in levels else EXIT_OK
 
 
-def add_doctor_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    doctor = commands.add_parser(
-        "doctor",
-        help="check this machine: Python, PyAV codecs, aiperf version, loopback ports, Docker, GPU",
-        description="Check the environment and say what is missing and how to fix it. Exits 1 when a required "
+def add_arguments(doctor: argparse.ArgumentParser) -> None:
+    """The `doctor` command's options; its handler."""
+    doctor.description = (
+        "Check the environment and say what is missing and how to fix it. Exits 1 when a required "
         "part is missing; Docker, GPU and TRTMC are only warned about. With --aiperf-qual, instead: load each "
         "checkpoints/*/execution.jsonl of a run with the TRTMC checkout's own aiperf_qual reader, imported from the "
-        "checkout in a subprocess, and report what it says (exit 1 when it fails on one).",
+        "checkout in a subprocess, and report what it says (exit 1 when it fails on one)."
     )
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.add_argument(

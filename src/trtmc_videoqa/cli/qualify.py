@@ -6,6 +6,7 @@ tools, the reports) is `run_tools`'s, shared with `compare`.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -157,3 +158,20 @@ def _reference_config(out: Path, body_limit: int, policy: str) -> tuple[Referenc
         port=free_loopback_port(), records_path=records, max_body_bytes=body_limit, sampling_policy=policy
     )
     return config, records
+
+
+def cmd_qualify(args: argparse.Namespace) -> int:
+    return run_qualify(QualifyRequest.from_cli(args))
+
+
+def add_arguments(qualify: argparse.ArgumentParser) -> None:
+    """The `qualify` command's options; its handler."""
+    from .qualify_args import add_qualify_arguments, settings_options
+
+    qualify.description = (
+        "Run the step chain for every capable checkpoint of a TRTMC checkout (--trtmc), or for an "
+        "already running video chat server (--endpoint); with neither, the self-test against the "
+        "reference endpoint (a test double). Writes result rows and the reports."
+    )
+    add_qualify_arguments(qualify)
+    qualify.set_defaults(handler=cmd_qualify, option_for_field=settings_options())

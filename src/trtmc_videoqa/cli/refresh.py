@@ -23,13 +23,12 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     )
 
 
-def add_refresh_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    refresh = commands.add_parser(
-        "refresh",
-        help="audit TRTMC main beside the pinned commit; what changed in the group",
-        description="Fetch a ref of TRTMC (default: main of the pin file's repository) with git into a cache, audit "
+def add_arguments(refresh: argparse.ArgumentParser) -> None:
+    """The `refresh` command's options; its handler."""
+    refresh.description = (
+        "Fetch a ref of TRTMC (default: main of the pin file's repository) with git into a cache, audit "
         "it and the pinned commit, and write refresh/{inventory.pinned.json, inventory.main.json, "
-        "reconciliation.json, reconciliation.md}: the group's changes first, the rest counted.",
+        "reconciliation.json, reconciliation.md}: the group's changes first, the rest counted."
     )
     refresh.add_argument(
         "--trtmc", type=Path, metavar="PATH", help="the pinned checkout (default: the pin's commit, fetched)"

@@ -1,0 +1,29 @@
+"""`trtmc-videoqa serve-reference`: the reference endpoint, a test double, on loopback."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..common.errors import EXIT_OK
+
+
+def cmd_serve_reference(args: argparse.Namespace) -> int:
+    from ..reference import config_from_arguments, serve
+
+    # A setting the config refuses (out of range, a non-loopback host) is a pydantic ValidationError, an unset
+    # --api-key-env a UserError: `main` says either in one line.
+    serve(config_from_arguments(vars(args)))
+    return EXIT_OK
+
+
+def add_arguments(serve_reference: argparse.ArgumentParser) -> None:
+    """The `serve-reference` command's options; its handler."""
+    from ..reference import add_reference_arguments
+
+    serve_reference.description = (
+        "Serve the reference endpoint on loopback: an OpenAI-compatible video chat server that "
+        "decodes the clip and answers the synthetic questions by computation. A test double, never "
+        "a TRTMC model."
+    )
+    add_reference_arguments(serve_reference)
+    serve_reference.set_defaults(handler=cmd_serve_reference)
