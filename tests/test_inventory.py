@@ -225,10 +225,12 @@ def test_absence_claims_name_the_searches_and_the_files_without_hits(
         assert counts.files_without_hits == [entry.manifest] and "video_num_frames > 1" in counts.patterns
 
 
-def test_unknown_task_contract_is_inferred_and_said(new_inventory: Inventory) -> None:
+def test_video_text_to_text_has_its_contract(new_inventory: Inventory) -> None:
+    # issue 27: video_text_to_text is in the Task table (it was inferred from its name before)
     entry = _rows(new_inventory)["vidqa-2b-native"]
-    assert entry.verdict == "temporal-video-qa" and entry.ambiguous
-    assert entry.contract.source.startswith("inferred")
+    assert entry.verdict == "temporal-video-qa" and not entry.ambiguous
+    assert entry.contract.source.startswith("TRTMC Task contract for 'video_text_to_text'")
+    assert entry.contract.inputs == ["text", "frames"] and entry.contract.output == "text"
     assert entry.catalog_status == "unsupported" and "no benchmark implementation" in entry.catalog_reason
 
 

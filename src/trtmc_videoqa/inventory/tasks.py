@@ -29,6 +29,23 @@ def _c(inputs: str, output: str, note: str = "") -> Contract:
 
 _SINGLE_IMAGE = "the Task request carries one image_path"
 
+_VIDEO_VIEW = (
+    "the request's messages carry text and a video view: the clip's frames in order with one time in seconds per "
+    "frame (core/api/include/trtmc/language.h, video.h)"
+)
+_VIDEO_TO_TEXT = {
+    "video_text_to_text": "text frames",
+    "image_video_text_to_text": "text image frames",
+    "audio_video_text_to_text": "text audio frames",
+    "video_text_conversation": "text frames",
+    "batch_video_text_conversation": "text frames",
+    "batch_text_images_video_conversations": "text images frames",
+    "streaming_video_text_to_text": "text frames",
+    "streaming_image_video_text_to_text": "text image frames",
+    "streaming_video_text_conversation": "text frames",
+}
+VIDEO_TO_TEXT_TASKS = frozenset(_VIDEO_TO_TEXT)
+
 # Newer layout: snake_case Task IDs (apps/benchmark/trtmc_benchmark/task_adapters.py, families/*/tests/manifests).
 TASKS: dict[str, Contract] = {
     "vision_language_generation": _c("text image", "text", _SINGLE_IMAGE),
@@ -116,6 +133,10 @@ TASKS: dict[str, Contract] = {
     "mixed_batch_speech_to_text": _c("audio", "text"),
     "transcription": _c("audio", "text"),
     "transcription_streaming": _c("audio", "text"),
+    # Video-to-text Tasks of the semantic Task API (core/api/include/trtmc/language.h and its stream headers;
+    # core/runtime/include/trtmc/internal/language.h): each request carries messages whose parts are text or a video
+    # view (core/api/include/trtmc/video.h: a clip's frames in order, one time in seconds per frame), and gives text.
+    **{task: _c(inputs, "text", _VIDEO_VIEW) for task, inputs in _VIDEO_TO_TEXT.items()},
     # Seen in newer catalogs without a benchmark implementation yet.
     "video_segmentation": _c("frames text", "tracks"),
     "text_to_audio_video": _c("text", "video"),
