@@ -25,9 +25,11 @@ def correctness(cp: Checkpoint, climb: Climb) -> Climb | Stop:
         reason = f"family {entry.family!r} has no E2E correctness test in the checkout"
         blocked = StageResult(name="correctness", status="blocked", detail="no family E2E test found")
         return Stop(climb, blocked, "blocked", reason)
-    artifacts = cp.row_dir / "correctness"
+    # The family's command runs in the checkout: every path it is given is absolute, or a relative --out would
+    # send its artifacts into the checkout and leave ours empty (the public rewrite makes the recorded one portable).
+    artifacts = cp.row_dir.resolve() / "correctness"
     shutil.rmtree(artifacts, ignore_errors=True)  # an earlier run's verdict or bundle must not speak for this one
-    argv = correctness_argv(cp.toolchain, cp.checkout, test, entry, artifacts, engine_dir=bundle.path.parent)
+    argv = correctness_argv(cp.toolchain, cp.checkout, test, entry, artifacts, engine_dir=bundle.path.parent.resolve())
     climb = replace(climb, commands=climb.commands | {"correctness": redacted(argv)})
     job.progress(f"{entry.profile}: the family's correctness tests")
     with watched_log(job.progress, f"{entry.profile}: correctness", cp.row_dir / CORRECTNESS_LOG):
