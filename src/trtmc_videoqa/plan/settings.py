@@ -57,6 +57,12 @@ class RunSettings(BaseModel):
     body_limit: Annotated[int, Flag("--body-limit", in_mib=True)] = Field(
         default=4 * MIB, gt=0, description="the server's --max-body-bytes, large enough for the clip"
     )
+    max_response_bytes: Annotated[int, Flag("--max-response-bytes", in_mib=True)] = Field(
+        default=16 * MIB,
+        gt=0,
+        description="bytes of one response read at most, counted once any Content-Encoding is undone; a longer "
+        "answer fails that request",
+    )
     video_transport: Annotated[
         TransportChoice,
         Flag(

@@ -5,10 +5,16 @@ makes the row `unsupported`. Other refusals say nothing about the capability and
 fix: 413 (the body is over the server's limit), 401/403 (the API key), 404 (the URL or the model name), 429 ...
 A 5xx whose message is about the video's URL or format says the server could not take the clip the way it was sent
 (`transport_refused`): another video transport may work, so the caller may try one.
+
+The response is read under `--max-response-bytes` (after decoding) and `--request-timeout` for the whole request
+(serving/bounded_http.py); a redirect is never followed. What the server adds of its own (fields beyond OpenAI's,
+`system_fingerprint`, `X-Served-By`) is kept only to a bounded size: the answer to `ANSWER_KEPT` characters, each
+extra field to `FIELD_KEPT` bytes of JSON and all of them to `FIELDS_KEPT`, the rest named as dropped.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -20,9 +26,24 @@ from pydantic import BaseModel
 
 from ..media.payload import chat_request_body, check_body_limit, encode_body, video_data_url
 from ..results import TransportAttempt, VideoTransport
+from .bounded_http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BadEncoding,
+    BoundedClient,
+    BoundedResponse,
+    RequestDeadline,
+    ResponseTooLarge,
+    UnboundedEncoding,
+    redirect_note,
+)
 
 CHAT_PATH = "/v1/chat/completions"
 _EXCERPT = 500
+ANSWER_KEPT = 64 * 1024  # characters of the capability answer kept (its check needs only that it is not empty)
+FIELD_KEPT = 4 * 1024  # bytes of JSON kept of one field a server adds beyond OpenAI's
+FIELDS_KEPT = 16 * 1024  # bytes of JSON kept of all of them together
+NAME_KEPT = 64  # characters of a server's field name or X-Served-By / system_fingerprint kept
+DROPPED_KEY = "_dropped_by_trtmc_videoqa"
 # The server understood the request and refused what it carries: a video part, its MIME type, its shape.
 CONTENT_REJECTIONS = frozenset({400, 415, 422})
 _FIXES = {
@@ -72,9 +93,11 @@ def check_capability(
     api_key: str | None = None,
     video_url: str | None = None,
     extra: dict[str, Any] | None = None,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> CapabilityResult:
     """`video_url` is what the video part carries (default: the clip as a data URL); `extra` the workload's extra
-    body fields. A body over `body_limit` is a ClipError, raised before anything is sent."""
+    body fields. A body over `body_limit` is a ClipError, raised before anything is sent. The answer is read under
+    `max_response_bytes` (decoded) and `timeout_s` for the whole request."""
     video = video_url if video_url is not None else video_data_url(clip)
     body = chat_request_body(model, question, video, max_tokens=max_tokens, extra=extra)
     content = encode_body(body)
@@ -85,33 +108,37 @@ def check_capability(
         headers["Authorization"] = f"Bearer {api_key}"
     start = time.perf_counter()
     try:
-        with httpx.Client(timeout=timeout_s, trust_env=False) as client:
+        with BoundedClient(timeout_s=timeout_s, max_response_bytes=max_response_bytes) as client:
             response = client.post(url.rstrip("/") + CHAT_PATH, content=content, headers=headers)
-    except httpx.HTTPError as error:
-        if isinstance(error, httpx.TimeoutException):
-            detail = (
-                f"no answer from {url} within {timeout_s:g} s (--request-timeout); raise --request-timeout if the "
-                "server is slow to answer its first video request"
-            )
-        else:
-            detail = f"no answer from {url}: {type(error).__name__}: {error}"
+    except (httpx.HTTPError, RequestDeadline, ResponseTooLarge, UnboundedEncoding, BadEncoding) as error:
         return CapabilityResult(
             accepted=False,
             rejected=False,
             http_status=None,
             request_id=request_id,
             latency_ms=(time.perf_counter() - start) * 1000,
-            detail=detail,
+            detail=_unanswered(url, error),
         )
     return _judged_response(response, request_id, (time.perf_counter() - start) * 1000)
 
 
-def _judged_response(response: httpx.Response, request_id: str, latency: float) -> CapabilityResult:
+def _unanswered(url: str, error: Exception) -> str:
+    if isinstance(error, RequestDeadline):
+        return (
+            f"no complete answer from {url} within {error.timeout_s:g} s (--request-timeout), connecting to last "
+            "byte; raise --request-timeout if the server is slow to answer its first video request"
+        )
+    if isinstance(error, (ResponseTooLarge, UnboundedEncoding, BadEncoding)):
+        return f"the answer from {url} was refused: {error}"
+    return f"no answer from {url}: {type(error).__name__}: {error}"
+
+
+def _judged_response(response: BoundedResponse, request_id: str, latency: float) -> CapabilityResult:
     """Accepted (a non-empty chat answer), rejected (a refusal of the content) or failed, from the response."""
-    served_by = response.headers.get("x-served-by")
+    served_by = _kept_name(response.headers.get("x-served-by"))
     text = response.text[:_EXCERPT]
     if response.status_code != 200:
-        fix = _FIXES.get(response.status_code)
+        fix = redirect_note(response) or _FIXES.get(response.status_code)
         return CapabilityResult(
             accepted=False,
             rejected=response.status_code in CONTENT_REJECTIONS,
@@ -125,7 +152,7 @@ def _judged_response(response: httpx.Response, request_id: str, latency: float) 
     try:
         data = response.json()
         answer = data["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         return CapabilityResult(
             accepted=False,
             rejected=False,
@@ -137,7 +164,8 @@ def _judged_response(response: httpx.Response, request_id: str, latency: float) 
         )
     extra = {k: v for k, v in data.items() if k not in {"id", "object", "created", "model", "choices", "usage"}}
     # The fingerprint says more than the header (a test double says so there); keep whichever the server gave.
-    served_by = data.get("system_fingerprint") or served_by
+    fingerprint = data.get("system_fingerprint")
+    served_by = _kept_name(fingerprint if isinstance(fingerprint, str) else None) or served_by
     ok = isinstance(answer, str) and bool(answer.strip())
     return CapabilityResult(
         accepted=ok,
@@ -145,8 +173,39 @@ def _judged_response(response: httpx.Response, request_id: str, latency: float) 
         http_status=200,
         request_id=request_id,
         latency_ms=latency,
-        answer=answer if isinstance(answer, str) else None,
+        answer=_kept_answer(answer) if isinstance(answer, str) else None,
         detail="answered" if ok else "HTTP 200 with an empty answer",
         served_by=served_by,
-        response_fields=extra,
+        response_fields=bounded_fields(extra),
     )
+
+
+def _kept_name(text: str | None) -> str | None:
+    if not text:
+        return None
+    return text if len(text) <= NAME_KEPT else text[: NAME_KEPT - 3] + "..."
+
+
+def _kept_answer(answer: str) -> str:
+    if len(answer) <= ANSWER_KEPT:
+        return answer
+    return answer[:ANSWER_KEPT] + f" [cut by trtmc-videoqa: {len(answer) - ANSWER_KEPT} more characters]"
+
+
+def bounded_fields(fields: dict[str, object]) -> dict[str, object]:
+    """A server's extra fields, in its order, while each is at most FIELD_KEPT bytes of JSON and all of them at most
+    FIELDS_KEPT; the others are named (cut to NAME_KEPT characters, with their size) under DROPPED_KEY."""
+    kept: dict[str, object] = {}
+    dropped: list[str] = []
+    total = 0
+    for name, value in fields.items():
+        size = len(json.dumps({name: value}, default=str))
+        if size <= FIELD_KEPT and total + size <= FIELDS_KEPT and len(name) <= NAME_KEPT:
+            kept[name] = value
+            total += size
+        else:
+            dropped.append(f"{_kept_name(name)!r} ({size} bytes)")
+    if dropped:
+        shown = dropped[:20] + ([f"and {len(dropped) - 20} more"] if len(dropped) > 20 else [])
+        kept[DROPPED_KEY] = f"over {FIELD_KEPT} bytes each or {FIELDS_KEPT} in all: " + ", ".join(shown)
+    return kept

@@ -166,6 +166,7 @@ def _try(
             request.prompt.text,
             max_tokens=request.max_tokens,
             timeout_s=settings.request_timeout_s,  # one request, like every other: --request-timeout names it
+            max_response_bytes=settings.max_response_bytes,
             body_limit=settings.body_limit,
             api_key=request.api_key,
             video_url=chat_video_url(transport, request.prompt, request.clip_urls),
@@ -183,7 +184,9 @@ def _stage(outcome: CapabilityOutcome, sent: list[CapabilityResult]) -> StageRes
     if outcome.transport is not None and outcome.capability is not None:
         refused = [a for a in outcome.attempts if not a.accepted]
         before = "".join(f"; {a.transport} refused first: {_short(a)}" for a in refused)
-        detail = f"answered: {outcome.capability.answer!r} (video as {outcome.transport}{before})"
+        answer = outcome.capability.answer or ""
+        shown = repr(answer if len(answer) <= 200 else answer[:200] + "...")  # the whole answer: capability.json
+        detail = f"answered: {shown} (video as {outcome.transport}{before})"
         return StageResult(name="capability", status="passed", detail=detail, wall_s=wall, evidence=evidence)
     status: StageStatus = "rejected" if any(r.rejected for r in sent) else "failed"
     if len(outcome.attempts) == 1:

@@ -11,6 +11,9 @@ as ``{"$file": {"suffix": ".mp4", "b64": <the clip's bytes>}}``, the prompt fiel
 A server we did not build (``--endpoint``) has no task adapter to read: with ``--native-url`` its native route
 is taken to have perf_serving's request shape, ``ENDPOINT_NATIVE_REQUEST`` (``prompt``, ``video_path``,
 ``max_new_tokens``, ``temperature`` on ``POST /v1/tasks/generate``).
+
+Both clients read each answer under ``--max-response-bytes`` (decoded) and ``--request-timeout`` for the whole
+request, and never follow a redirect (serving/bounded_http.py).
 """
 
 from __future__ import annotations
@@ -32,6 +35,15 @@ from ...media.errors import ClipError
 from ...media.payload import chat_request_body, check_body_limit, encode_body, video_data_url
 from ...results import IdentityAnswer, IdentityCheck, IdentityPair, IdentityVerdict, NativeRequest, StageResult
 from ...results.layout import IDENTITY_FILE
+from ...serving.bounded_http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BadEncoding,
+    BoundedClient,
+    RequestDeadline,
+    ResponseTooLarge,
+    UnboundedEncoding,
+    redirect_note,
+)
 
 CHAT_PATH = "/v1/chat/completions"
 CHAT_ROUTE = f"POST {CHAT_PATH}"
@@ -89,17 +101,19 @@ def chat_answers(
     api_key: str | None,
     video_url: Callable[[Prompt], str] | None = None,
     extra: dict[str, Any] | None = None,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> list[IdentityAnswer]:
     """Each prompt once through ``POST {url}/v1/chat/completions``, greedy; failures recorded, never raised.
 
     `video_url` gives what each prompt's video part carries (default: its clip as a data URL, the transport the
-    row's capability check accepted decides); `extra` the workload's extra body fields."""
+    row's capability check accepted decides); `extra` the workload's extra body fields. Each answer is read under
+    `max_response_bytes` (decoded) and `timeout_s` for the whole request."""
     endpoint = url.rstrip("/") + CHAT_PATH
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     answers: list[IdentityAnswer] = []
-    with httpx.Client(timeout=timeout_s, trust_env=False) as client:
+    with BoundedClient(timeout_s=timeout_s, max_response_bytes=max_response_bytes) as client:
         for prompt in prompts:
             rid = request_id("chat", prompt)
             answer = IdentityAnswer(route=CHAT_ROUTE, url=_shown_url(endpoint), request_id=rid)
@@ -144,13 +158,20 @@ def sent_fields(request: NativeRequest) -> list[str]:
 
 
 def native_answers(
-    native_url: str, request: NativeRequest, prompts: list[Prompt], *, max_tokens: int, timeout_s: float
+    native_url: str,
+    request: NativeRequest,
+    prompts: list[Prompt],
+    *,
+    max_tokens: int,
+    timeout_s: float,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> list[IdentityAnswer]:
-    """Each prompt once through ``POST {native_url}/v1/tasks/<operation>``; failures recorded, never raised."""
+    """Each prompt once through ``POST {native_url}/v1/tasks/<operation>``; failures recorded, never raised (each
+    answer read under `max_response_bytes`, decoded, and `timeout_s` for the whole request)."""
     path = f"/v1/tasks/{request.operation}"
     endpoint = native_url.rstrip("/") + path
     answers: list[IdentityAnswer] = []
-    with httpx.Client(timeout=timeout_s, trust_env=False) as client:
+    with BoundedClient(timeout_s=timeout_s, max_response_bytes=max_response_bytes) as client:
         for prompt in prompts:
             rid = request_id("native", prompt)
             answer = IdentityAnswer(route=f"POST {path}", url=_shown_url(endpoint), request_id=rid)
@@ -170,17 +191,22 @@ _Outcome = tuple[int | None, str | None, str | None]  # (http status, answer, er
 
 
 def _posted(
-    client: httpx.Client, url: str, content: bytes, headers: dict[str, str], read: Callable[[Any], object]
+    client: BoundedClient, url: str, content: bytes, headers: dict[str, str], read: Callable[[Any], object]
 ) -> _Outcome:
     try:
         response = client.post(url, content=content, headers=headers)
+    except RequestDeadline as error:
+        return None, None, f"no answer: {error}"
+    except (ResponseTooLarge, UnboundedEncoding, BadEncoding) as error:
+        return None, None, f"answer refused: {error}"
     except httpx.HTTPError as error:
         return None, None, f"no answer: {type(error).__name__}: {error}"
     if response.status_code != 200:
-        return response.status_code, None, f"HTTP {response.status_code}: {response.text[:_EXCERPT]}"
+        note = f" ({redirect_note(response)})" if redirect_note(response) else ""
+        return response.status_code, None, f"HTTP {response.status_code}: {response.text[:_EXCERPT]}{note}"
     try:
         text = read(response.json())
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         text = None
     if not isinstance(text, str):
         return 200, None, f"HTTP 200 without an answer text: {response.text[:_EXCERPT]}"
