@@ -3,20 +3,28 @@
 Identity is the row's `session_id` (AIPerf's `conversation_id`) plus the per-HTTP `x_request_id`; `session_num`
 restarts after warmup and is never used. Answers come from the raw export (it covers warmup and keeps a server's
 reasoning apart from the answer).
+
+Every file is read as a stream, one line at a time, and no line longer than `EVIDENCE_CAP` is ever held: a longer
+one is skipped unread. The scrub rewrites a file through a temporary one beside it, line by line, and keeps at most
+`EVIDENCE_CAP` bytes of it, cut only between whole lines (whole JSONL records): from the first record that does not
+fit, every record is dropped, and a last line (`CUT_KEY`) says where the cut is and how much was dropped.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel
 
-from ..common.atomic_write import write_bytes_atomic
+from ..common.atomic_write import check_target
 
 RAW_EXPORT = "profile_export_raw.jsonl"
 RECORDS_EXPORT = "profile_export.jsonl"
@@ -24,6 +32,10 @@ INPUTS_EXPORT = "inputs.json"
 RAW_RECORDS_DIR = "raw_records"  # per record processor, before AIPerf consolidates them into RAW_EXPORT
 _SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
 _DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+);base64,([A-Za-z0-9+/=]+)")
+EVIDENCE_CAP = 64 << 20  # bytes kept of one export file once scrubbed; also the longest line ever read
+CUT_KEY = "trtmc_videoqa_cut"
+_SCRUBBED = frozenset({".jsonl", ".json", ".txt", ".log", ".csv"})
+_SKIP_READ = 1 << 20
 
 
 class ClientRecord(BaseModel):
@@ -47,17 +59,38 @@ class ClientRecord(BaseModel):
         return self.error is None
 
 
+def bounded_lines(handle: BinaryIO, cap: int) -> Iterator[tuple[bytes | None, int]]:
+    """(line, its size) for each line of at most `cap` bytes, newline included; (None, size) for a longer one,
+    skipped a piece at a time without being held."""
+    while True:
+        line = handle.readline(cap + 1)
+        if not line:
+            return
+        if len(line) <= cap or line.endswith(b"\n"):
+            yield line, len(line)
+            continue
+        size = len(line)
+        while not line.endswith(b"\n"):
+            line = handle.readline(_SKIP_READ)
+            if not line:
+                break
+            size += len(line)
+        yield None, size
+
+
 def _lines(path: Path) -> Iterator[dict[str, Any]]:
     if not path.is_file():
         return
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if line:
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut off by a crash: the rest still counts
+    with path.open("rb") as handle:
+        for line, _size in bounded_lines(handle, EVIDENCE_CAP):
+            if line is None or not line.strip():
+                continue  # a record over the cap is never read
+            try:
+                data = json.loads(line)
+            except (ValueError, RecursionError):
+                continue  # a line cut off by a crash: the rest still counts
+            if isinstance(data, dict):
+                yield data
 
 
 _OPENAI_FIELDS = frozenset(
@@ -195,25 +228,86 @@ def _scrub_headers(value: Any) -> Any:
     return value
 
 
-def scrub_exports(artifact_dir: Path, secrets: list[str]) -> None:
-    """Redact credential headers, any known secret value and the embedded clips from AIPerf's files, in place."""
+def scrub_exports(artifact_dir: Path, secrets: list[str], *, cap: int = EVIDENCE_CAP) -> None:
+    """Redact credential headers, any known secret value and the embedded clips from AIPerf's files, in place, each
+    kept to at most `cap` bytes."""
     for path in sorted(artifact_dir.rglob("*")):
-        scrub_export_file(path, secrets)
+        scrub_export_file(path, secrets, cap=cap)
 
 
-def scrub_export_file(path: Path, secrets: list[str]) -> None:
-    """`scrub_exports` for one file (a symbolic link, or a file of another kind, is left alone)."""
-    if path.is_symlink() or not path.is_file() or path.suffix not in {".jsonl", ".json", ".txt", ".log", ".csv"}:
+def scrub_export_file(path: Path, secrets: list[str], *, cap: int = EVIDENCE_CAP) -> None:
+    """`scrub_exports` for one file (a symbolic link, or a file of another kind, is left alone), streamed line by
+    line through a temporary file beside it; the file is replaced only when a line changed or it was cut."""
+    if path.is_symlink() or not path.is_file() or path.suffix not in _SCRUBBED:
         return
-    text = path.read_text(encoding="utf-8", errors="replace")
+    check_target(path)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out, path.open("rb") as source:
+            changed = _scrub_stream(source, out, secrets, cap, jsonl=path.suffix == ".jsonl")
+        if changed:
+            os.chmod(temporary, 0o644)  # mkstemp makes 0600; artifacts are for everyone who reads the run
+            os.replace(temporary, path)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+
+
+@dataclass
+class _Cut:
+    """Where a file was cut: before line `at_line`, `kept` bytes kept, and what was dropped from there on."""
+
+    at_line: int
+    kept: int
+    lines: int = 0
+    size: int = 0
+
+
+def _scrub_stream(source: BinaryIO, out: BinaryIO, secrets: list[str], cap: int, *, jsonl: bool) -> bool:
+    """Each line scrubbed and written while the file stays within `cap`; from the first line that does not fit (or
+    is longer than the cap), every line is dropped and counted. True when anything differs from the source."""
+    kept, changed = 0, False
+    cut: _Cut | None = None
+    for number, (line, size) in enumerate(bounded_lines(source, cap), 1):
+        if cut is None and line is not None:
+            cleaned = _scrub_line(line, secrets)
+            if kept + len(cleaned) <= cap:
+                out.write(cleaned)
+                kept += len(cleaned)
+                changed = changed or cleaned != line
+                continue
+        cut = cut or _Cut(at_line=number, kept=kept)
+        cut.lines += 1
+        cut.size += size
+    if cut is not None:
+        out.write(_cut_line(cut, cap, jsonl=jsonl))
+    return changed or cut is not None
+
+
+def _cut_line(cut: _Cut, cap: int, *, jsonl: bool) -> bytes:
+    facts = {
+        "cap_bytes": cap,
+        "cut_before_line": cut.at_line,
+        "kept_bytes": cut.kept,
+        "dropped_lines": cut.lines,
+        "dropped_bytes": cut.size,
+        "why": f"trtmc-videoqa keeps at most {cap} bytes of an export file, cut only between whole lines",
+    }
+    text = json.dumps({CUT_KEY: facts}) if jsonl else f"# {CUT_KEY}: " + json.dumps(facts)
+    return (("\n" if cut.kept and not jsonl else "") + text + "\n").encode("utf-8")
+
+
+def _scrub_line(line: bytes, secrets: list[str]) -> bytes:
+    """One line with its embedded clips, credential headers and known secrets redacted; its bytes otherwise kept
+    (undecodable bytes pass through as they are)."""
+    text = line.decode("utf-8", errors="surrogateescape")
     cleaned = _redact_data_urls(text)
-    if path.suffix in {".jsonl", ".json"} and "request_headers" in cleaned:
-        cleaned = "\n".join(_scrub_json_line(line) for line in cleaned.split("\n"))
+    if "request_headers" in cleaned:
+        ending = cleaned[len(cleaned.rstrip("\r\n")) :]
+        cleaned = _scrub_json_line(cleaned.rstrip("\r\n")) + ending
     for secret in secrets:
         if secret:
             cleaned = cleaned.replace(secret, "<redacted>")
-    if cleaned != text:
-        write_bytes_atomic(path, cleaned.encode("utf-8"))
+    return line if cleaned == text else cleaned.encode("utf-8", errors="surrogateescape")
 
 
 def _scrub_json_line(line: str) -> str:
@@ -221,6 +315,6 @@ def _scrub_json_line(line: str) -> str:
         return line
     try:
         data = json.loads(line)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return re.sub(r'("(?:[Aa]uthorization|[Xx]-[Aa]pi-[Kk]ey)"\s*:\s*)"[^"]*"', r'\1"<redacted>"', line)
     return json.dumps(_scrub_headers(data))
