@@ -3,6 +3,10 @@
 Warmup rows are kept apart from the profiling ones; every planned request is then matched to AIPerf's record of it
 and to the server's own task time (stages/join.py). AIPerf's exports are scrubbed of secrets; its raw logs are kept
 under the row's private/ folder, never published.
+
+A row measuring a server this run did not start (`guarded`) sends AIPerf's requests through the loopback guard
+(serving/forward_proxy.py): no redirect is followed, no response passes `--max-response-bytes` once decoded, and
+the stage says it ran and what it refused (aiperf/guard.json).
 """
 
 from __future__ import annotations
@@ -11,7 +15,9 @@ import os
 import shutil
 import time
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +34,12 @@ from ..machine.gpu import gpu_busy_percent
 from ..plan.settings import RunSettings
 from ..results import RequestRow, StageResult, StageStatus
 from ..results.layout import AIPERF_DIR, PRIVATE_DIR
+from ..serving.forward_proxy import GRACE_S, ForwardProxy, GuardTally
 from ..workloads import Workload
 from .capability import aiperf_videos
 from .join import join_requests, read_server_records
 from .prompts import workload_prompts
-from .protocol import Climb, RowJob, Served, Stop, measuring, recorded, served
+from .protocol import Climb, EndpointRow, RowJob, Served, Stop, measuring, recorded, served
 from .stats import latency_stats, requests_per_second
 
 # Over http the input file names the run's own loopback clip server, which lives only as long as the run.
@@ -43,6 +50,12 @@ HTTP_INPUTS_NOTE = (
 AIPERF_LOG = "aiperf.log"  # AIPerf's stdout and stderr, under the row's private/ folder: a raw log, never published
 AIPERF_OWN_LOGS = "logs"  # the folder AIPerf writes its own log to, in its artifact directory
 AIPERF_LOGS = "aiperf-logs"  # where that folder is kept, under the row's private/ folder
+GUARD_FILE = "guard.json"  # under aiperf/: what the loopback guard forwarded and refused
+GUARD_NOTE = (
+    "# AIPerf's requests went through this run's loopback guard (serving/forward_proxy.py): no redirect followed,\n"
+    "# no response past --max-response-bytes; the command below names the endpoint itself\n"
+)
+GUARD_RAN = "through the run's loopback guard: no redirect followed, every response within --max-response-bytes"
 
 
 @dataclass(frozen=True)
@@ -67,8 +80,11 @@ def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
     plan = result.plan = _plan(
         workload_prompts(workload), settings, max_tokens, workload, aiperf_videos(transport, job.clip_urls)
     )
-    run = run_aiperf(row, target, plan)
-    result.commands["aiperf"] = (HTTP_INPUTS_NOTE if transport == "http" else "") + run.command
+    with _guard(row, climb, target) as guard:
+        url = guard.url if guard else target.url
+        run = run_aiperf(row, replace(target, url=url), plan, recorded_url=target.url if guard else None)
+    notes = (HTTP_INPUTS_NOTE if transport == "http" else "") + (GUARD_NOTE if guard else "")
+    result.commands["aiperf"] = notes + run.command
     result.aiperf_exit, result.interrupted = run.outcome.exit_code, run.interrupted
     joined = join_requests(plan, run.clients, read_server_records(target.records), workload, max_tokens)
     result.records, result.graded = joined.records, joined.graded
@@ -76,7 +92,37 @@ def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
     result.figures = _figures(result.records, run.clients)
     write_text_atomic(row.row_dir / "requests.jsonl", "".join(r.model_dump_json() + "\n" for r in result.records))
     stage = _aiperf_stage(run.outcome, result.records, plan, settings, server_gone=not target.alive())
+    if guard is not None:
+        stage = _guarded_stage(stage, guard.tally, row.row_dir)
     return recorded(climb, result, stage, stops=stage.status != "passed")
+
+
+def guarded(row: RowJob, climb: Climb) -> bool:
+    """Whether AIPerf's requests go through the loopback guard: for every server this run did not start, i.e. an
+    `--endpoint` row, loopback or not. trtmc-server (the TRTMC ladder), the self-test's reference endpoint and
+    `compare`'s transformers serve are started by this run, on loopback, and measured without the extra hop."""
+    return isinstance(row, EndpointRow) and not climb.row.reference_self_test and climb.row.comparison is None
+
+
+@contextmanager
+def _guard(row: RowJob, climb: Climb, target: Served) -> Iterator[ForwardProxy | None]:
+    if not guarded(row, climb):
+        yield None
+        return
+    settings = row.job.settings
+    deadline = settings.request_timeout_s + GRACE_S  # AIPerf's own request timeout ends an exchange first
+    with ForwardProxy(target.url, max_response_bytes=settings.max_response_bytes, deadline_s=deadline) as guard:
+        yield guard
+
+
+def _guarded_stage(stage: StageResult, tally: GuardTally, row_dir: Path) -> StageResult:
+    """The stage saying the guard ran; failed, naming the cause first, where it refused a redirect or a response."""
+    write_model_atomic(row_dir / AIPERF_DIR / GUARD_FILE, tally)
+    evidence = [*stage.evidence, f"{AIPERF_DIR}/{GUARD_FILE}"]
+    cause = tally.cause()
+    if cause:
+        return stage.model_copy(update={"status": "failed", "detail": f"{cause}; {stage.detail}", "evidence": evidence})
+    return stage.model_copy(update={"detail": f"{stage.detail}; {GUARD_RAN}", "evidence": evidence})
 
 
 def _plan(
@@ -95,9 +141,10 @@ def _plan(
     )
 
 
-def run_aiperf(row: RowJob, target: Served, plan: RequestPlan) -> AiperfRun:
+def run_aiperf(row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: str | None = None) -> AiperfRun:
     """AIPerf on the plan's input file under our wall limit; its exports scrubbed of secrets, its outcome written.
-    Its raw logs (its output, and the log folder it writes among its exports) are kept under the row's private/."""
+    Its raw logs (its output, and the log folder it writes among its exports) are kept under the row's private/.
+    The command recorded names `recorded_url` where given (the endpoint behind the loopback guard)."""
     job, settings = row.job, row.job.settings
     aiperf_dir, private = row.row_dir / AIPERF_DIR, row.row_dir / PRIVATE_DIR
     input_file = write_input_file(plan, aiperf_dir / "inputs.jsonl")
@@ -119,7 +166,8 @@ def run_aiperf(row: RowJob, target: Served, plan: RequestPlan) -> AiperfRun:
         config_file=str(config_file.resolve()) if config_file else None,
     )
     argv = profile_argv(job.aiperf.executable, aiperf_settings)
-    command = reproducible_command(argv)
+    shown = aiperf_settings.model_copy(update={"url": recorded_url}) if recorded_url else aiperf_settings
+    command = reproducible_command(profile_argv(job.aiperf.executable, shown))
     row.progress(f"aiperf: {len(plan.warmup)} warmup + {len(plan.profiling)} profiling requests")
     _set_aside(Path(aiperf_settings.artifact_dir))
     log = private / AIPERF_LOG

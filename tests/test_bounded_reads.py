@@ -1,0 +1,496 @@
+"""Issue 26, items 3 and 4: every response the tool reads is read under a byte cap after decoding and a deadline for
+the whole request; AIPerf's requests to a server this run did not start go through the loopback guard, which
+follows no redirect and cuts a response past the cap; AIPerf's exports are scrubbed as a stream and cut only
+between whole records. Each hostile server here is a loopback socket server whose every byte the test decides.
+Only the last test launches AIPerf."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import resource
+import socket
+import threading
+import time
+import tracemalloc
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import aiohttp
+import brotli  # type: ignore[import-untyped]
+import pytest
+from helpers import QUICK, qualify, row
+
+from trtmc_videoqa.aiperf.exports import CUT_KEY, read_client_records, scrub_export_file
+from trtmc_videoqa.plan.settings import RunSettings
+from trtmc_videoqa.results import StageResult
+from trtmc_videoqa.serving.bounded_http import BodyMeter, ResponseTooLarge, UnboundedEncoding
+from trtmc_videoqa.serving.capability import FIELDS_KEPT, check_capability
+from trtmc_videoqa.serving.forward_proxy import ForwardProxy, GuardTally
+from trtmc_videoqa.stages.aiperf import GUARD_RAN, _guarded_stage, guarded
+from trtmc_videoqa.stages.protocol import EndpointRow, RowJob
+from trtmc_videoqa.workloads import builtin_workload
+
+MIB = 1 << 20
+CLIP = builtin_workload("synthetic").clip_path("forward")
+Answer = Callable[[int, bytes], "bytes | Callable[[socket.socket], None]"]
+
+
+# --- a loopback server that sends exactly what a test says -------------------------------------------------------
+
+
+class RawServer:
+    """HTTP/1.1 on a socket: `answer(n, request)` gives the n-th request's (from 1) response bytes, or a function
+    that sends them itself; connections are kept alive unless a response says `Connection: close`."""
+
+    def __init__(self, answer: Answer) -> None:
+        self.answer = answer
+        self.requests: list[bytes] = []
+        self.connections = 0
+        self._lock = threading.Lock()
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self._sock.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._stop = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def __enter__(self) -> RawServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._sock.close()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                continue
+            with self._lock:
+                self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        conn.settimeout(30)
+        buffer = b""
+        with conn:
+            try:
+                while not self._stop.is_set():
+                    while b"\r\n\r\n" not in buffer:
+                        data = conn.recv(65536)
+                        if not data:
+                            return
+                        buffer += data
+                    head, _, buffer = buffer.partition(b"\r\n\r\n")
+                    length = next(
+                        (
+                            int(line.split(b":")[1])
+                            for line in head.split(b"\r\n")
+                            if line.lower().startswith(b"content-length:")
+                        ),
+                        0,
+                    )
+                    while len(buffer) < length:
+                        buffer += conn.recv(65536)
+                    request, buffer = head + b"\r\n\r\n" + buffer[:length], buffer[length:]
+                    with self._lock:
+                        self.requests.append(request)
+                        number = len(self.requests)
+                    response = self.answer(number, request)
+                    if callable(response):
+                        response(conn)
+                        return
+                    conn.sendall(response)
+                    if b"connection: close" in response.split(b"\r\n\r\n")[0].lower():
+                        return
+            except OSError:
+                return
+
+
+def response(body: bytes, *, status: str = "200 OK", headers: tuple[str, ...] = ()) -> bytes:
+    head = [f"HTTP/1.1 {status}", f"Content-Length: {len(body)}", *headers]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+def chat(answer: str = "A", **extra: Any) -> bytes:
+    body = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        **extra,
+    }
+    return response(json.dumps(body).encode(), headers=("Content-Type: application/json",))
+
+
+def redirect(location: str) -> bytes:
+    return response(b"", status="307 Temporary Redirect", headers=(f"Location: {location}",))
+
+
+_MEMBER = gzip.compress(b"\0" * MIB, compresslevel=9)  # about 1 KB; members concatenated are one gzip body
+
+
+def gzip_bomb(inflated_mib: int) -> bytes:
+    """`inflated_mib` MiB of zeros once inflated, about a thousandth of that on the wire."""
+    return response(_MEMBER * inflated_mib, headers=("Content-Type: application/json", "Content-Encoding: gzip"))
+
+
+def drip(every_s: float, for_s: float) -> Callable[[socket.socket], None]:
+    """A head promising 100,000 bytes, then one byte every `every_s` for `for_s` seconds."""
+
+    def send(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+        ends = time.monotonic() + for_s
+        while time.monotonic() < ends:
+            conn.sendall(b" ")
+            time.sleep(every_s)
+
+    return send
+
+
+def capability(url: str, **options: Any) -> Any:
+    options.setdefault("timeout_s", 10.0)
+    return check_capability(url, "m", CLIP, "Which way?", max_tokens=4, body_limit=4 * MIB, **options)
+
+
+def _peak_mib(call: Callable[[], Any]) -> tuple[Any, float]:
+    tracemalloc.start()
+    try:
+        result = call()
+        return result, tracemalloc.get_traced_memory()[1] / MIB
+    finally:
+        tracemalloc.stop()
+
+
+# --- the tool's own reads: the capability check and the identity clients ----------------------------------------
+
+
+def test_a_gzip_bomb_stops_at_the_cap_and_the_failure_names_it() -> None:
+    with RawServer(lambda n, request: gzip_bomb(1024)) as bomb:  # 1 GiB inflated, about 1 MB on the wire
+        started = time.monotonic()
+        result, peak = _peak_mib(lambda: capability(bomb.url))
+    assert not result.accepted and result.http_status is None
+    assert "16 MiB once decoded (--max-response-bytes" in result.detail, result.detail
+    assert peak < 64, f"{peak:.0f} MiB held for a 16 MiB cap"
+    assert time.monotonic() - started < 20
+
+
+def test_a_plain_answer_longer_than_the_cap_is_refused_naming_the_option() -> None:
+    with RawServer(lambda n, request: chat("A" * (3 * MIB))) as long:
+        result = capability(long.url, max_response_bytes=MIB)
+    assert not result.accepted and "past 1 MiB once decoded (--max-response-bytes 1048576)" in result.detail
+
+
+def test_request_timeout_is_a_deadline_for_the_whole_answer_not_for_each_read() -> None:
+    with RawServer(lambda n, request: drip(0.1, 15)) as slow:  # one byte per 100 ms: every read is quick
+        started = time.monotonic()
+        result = capability(slow.url, timeout_s=1.0)
+        waited = time.monotonic() - started
+    assert not result.accepted and waited < 3, f"waited {waited:.1f} s for a 1 s deadline"
+    assert "within 1 s (--request-timeout), connecting to last byte" in result.detail
+
+
+def test_the_identity_clients_read_under_the_same_deadline_and_cap() -> None:
+    from trtmc_videoqa.stages.identity.compare import ENDPOINT_NATIVE_REQUEST, chat_answers, native_answers
+    from trtmc_videoqa.stages.prompts import workload_prompts
+
+    prompts = workload_prompts(builtin_workload("synthetic"))[:1]
+    with RawServer(lambda n, request: drip(0.1, 15)) as slow, RawServer(lambda n, r: gzip_bomb(256)) as bomb:
+        started = time.monotonic()
+        chat = chat_answers(slow.url, "m", prompts, max_tokens=4, timeout_s=1, body_limit=4 * MIB, api_key=None)
+        native = native_answers(bomb.url, ENDPOINT_NATIVE_REQUEST, prompts, max_tokens=4, timeout_s=10)
+        waited = time.monotonic() - started
+    assert chat[0].error is not None and "within 1 s (--request-timeout)" in chat[0].error
+    assert native[0].error is not None and "--max-response-bytes" in native[0].error
+    assert waited < 10
+
+
+def test_a_redirect_is_named_and_never_followed() -> None:
+    with RawServer(lambda n, request: chat()) as target:
+        with RawServer(lambda n, request: redirect(target.url + "/v1/chat/completions")) as moved:
+            result = capability(moved.url)
+        assert target.requests == []
+    assert not result.accepted and result.http_status == 307
+    assert "a redirect to 'http://127.0.0.1:" in result.detail and "not followed" in result.detail
+
+
+def test_the_server_fields_kept_in_capability_json_are_bounded() -> None:
+    many = {f"small_{i}": "s" * 100 for i in range(400)}  # about 50 KB in all: only the first ones fit
+    extra = {"huge": "x" * (8 * MIB), "k" * 5000: 1, "timing": {"ms": 3}, **many}
+    with RawServer(lambda n, request: chat(system_fingerprint="f" * 100_000, **extra)) as chatty:
+        result = capability(chatty.url)
+    assert result.accepted
+    kept = json.dumps(result.response_fields)
+    assert len(kept) < FIELDS_KEPT + 4096, len(kept)
+    assert result.response_fields["timing"] == {"ms": 3} and "small_0" in result.response_fields
+    assert "'huge' (8388" in kept and "'kkkk" in kept and "more" in kept and "k" * 100 not in kept
+    assert result.served_by is not None and len(result.served_by) <= 64
+
+
+def test_the_meter_undoes_stacked_and_concatenated_encodings_and_refuses_the_unknown() -> None:
+    text = b"answer " * 10_000
+    stacked = brotli.compress(gzip.compress(text[:30_000]) + b"")  # gzip first, then br: "gzip, br"
+    meter = BodyMeter("gzip, br", 1 << 30, keep=True)
+    for index in range(0, len(stacked), 7):
+        meter.feed(stacked[index : index + 7])
+    assert meter.body() == text[:30_000]
+    raw_deflate = zlib.compressobj(wbits=-15)
+    body = raw_deflate.compress(text) + raw_deflate.flush()
+    meter = BodyMeter("deflate", 1 << 30, keep=True)
+    meter.feed(body)
+    assert meter.body() == text
+    meter = BodyMeter("gzip", 1 << 30, keep=True)
+    meter.feed(gzip.compress(b"one ") + gzip.compress(b"two"))
+    assert meter.body() == b"one two"
+    bomb = BodyMeter("gzip", 16 * MIB, keep=False)
+    with pytest.raises(ResponseTooLarge):
+        bomb.feed(_MEMBER * 1024)  # 1 GiB: stops one piece past the cap
+    assert bomb.decoded <= 17 * MIB
+    with pytest.raises(UnboundedEncoding):
+        BodyMeter("zstd", MIB, keep=False)
+
+
+# --- the loopback guard between AIPerf and a server this run did not start ---------------------------------------
+
+
+def _exchange(url: str, request: bytes, *, read_s: float = 5.0) -> bytes:
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as conn:
+        conn.sendall(request)
+        conn.settimeout(read_s)
+        received = b""
+        try:
+            while data := conn.recv(65536):
+                received += data
+        except TimeoutError:
+            pass
+        return received
+
+
+def test_the_guard_passes_request_and_response_bytes_unchanged_but_host() -> None:
+    answer = (
+        b"HTTP/1.1 200 OK\r\nX-Odd-Header:  kept   as is\r\ncontent-type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n5;ext=1\r\nhello\r\n0\r\nX-Trailer: t\r\n\r\n"
+    )
+    with RawServer(lambda n, request: answer) as upstream:
+        with ForwardProxy(upstream.url, max_response_bytes=MIB, deadline_s=10) as guard:
+            port = guard.url.rsplit(":", 1)[1]
+            body = b'{"model": "m", "messages": []}'
+            request = (
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nX-Request-ID: abc-1\r\n"
+                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (port.encode(), len(body), body)
+            )
+            received = _exchange(guard.url, request)
+        upstream_port = upstream.url.rsplit(":", 1)[1].encode()
+        assert upstream.requests == [request.replace(b"127.0.0.1:" + port.encode(), b"127.0.0.1:" + upstream_port)]
+    assert received == answer
+    assert guard.tally.forwarded == 1 and guard.tally.cause() == ""
+
+
+def test_the_guard_forwards_each_streamed_chunk_as_it_arrives() -> None:
+    def stream(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        conn.sendall(b"6\r\ndata:1\r\n")
+        time.sleep(1.0)
+        conn.sendall(b"6\r\ndata:2\r\n0\r\n\r\n")
+
+    with (
+        RawServer(lambda n, request: stream) as upstream,
+        ForwardProxy(upstream.url, max_response_bytes=MIB, deadline_s=10) as guard,
+    ):
+        host, port = guard.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as conn:
+            conn.sendall(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+            started, seen = time.monotonic(), b""
+            while b"data:1" not in seen:
+                seen += conn.recv(65536)
+            first = time.monotonic() - started
+            while not seen.endswith(b"0\r\n\r\n"):
+                seen += conn.recv(65536)
+    assert first < 0.8, f"the first chunk took {first:.2f} s: held back until the second came"
+    assert b"data:1" in seen and b"data:2" in seen
+
+
+async def _aiohttp_posts(url: str, count: int) -> list[tuple[int, str]]:
+    """What AIPerf's HTTP client (aiohttp, redirects followed, bodies inflated by default) gets, `count` times."""
+    found = []
+    async with aiohttp.ClientSession() as session:
+        for index in range(count):
+            try:
+                async with session.post(url + "/v1/chat/completions", json={"n": index}) as answer:
+                    found.append((answer.status, await answer.text()))
+            except aiohttp.ClientError as error:
+                found.append((0, f"{type(error).__name__}: {error}"))
+    return found
+
+
+def test_the_guard_refuses_a_redirect_after_the_first_answer_and_sends_nothing_there() -> None:
+    with RawServer(lambda n, request: chat()) as target:
+        moved = redirect(target.url + "/v1/chat/completions")
+        with (
+            RawServer(lambda n, request: chat() if n == 1 else moved) as upstream,
+            ForwardProxy(upstream.url, max_response_bytes=MIB, deadline_s=10) as guard,
+        ):
+            answers = asyncio.run(_aiohttp_posts(guard.url, 3))
+        assert target.requests == []
+    assert [status for status, _ in answers] == [200, 502, 502]
+    assert "redirect to 'http://127.0.0.1:" in answers[1][1] and "follows no redirect" in answers[1][1]
+    assert guard.tally.redirect == 2 and "refused 2 redirect(s)" in guard.tally.cause()
+
+
+def test_the_guard_cuts_a_gzip_bomb_and_refuses_what_it_cannot_bound() -> None:
+    answers = {
+        1: gzip_bomb(1024),
+        2: response(b"x" * (2 * MIB)),
+        3: response(b"x", headers=("Content-Encoding: zstd",)),
+    }
+    with (
+        RawServer(lambda n, request: answers.get(n, chat())) as upstream,
+        ForwardProxy(upstream.url, max_response_bytes=MIB, deadline_s=10) as guard,
+    ):
+        found, peak = _peak_mib(lambda: asyncio.run(_aiohttp_posts(guard.url, 4)))
+    assert found[0][0] == 0 and "Payload" in found[0][1], found[0]  # cut mid-body: the client sees it broken off
+    assert found[1][0] == 502 and "--max-response-bytes" in found[1][1]  # a Content-Length over the cap, up front
+    assert found[2][0] == 502 and "zstd" in found[2][1]
+    assert found[3][0] == 200
+    assert guard.tally.over_cap == 2 and guard.tally.refused_head == 1
+    assert "past 1 MiB once decoded (--max-response-bytes)" in guard.tally.cause()
+    assert peak < 64, f"{peak:.0f} MiB held through a 1 MiB cap"
+
+
+def test_the_guard_keeps_one_upstream_connection_per_client_connection() -> None:
+    with RawServer(lambda n, request: chat()) as upstream:
+        with ForwardProxy(upstream.url, max_response_bytes=MIB, deadline_s=10) as guard:
+            answers = asyncio.run(_aiohttp_posts(guard.url, 5))
+        assert [status for status, _ in answers] == [200] * 5
+        assert upstream.connections == 1 and guard.tally.forwarded == 5
+
+
+def test_the_guard_ends_an_exchange_at_its_deadline() -> None:
+    with (
+        RawServer(lambda n, request: drip(0.1, 10)) as upstream,
+        ForwardProxy(upstream.url, max_response_bytes=MIB, deadline_s=0.5) as guard,
+    ):
+        started = time.monotonic()
+        _exchange(guard.url, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", read_s=8)
+        waited = time.monotonic() - started
+    assert waited < 3 and guard.tally.deadline == 1
+
+
+# --- AIPerf's exports: streamed, cut only between whole records, saying where ------------------------------------
+
+
+def test_the_scrub_cuts_only_between_whole_records_and_says_where(tmp_path: Path) -> None:
+    export = tmp_path / "profile_export_raw.jsonl"
+    lines = [json.dumps({"metadata": {"x_request_id": f"r{i}"}, "text": "y" * 300}) + "\n" for i in range(50)]
+    export.write_text("".join(lines))
+    scrub_export_file(export, [], cap=4000)
+    kept = export.read_text().splitlines()
+    records = [json.loads(line) for line in kept]
+    cut = records[-1][CUT_KEY]
+    assert [json.dumps(r) + "\n" for r in records[:-1]] == lines[: len(records) - 1]
+    assert cut["cut_before_line"] == len(records) and cut["dropped_lines"] == 50 - len(records) + 1
+    assert cut["kept_bytes"] <= 4000 and cut["cap_bytes"] == 4000
+
+
+def test_the_scrub_streams_a_record_far_over_its_cap_without_holding_it(tmp_path: Path) -> None:
+    export = tmp_path / "profile_export_raw.jsonl"
+    with export.open("wb") as handle:
+        handle.write(b'{"first": 1}\n')
+        handle.write(b'{"answer": "' + b"z" * (40 * MIB) + b'"}\n')
+        handle.write(b'{"last": 1}\n')
+    _, peak = _peak_mib(lambda: scrub_export_file(export, [], cap=MIB))
+    kept = export.read_text().splitlines()
+    assert kept[0] == '{"first": 1}' and json.loads(kept[1])[CUT_KEY]["dropped_lines"] == 2
+    assert peak < 8, f"{peak:.0f} MiB held to scrub with a 1 MiB cap"
+
+
+def test_the_scrub_keeps_undecodable_bytes_and_still_redacts(tmp_path: Path) -> None:
+    export = tmp_path / "aiperf.log"
+    export.write_bytes(b"key s3cret-value \xff\xfe kept\n" + b"plain \xc3\x28 line\n")
+    scrub_export_file(export, ["s3cret-value"])
+    assert export.read_bytes() == b"key <redacted> \xff\xfe kept\n" + b"plain \xc3\x28 line\n"
+
+
+def test_reading_records_skips_a_line_over_the_cap_without_holding_it(tmp_path: Path, monkeypatch) -> None:
+    import trtmc_videoqa.aiperf.exports as exports
+
+    monkeypatch.setattr(exports, "EVIDENCE_CAP", MIB)
+    export = tmp_path / "profile_export_raw.jsonl"
+    record = {"metadata": {"conversation_id": "s1", "x_request_id": "r1", "benchmark_phase": "profiling"}}
+    with export.open("wb") as handle:
+        handle.write(json.dumps(record).encode() + b"\n")
+        handle.write(b'{"metadata": {"conversation_id": "s2"}, "pad": "' + b"p" * (30 * MIB) + b'"}\n')
+    records, peak = _peak_mib(lambda: read_client_records(tmp_path))
+    assert [r.session_id for r in records] == ["s1"] and peak < 8
+
+
+# --- the run: the setting, which rows get the guard, what the row says ---------------------------------------
+
+
+def test_max_response_bytes_is_a_run_setting_with_its_option_and_default() -> None:
+    from trtmc_videoqa.cli.main import build_parser
+    from trtmc_videoqa.cli.qualify_args import settings_from, settings_options
+
+    assert RunSettings().max_response_bytes == 16 * MIB and "max_response_bytes" in RunSettings().model_dump()
+    assert settings_options()["max_response_bytes"] == "--max-response-bytes"
+    parsed = build_parser().parse_args(["qualify", "--max-response-bytes", "1024"])
+    assert settings_from(parsed).max_response_bytes == 1024
+
+
+def test_the_guard_is_for_servers_this_run_did_not_start() -> None:
+    def climb(**row: Any) -> Any:
+        return SimpleNamespace(row=SimpleNamespace(**({"reference_self_test": False, "comparison": None} | row)))
+
+    endpoint = EndpointRow(job=None, profile="p", tokenizer=Path("."))  # type: ignore[arg-type]
+    trtmc = RowJob(job=None, profile="p", tokenizer=Path("."))  # type: ignore[arg-type]
+    assert guarded(endpoint, climb())
+    assert not guarded(trtmc, climb())  # trtmc-server, started by this run
+    assert not guarded(endpoint, climb(reference_self_test=True))
+    assert not guarded(endpoint, climb(comparison=object()))  # compare's transformers serve
+
+
+def test_the_row_says_the_guard_ran_and_names_what_it_refused(tmp_path: Path) -> None:
+    passed = StageResult(name="aiperf", status="passed", detail="every one accounted for", evidence=["x"])
+    quiet = GuardTally(upstream="http://h", max_response_bytes=MIB)
+    stage = _guarded_stage(passed, quiet, tmp_path)
+    assert stage.status == "passed" and stage.detail.endswith(GUARD_RAN) and "aiperf/guard.json" in stage.evidence
+    refused = GuardTally(upstream="http://h", max_response_bytes=MIB)
+    refused.refuse("redirect", "the server answered HTTP 307, a redirect to 'http://elsewhere'")
+    stage = _guarded_stage(passed, refused, tmp_path)
+    assert stage.status == "failed" and stage.detail.startswith("the loopback guard refused 1 redirect(s)")
+    assert json.loads((tmp_path / "aiperf" / "guard.json").read_text())["redirect"] == 1
+
+
+# --- one run through AIPerf ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.e2e
+def test_a_server_that_turns_hostile_after_its_first_answer_gets_nothing_through(tmp_path: Path) -> None:
+    """The capability check gets a good answer; then every AIPerf request meets a 307 to another server or a gzip
+    bomb of 1 GiB. Nothing reaches the redirect's target, the row fails at aiperf naming both causes, and no
+    process of the run grows past 2 GB."""
+    with RawServer(lambda n, request: chat()) as target:
+        moved = redirect(target.url + "/v1/chat/completions")
+        hostile = RawServer(lambda n, request: chat() if n == 1 else (moved if n % 2 == 0 else gzip_bomb(1024)))
+        with hostile:
+            out = tmp_path / "out"
+            started = time.monotonic()
+            done = qualify("--endpoint", hostile.url, "--model", "m", "--out", str(out), *QUICK, timeout=150)
+            took = time.monotonic() - started
+        assert done.returncode == 0, done.stderr
+        assert target.requests == []
+    failed = row(out, "m")
+    assert failed.status == "failed" and failed.failed_stage == "aiperf", failed.status_reason
+    assert "refused 4 redirect(s)" in failed.status_reason and "--max-response-bytes" in failed.status_reason
+    tally = json.loads((out / "checkpoints" / "m" / "aiperf" / "guard.json").read_text())
+    assert tally["redirect"] == 4 and tally["over_cap"] == 3
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 2 * 1024 * 1024  # KiB: the largest process
+    assert took < 120
