@@ -117,3 +117,131 @@ def test_an_unreadable_header_is_named(tmp_path: Path) -> None:
         "core/api/include/trtmc/bad.h: unreadable (UnicodeDecodeError); its Task ids are unknown"
     ]
     assert declared.first("video_text_to_text") is not None
+
+
+# --- item 2: each family's support.py (ast) and its runtime's bindings ------------------------------------------
+
+GEMMAISH_SUPPORT = """\
+from tensorrt_model_connect.model_support import FamilySupport, family_support
+
+TEXT_TASKS = ("text_generation", "text_continuation")
+SUPPORT = family_support(model_types=("gemmaish2", "gemmaish3"), tasks=("text_generation",),
+                         default_task="text_generation")
+
+
+def describe(config):
+    tasks = list(TEXT_TASKS)
+    if config.get("vision_config"):
+        tasks.append("images_text_to_text")
+    if config.get("audio_config"):
+        tasks.append("audio_text_to_text")
+    if config.get("vision_config") and config.get("audio_config"):
+        tasks += ["image_audio_text_to_text"]
+    return FamilySupport(tuple(tasks), "text_generation", "bf16")
+"""
+CLEFISH_SUPPORT = """\
+def support(model_type, files):
+    if model_type == "clefish" and "decision_head.safetensors" in files:
+        return FamilySupport(("structured_decision",), "structured_decision", "fp16")
+    return None
+
+MATCH = family_support(architectures=["ClefishForDecision"], pipeline_classes=("ClefishPipeline",),
+                       required_files=("decision_head.safetensors",), tasks=("structured_decision",))
+"""
+DYNAMIC_SUPPORT = """\
+def describe(config):
+    tasks = ["text_generation"]
+    if config.vision:
+        tasks.extend(config.extra_tasks)
+    return FamilySupport(load_tasks(config), "text_generation", "bf16")
+"""
+RUNTIME_CPP = """\
+#include "trtmc/internal/language.h"
+namespace family {
+class Pipeline final : public trtmc::internal::IStructuredDecision, private Noncopyable {
+};
+void task_bindings(Registry& registry) {
+    registry.bind<internal::IVideoTextToText>(make_video_pipeline);
+}
+}
+"""
+
+
+def test_family_support_calls_and_conditional_describe(tmp_path: Path) -> None:
+    from trtmc_videoqa.inventory.family_declarations import read_family_declaration
+
+    write(tmp_path, "families/gemmaish/support.py", GEMMAISH_SUPPORT)
+    found = read_family_declaration(tmp_path, "gemmaish")
+    assert found.file == "families/gemmaish/support.py" and found.problem is None and not found.unreadable
+    assert found.matches == {"model_types": ["gemmaish2", "gemmaish3"]}
+    assert found.tasks == [
+        "audio_text_to_text",
+        "image_audio_text_to_text",
+        "images_text_to_text",
+        "text_continuation",
+        "text_generation",
+    ]
+    vision = found.declares("images_text_to_text")[0]
+    assert vision.line == 11 and vision.config_parts == ("vision",)
+    assert vision.condition is not None and vision.condition.startswith("when the config has a vision part")
+    both = found.declares("image_audio_text_to_text")[0]
+    assert both.config_parts == ("vision", "audio") and "a vision part and an audio part" in (both.condition or "")
+    assert [(d.line, d.condition) for d in found.declares("text_continuation")] == [(9, None)]
+    assert any(d.default and d.line == 4 for d in found.declares("text_generation"))
+
+
+def test_family_support_under_a_condition_and_checkpoint_matches(tmp_path: Path) -> None:
+    from trtmc_videoqa.inventory.family_declarations import read_family_declaration
+
+    write(tmp_path, "families/clefish/support.py", CLEFISH_SUPPORT)
+    found = read_family_declaration(tmp_path, "clefish")
+    assert found.matches == {
+        "architectures": ["ClefishForDecision"],
+        "pipeline_classes": ["ClefishPipeline"],
+        "required_files": ["decision_head.safetensors"],
+    }
+    conditional = found.declares("structured_decision")[0]
+    assert conditional.line == 3 and conditional.config_parts == ()
+    assert conditional.condition == "when `model_type == 'clefish' and 'decision_head.safetensors' in files`"
+
+
+def test_what_cannot_be_read_statically_is_said_never_guessed(tmp_path: Path) -> None:
+    from trtmc_videoqa.inventory.family_declarations import read_family_declaration
+
+    write(tmp_path, "families/dyn/support.py", DYNAMIC_SUPPORT)
+    found = read_family_declaration(tmp_path, "dyn")
+    assert found.tasks == ["text_generation"]
+    assert found.unreadable == [
+        "families/dyn/support.py:4: a Task added to 'tasks' cannot be read statically",
+        "families/dyn/support.py:5: the tasks of FamilySupport(...) cannot be read statically",
+    ]
+    write(tmp_path, "families/broken/support.py", "def describe(:\n")
+    broken = read_family_declaration(tmp_path, "broken")
+    assert broken.problem is not None and "SyntaxError" in broken.problem and broken.declared == []
+
+
+def test_a_family_without_support_py_has_no_declaration(tmp_path: Path) -> None:
+    from trtmc_videoqa.inventory.family_declarations import read_family_declaration
+
+    (tmp_path / "families" / "older").mkdir(parents=True)
+    found = read_family_declaration(tmp_path, "older")
+    assert found.file is None and found.declared == [] and found.problem is None
+
+
+def test_runtime_classes_and_task_bindings_are_evidence_lines(tmp_path: Path) -> None:
+    from trtmc_videoqa.inventory.runtime_bindings import bound_tasks, read_runtime_bindings
+    from trtmc_videoqa.inventory.task_registry import interface_map
+
+    write(tmp_path, "families/vlmish/runtime/plugin.cpp", RUNTIME_CPP)
+    write(tmp_path, "families/vlmish/tests/fake.cpp", "class Fake : public IVideoTextToText {};\n")
+    bindings, problems = read_runtime_bindings(tmp_path, "vlmish")
+    assert not problems
+    assert [(b.interface, b.how, b.holder, b.line) for b in bindings] == [  # tests/ is not the runtime
+        ("IStructuredDecision", "implements", "Pipeline", 3),  # Noncopyable is no Task interface
+        ("IVideoTextToText", "binds", "task_bindings()", 6),
+    ]
+    tasks = bound_tasks(bindings, interface_map(read_task_declarations(api_tree(tmp_path))))
+    assert sorted(tasks) == ["structured_decision", "video_text_to_text"]
+    evidence = tasks["video_text_to_text"][0].evidence("video_text_to_text")
+    assert evidence.file == "families/vlmish/runtime/plugin.cpp" and evidence.line == 6
+    assert "binds IVideoTextToText (video_text_to_text)" in evidence.shows

@@ -190,3 +190,9 @@ def _runtime_tasks(rel: str, lines: list[str], defines: dict[str, str]) -> list[
 def _declared(task: str, rel: str, line: int, side: str, interface: str | None) -> DeclaredTask:
     known = task in TASKS
     return DeclaredTask(task, rel, line, side, interface, known, TASKS[task] if known else infer_contract(task))
+
+
+def interface_map(declared: TaskDeclarations) -> dict[str, str]:
+    """Runtime interface name to Task id: the headers' own kTask classes, else TRTMC's naming of a known id."""
+    ids = set(TASKS) | set(declared.ids())
+    return {interface_name(task): task for task in sorted(ids)} | declared.interface_tasks()
