@@ -45,7 +45,7 @@ def test_inventory_writes_files_and_prints_a_summary(tmp_path: Path) -> None:
     assert "temporal-video-qa" in done.stdout and "capable of temporal video QA: vidqa-2b" in done.stdout
     assert "skipped" not in done.stdout  # said only when something was skipped
     data = json.loads((tmp_path / "inventory.json").read_text())
-    assert data["schema_version"] == "trtmc-videoqa.inventory/v1"
+    assert data["schema_version"] == "trtmc-videoqa.inventory/v2"
     assert (tmp_path / "inventory.md").read_text().startswith("# TRTMC inventory")
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary files left
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from trtmc_videoqa.inventory.task_registry import interface_name, read_task_declarations
 from trtmc_videoqa.inventory.tasks import TASKS, contract_for
+from trtmc_videoqa.results import CheckpointEntry, Inventory
 
 # Written for these tests, modelled on the layout of TRTMC's headers (not copied from them).
 LANGUAGE_H = """\
@@ -245,3 +248,149 @@ def test_runtime_classes_and_task_bindings_are_evidence_lines(tmp_path: Path) ->
     evidence = tasks["video_text_to_text"][0].evidence("video_text_to_text")
     assert evidence.file == "families/vlmish/runtime/plugin.cpp" and evidence.line == 6
     assert "binds IVideoTextToText (video_text_to_text)" in evidence.shows
+
+
+# --- item 3: the verdict uses the three sources together (a copy of the newer-layout fixture, changed here) ---------
+
+FIXTURE = Path(__file__).parent / "fixtures" / "trtmc_families"
+VIDQA_SUPPORT = """\
+from tensorrt_model_connect.model_support import family_support
+
+SUPPORT = family_support(model_types=("vidqa",), tasks=("video_text_to_text", "vision_language_generation"),
+                         default_task="vision_language_generation")
+"""
+VIDQA_RUNTIME = """\
+namespace vidqa {
+void task_bindings(Registry& registry) {
+    registry.bind<internal::IVideoTextToText>(make_clip_pipeline);
+}
+}
+"""
+
+
+def capable_tree(root: Path, support: str | None = VIDQA_SUPPORT) -> Path:
+    import shutil
+
+    shutil.copytree(FIXTURE, root)
+    api_tree(root)
+    if support is not None:
+        write(root, "families/vidqa/support.py", support)
+    write(root, "families/vidqa/runtime/bindings.cpp", VIDQA_RUNTIME)
+    return root
+
+
+def _row(root: Path, profile: str) -> tuple[Inventory, CheckpointEntry]:
+    from trtmc_videoqa.inventory.audit import run_inventory
+
+    inventory = run_inventory(root)
+    return inventory, next(entry for entry in inventory.entries if entry.profile == profile)
+
+
+def test_declared_bound_named_and_timed_is_temporal_video_qa(tmp_path: Path) -> None:
+    inventory, row = _row(capable_tree(tmp_path / "trtmc"), "vidqa-2b-native")
+    assert row.verdict == "temporal-video-qa" and row.gap is None
+    assert row.declaration is not None and row.declaration.startswith(
+        "families/vidqa/support.py:3 declares 'video_text_to_text'"
+    )
+    assert "the family's runtime implements or binds IVideoTextToText" in row.declaration
+    assert ("families/vidqa/support.py", 3) in [(ev.file, ev.line) for ev in row.evidence]
+    assert ("families/vidqa/runtime/bindings.cpp", 3) in [(ev.file, ev.line) for ev in row.evidence]
+    assert "video_text_to_text" in row.family_tasks
+    assert inventory.schema_version == "trtmc-videoqa.inventory/v2"
+    declared = {(t.task, t.side): t for t in inventory.declared_tasks}
+    assert declared[("video_text_to_text", "api")].line == 8 and declared[("video_text_to_text", "api")].video_to_text
+    vidqa = next(f for f in inventory.family_declarations if f.family == "vidqa")
+    assert vidqa.file == "families/vidqa/support.py" and vidqa.bound == ["video_text_to_text"]
+    older = next(f for f in inventory.family_declarations if f.family == "vlm")
+    assert older.file is None and older.tasks == []
+
+
+def test_taking_away_the_declaration_names_it(tmp_path: Path) -> None:
+    plain = 'SUPPORT = family_support(model_types=("vidqa",), tasks=("vision_language_generation",))\n'
+    _, row = _row(capable_tree(tmp_path / "trtmc", plain), "vidqa-2b-native")
+    assert row.verdict == "partial"
+    assert row.gap is not None and "TRTMC's own declaration is missing" in row.gap
+    assert "families/vidqa/support.py does not declare 'video_text_to_text'" in row.gap
+
+
+def test_taking_away_the_manifests_task_names_it(tmp_path: Path) -> None:
+    import json
+
+    root = capable_tree(tmp_path / "trtmc")
+    manifest = root / "families/vidqa/tests/manifests/vidqa-2b-native.json"
+    data = json.loads(manifest.read_text())
+    data["task"] = "images_text_to_text"
+    data["testcases"] = [{"name": "one-image", "prompt": "What is it?", "inputs": {"image_path": "x.png"}}]
+    manifest.write_text(json.dumps(data, indent=2))
+    _, row = _row(root, "vidqa-2b-native")
+    assert row.verdict == "image-only"
+    assert row.gap is not None and "the manifest names 'images_text_to_text', not the video_text_to_text" in row.gap
+
+
+def test_taking_away_the_time_axis_names_it(tmp_path: Path) -> None:
+    root = capable_tree(tmp_path / "trtmc")
+    write(root, "families/vidqa/model.py", "def forward(pixel_values):\n    return pixel_values\n")
+    (root / "families/vidqa/runtime/frames.cpp").unlink()
+    _, row = _row(root, "vidqa-2b-native")
+    assert row.verdict == "image-only"
+    assert row.gap is not None and "no time axis" in row.gap and "declare" not in row.gap
+
+
+def test_a_config_conditioned_declaration_counts_only_on_a_local_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conditional = (
+        "def describe(config):\n"
+        "    tasks = ['vision_language_generation']\n"
+        "    if config.get('vision_config'):\n"
+        "        tasks.append('video_text_to_text')\n"
+        "    return FamilySupport(tuple(tasks), 'vision_language_generation', 'bf16')\n"
+    )
+    root = capable_tree(tmp_path / "trtmc", conditional)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    _, row = _row(root, "vidqa-2b-native")
+    assert row.verdict == "partial" and row.gap is not None
+    assert "declares it only when the config has a vision part" in row.gap
+    assert "unchecked: the checkpoint's config is not in the local hub cache" in row.gap
+    snapshot = tmp_path / "hub/models--example--VidQA-2B/snapshots" / ("1" * 40)
+    write(snapshot, "config.json", '{"model_type": "vidqa", "vision_config": {"depth": 2}}')
+    _, row = _row(root, "vidqa-2b-native")
+    assert row.verdict == "temporal-video-qa" and row.gap is None
+
+
+def test_a_family_without_support_py_is_judged_as_before_and_says_so(tmp_path: Path) -> None:
+    _, row = _row(capable_tree(tmp_path / "trtmc", None), "vidqa-2b-native")
+    assert row.verdict == "temporal-video-qa"
+    assert row.declaration is not None and row.declaration.startswith(
+        "no support.py in families/vidqa: no declaration found"
+    )
+
+
+def test_the_group_line_names_the_furthest_state(tmp_path: Path) -> None:
+    import shutil
+
+    from trtmc_videoqa.inventory.audit import run_inventory
+
+    root = capable_tree(tmp_path / "trtmc", None)
+    (root / "families/vidqa/runtime/bindings.cpp").unlink()
+    shutil.rmtree(root / "families/vidqa/tests")
+    inventory = run_inventory(root)
+    assert inventory.group_line is not None and inventory.group_line.startswith("Group: blocked: ")
+    assert inventory.group_line.endswith(
+        "in-group rows; TRTMC declares video_text_to_text (core/api/include/trtmc/language.h:8) "
+        "but no family declares or binds it"
+    )
+    write(root, "families/vidqa/support.py", VIDQA_SUPPORT)
+    line = run_inventory(root).group_line or ""
+    assert "family vidqa (video_text_to_text) declares or binds it, but no manifest names it" in line
+    shutil.rmtree(root / "core")
+    line = run_inventory(root).group_line or ""
+    assert line.endswith("the checkout has no Task API headers (core/api/include/trtmc)")
+
+
+def test_the_older_layout_keeps_its_verdicts() -> None:
+    from trtmc_videoqa.inventory.audit import run_inventory
+
+    inventory = run_inventory(Path(__file__).parent / "fixtures" / "trtmc_e2e")
+    assert inventory.declared_tasks == [] and inventory.family_declarations == [] and inventory.group_line is None
+    assert all(entry.declaration is None and entry.family_tasks == [] for entry in inventory.entries)

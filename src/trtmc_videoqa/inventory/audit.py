@@ -23,7 +23,9 @@ from ..results import (
     TaskContract,
 )
 from .catalog import TaskRegistry, catalog_status, read_task_registry
+from .declared_support import CheckoutDeclarations
 from .family_source import FamilyScan, scan_family
+from .group_state import declared_task_facts, family_declaration_facts, group_state_line
 from .inputs import media_controls, media_inputs, testcase_facts
 from .manifest import Manifest, ManifestError, profile_from_path, read_manifest
 from .normal_profile import with_normal_profiles
@@ -74,6 +76,7 @@ class _AuditContext:
     scans: dict[str, FamilyScan] = field(default_factory=dict)
     model_tomls: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
     native: dict[str, NativeRequest] = field(default_factory=dict)  # by Task: its native request (task_requests.py)
+    declared: CheckoutDeclarations | None = None  # TRTMC's own Task declarations (issue 27)
 
     def lack(self, what: str) -> None:
         if what not in self.lacking:
@@ -102,6 +105,7 @@ def run_inventory(
         read_task_registry(tree.root) if layout == "families" else (None, (), None)
     )
     context = _AuditContext(tree, layout, registry, registry_lines, registry_problem)
+    context.declared = CheckoutDeclarations(tree.root, layout == "families")
     if layout == "families":
         context.native = native_requests(tree.root)
     if registry_problem:
@@ -121,6 +125,9 @@ def run_inventory(
     for profile, count in Counter(entry.profile for entry in entries).items():
         if count > 1:
             context.lack(f"profile {profile!r} is named by {count} manifests: rows are told apart by manifest path")
+    declared = context.declared
+    for problem in declared.problems:
+        context.lack(problem)
     head = checkout_commit(tree.root)
     commit = head if head != "unknown" else (commit or "unknown")
     pinned = pinned_commit or load_pins().trtmc.commit
@@ -137,6 +144,9 @@ def run_inventory(
         serving=serving,
         entries=entries,
         summary=summarize(entries),
+        declared_tasks=declared_task_facts(declared.tasks),
+        family_declarations=family_declaration_facts(declared),
+        group_line=group_state_line(entries, declared) if layout == "families" else None,
     )
 
 
@@ -201,6 +211,8 @@ def _judged_entry(context: _AuditContext, manifest: Manifest) -> CheckpointEntry
         ambiguity="; ".join(judgement.ambiguities) or None,
         evidence=judgement.evidence + _registry_evidence(context, facts.task, operation),
         gap_evidence=judgement.gap_evidence,
+        declaration=facts.declaration.words if facts.declaration else None,
+        family_tasks=context.declared.family(family).tasks if context.declared and context.declared.newer else [],
     )
 
 
@@ -217,6 +229,9 @@ def _row_facts(context: _AuditContext, manifest: Manifest, family: str) -> RowFa
     frame_runtime = _frame_runtime(manifest)
     visual = (set(contract.inputs) | inputs.kinds) & VISUAL_INPUTS
     needs_scan = contract.output in ("text", "decision") and bool(visual or frame_runtime)
+    declared = context.declared
+    checkpoint, revision = manifest.optional_string("hf_id"), manifest.optional_string("hf_revision")
+    declaration = declared.row(family, task, checkpoint, revision) if declared else None
     return RowFacts(
         manifest_file=manifest.rel,
         task=task,
@@ -230,6 +245,8 @@ def _row_facts(context: _AuditContext, manifest: Manifest, family: str) -> RowFa
         frame_runtime=frame_runtime,
         scan=context.scan(family) if needs_scan else None,
         extra_input_evidence=_model_toml_inputs(context, manifest) if older and needs_scan else [],
+        declaration=declaration,
+        family_video_tasks=tuple(declared.video_tasks_of(family)) if declared and declared.newer else (),
     )
 
 

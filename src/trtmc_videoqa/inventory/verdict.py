@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..results import Evidence, GapEvidence, Verdict
+from .declared_support import RowDeclaration
 from .family_source import SINGLE_IMAGE, TIME_AXIS, VIDEO_INPUT, FamilyScan
 from .inputs import FRAME_COUNT_KEYS, FRAME_KEYS, IMAGE_KEYS, IMAGES_KEYS, InputFacts
 from .tasks import NON_GENERATIVE_OUTPUTS, VISUAL_INPUTS, Contract
@@ -35,6 +36,10 @@ class RowFacts:
     frame_runtime: Evidence | None  # an older-layout runtime strategy that runs on ordered frames
     scan: FamilyScan | None
     extra_input_evidence: list[Evidence] = field(default_factory=list)
+    # What TRTMC itself declares (issue 27): None for the older layout; `declared` None when the family has no
+    # support.py, judged as before.
+    declaration: RowDeclaration | None = None
+    family_video_tasks: tuple[str, ...] = ()  # video-to-text Tasks the family declares or binds
 
 
 def _effective_output(facts: RowFacts) -> str:
@@ -150,10 +155,19 @@ def _image_output_judgement(facts: RowFacts, visual: set[str]) -> Judgement:
 def _frames_judgement(facts: RowFacts, output: str, frames: list[Evidence]) -> Judgement:
     scan = facts.scan
     evidence = [facts.task_evidence, *frames]
+    declaration = facts.declaration
+    undeclared = declaration.missing if declaration is not None and declaration.declared is not None else None
+    if declaration is not None:
+        evidence += declaration.evidence
     if scan is not None and scan.temporal:
         evidence += scan.evidence(VIDEO_INPUT)[:2] + scan.evidence(TIME_AXIS)[:2]
-        if output == "text":
+        if output == "text" and undeclared is None:
             return Judgement("temporal-video-qa", None, False, "", evidence)
+        if output == "text":
+            gap = (
+                f"ordered, timestamped frames reach a text answer, but TRTMC's own declaration is missing: {undeclared}"
+            )
+            return Judgement("partial", gap, False, "", evidence)
         return Judgement(
             "partial",
             "takes ordered, timestamped frames but answers as schema-option probabilities "
@@ -171,8 +185,14 @@ def _frames_judgement(facts: RowFacts, output: str, frames: list[Evidence]) -> J
         else "the family's model code shows no time axis for the frames"
     )
     verdict: Verdict = "partial" if output == "decision" else "image-only"
+    also = f"; and {undeclared}" if undeclared else ""
     judgement = Judgement(
-        verdict, f"frames reach the Task, but {why}: they may be independent image calls", False, "", evidence, missing
+        verdict,
+        f"frames reach the Task, but {why}: they may be independent image calls{also}",
+        False,
+        "",
+        evidence,
+        missing,
     )
     judgement.ambiguities.append(f"frames reach the Task but {why}")
     return judgement
@@ -202,8 +222,13 @@ def _image_judgement(facts: RowFacts, output: str) -> Judgement:
                 "sends frames and the Task takes one image"
             )
     what = "decides over images" if output == "decision" else "answers about one image per request"
+    named = ""
+    if facts.family_video_tasks:  # the family declares a video Task, but this manifest names another
+        named = (
+            f"; the manifest names {facts.task!r}, not the {', '.join(facts.family_video_tasks)} its family declares"
+        )
     return Judgement(
-        "image-only", f"{what}{note}; no ordered frames reach the Task", False, "", evidence, gaps, ambiguities
+        "image-only", f"{what}{note}; no ordered frames reach the Task{named}", False, "", evidence, gaps, ambiguities
     )
 
 

@@ -8,7 +8,10 @@ from pydantic import Field
 
 from .base import _Model
 
-INVENTORY_SCHEMA: Final = "trtmc-videoqa.inventory/v1"
+INVENTORY_SCHEMA: Final = "trtmc-videoqa.inventory/v2"
+# v2 (issue 27): what TRTMC itself declares (declared_tasks, family_declarations, group_line, each row's
+# declaration and family_tasks). A v1 inventory still reads: the new fields default to empty.
+InventorySchema = Literal["trtmc-videoqa.inventory/v1", "trtmc-videoqa.inventory/v2"]
 
 # What the source shows about the capability (docs/architecture.md, "The vocabularies").
 Verdict = Literal[
@@ -87,6 +90,31 @@ class NativeRequest(_Model):
     evidence: Evidence | None = None
 
 
+class DeclaredTaskFact(_Model):
+    """A Task id the checkout's own headers declare (inventory/task_registry.py)."""
+
+    task: str
+    file: str
+    line: int
+    side: Literal["api", "runtime"] = Field(description="the C API's #define, or a runtime kTask constant")
+    known: bool = Field(description="whether the tool's Task contracts know it; else its contract is inferred")
+    inputs: list[str]
+    output: str
+    video_to_text: bool
+
+
+class FamilyDeclarationFact(_Model):
+    """What a family's support.py declares and its runtime binds (inventory/family_declarations.py)."""
+
+    family: str
+    file: str | None = Field(description="families/<family>/support.py; None when the family has none")
+    tasks: list[str] = Field(default_factory=list)
+    conditions: list[str] = Field(default_factory=list, description="'<task>: <condition> (line N)' for each")
+    matches: dict[str, list[str]] = Field(default_factory=dict)
+    bound: list[str] = Field(default_factory=list, description="Tasks its runtime implements or binds")
+    unreadable: list[str] = Field(default_factory=list)
+
+
 class CheckpointEntry(_Model):
     """One row per manifest."""
 
@@ -126,6 +154,10 @@ class CheckpointEntry(_Model):
     evidence: list[Evidence] = Field(default_factory=list)
     gap_evidence: list[GapEvidence] = Field(default_factory=list)
     error: str | None = Field(default=None, description="the parse error of an invalid manifest")
+    declaration: str | None = Field(
+        default=None, description="what the family's support.py and runtime declare of this row's Task (v2)"
+    )
+    family_tasks: list[str] = Field(default_factory=list, description="the Tasks the family's support.py declares")
 
     @property
     def is_variant(self) -> bool:
@@ -207,7 +239,7 @@ class GroupReconciliation(_Model):
 
 
 class Inventory(_Model):
-    schema_version: Literal["trtmc-videoqa.inventory/v1"] = INVENTORY_SCHEMA
+    schema_version: InventorySchema = INVENTORY_SCHEMA
     tool_version: str
     checkout: str
     layout: Layout
@@ -221,3 +253,6 @@ class Inventory(_Model):
     entries: list[CheckpointEntry]
     summary: Summary
     reconciliation: Reconciliation | None = None
+    declared_tasks: list[DeclaredTaskFact] = Field(default_factory=list, description="the headers' Task ids (v2)")
+    family_declarations: list[FamilyDeclarationFact] = Field(default_factory=list)
+    group_line: str | None = Field(default=None, description="the furthest state the group reached, in one line")

@@ -1,0 +1,161 @@
+"""What TRTMC itself declares for one row: its family's support.py and runtime bindings, beside the manifest's Task.
+
+A declaration under a config condition ("when the config has a vision part") counts only where that config is
+available locally: the checkpoint's config.json at its pinned revision in the local Hugging Face hub cache (a look-up,
+never a download). Otherwise the condition is named as unchecked. A family without support.py has no declaration,
+and the row is judged as before, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..results import Evidence
+from .family_declarations import Declared, FamilyDeclaration, read_family_declaration
+from .runtime_bindings import Binding, bound_tasks, read_runtime_bindings
+from .task_registry import TaskDeclarations, interface_map, interface_name, read_task_declarations
+from .tasks import VIDEO_TO_TEXT_TASKS
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RowDeclaration:
+    """The family's declaration of the row's Task. `declared` is None when the family has no support.py."""
+
+    task: str
+    words: str  # what the row says about it
+    declared: bool | None
+    counted: bool  # declared, and its condition (if any) checked true on a local config
+    missing: str | None  # the missing piece, in words, when declared is not None and not counted
+    evidence: list[Evidence] = field(default_factory=list)
+    bound: bool = False
+
+
+def hub_config(checkpoint: str | None, revision: str | None, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The checkpoint's config.json in the local hub cache at its pinned revision, when it is there."""
+    if not checkpoint or not revision or checkpoint.count("/") != 1 or not revision.isalnum():
+        return None
+    env = os.environ if environ is None else environ
+    home = Path(env.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
+    cache = Path(env.get("HF_HUB_CACHE") or home / "hub")
+    path = cache / f"models--{checkpoint.replace('/', '--')}" / "snapshots" / revision / "config.json"
+    return path if path.is_file() else None
+
+
+def _config_has(config: Path, parts: tuple[str, ...]) -> bool | None:
+    """Whether the config has every part (a top-level key naming it, with a value); None when unreadable."""
+    try:
+        if config.stat().st_size > MAX_CONFIG_BYTES:
+            return None
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return all(any(part in str(key).lower() and value for key, value in data.items()) for part in parts)
+
+
+def row_declaration(
+    family: FamilyDeclaration,
+    bindings: list[Binding],
+    task: str,
+    config: Path | None,
+) -> RowDeclaration:
+    """The row's Task against its family's support.py and runtime; `bindings` are those mapped to this Task."""
+    bound_lines = [binding.evidence(task) for binding in bindings]
+    runtime = (
+        f"the family's runtime implements or binds {interface_name(task)} (evidence)"
+        if bindings
+        else f"no runtime class of the family implements or binds {interface_name(task)}"
+    )
+    if family.file is None:
+        words = f"no support.py in families/{family.family}: no declaration found (judged without one); {runtime}"
+        return RowDeclaration(task, words, None, False, None, bound_lines, bool(bindings))
+    if family.problem:
+        return RowDeclaration(task, family.problem, False, False, family.problem, bound_lines, bool(bindings))
+    hits = family.declares(task)
+    if not hits:
+        unreadable = f"; not read statically: {'; '.join(family.unreadable)}" if family.unreadable else ""
+        absent = f"{family.file} does not declare {task!r} (it declares {', '.join(family.tasks) or 'no Task'})"
+        return RowDeclaration(task, f"{absent}{unreadable}; {runtime}", False, False, absent + unreadable, bound_lines)
+    shown = [_declared_evidence(family, hit) for hit in hits]
+    counted, missing = _counted(family, hits, config)
+    words = f"{family.file}:{hits[0].line} declares {task!r}{_condition(hits)}; {runtime}"
+    if missing:
+        words += f"; {missing}"
+    return RowDeclaration(task, words, True, counted, missing, shown + bound_lines, bool(bindings))
+
+
+def _condition(hits: list[Declared]) -> str:
+    plain = [hit for hit in hits if hit.condition is None]
+    return "" if plain else f" {hits[0].condition}"
+
+
+def _counted(family: FamilyDeclaration, hits: list[Declared], config: Path | None) -> tuple[bool, str | None]:
+    """An unconditional declaration counts; a config-conditioned one only when a local config satisfies it."""
+    if any(hit.condition is None for hit in hits):
+        return True, None
+    for hit in hits:
+        if hit.config_parts and config is not None and _config_has(config, hit.config_parts):
+            return True, None
+    hit = hits[0]
+    if not hit.config_parts:
+        return False, f"the declaration holds only {hit.condition}, which the audit cannot check statically"
+    if config is None:
+        return False, (
+            f"{family.file}:{hit.line} declares it only {hit.condition}; unchecked: the checkpoint's config is not "
+            "in the local hub cache"
+        )
+    return False, f"{family.file}:{hit.line} declares it only {hit.condition}, and the local config has no such part"
+
+
+def _declared_evidence(family: FamilyDeclaration, hit: Declared) -> Evidence:
+    where = f" {hit.condition}" if hit.condition else ""
+    return Evidence(
+        file=family.file or "",
+        line=hit.line,
+        excerpt=f"{hit.task}{where}"[:160],
+        shows=f"the family's support.py declares the Task {hit.task!r}{where}",
+    )
+
+
+class CheckoutDeclarations:
+    """The checkout's three sources, read once: the Task registry, each family's support.py, its runtime bindings."""
+
+    def __init__(self, root: Path, newer_layout: bool, environ: Mapping[str, str] | None = None) -> None:
+        self.root = root
+        self.newer = newer_layout
+        self.environ = environ
+        self.tasks = read_task_declarations(root) if newer_layout else TaskDeclarations()
+        self.interfaces = interface_map(self.tasks)
+        self.families: dict[str, FamilyDeclaration] = {}
+        self.bindings: dict[str, dict[str, list[Binding]]] = {}
+        self.problems: list[str] = list(self.tasks.problems)
+
+    def family(self, name: str) -> FamilyDeclaration:
+        if name not in self.families:
+            self.families[name] = read_family_declaration(self.root, name)
+            found, problems = read_runtime_bindings(self.root, name)
+            self.bindings[name] = bound_tasks(found, self.interfaces)
+            self.problems.extend(problems)
+            if self.families[name].problem:
+                self.problems.append(self.families[name].problem or "")
+        return self.families[name]
+
+    def row(self, family: str, task: str, checkpoint: str | None, revision: str | None) -> RowDeclaration | None:
+        """None for the older layout, which has none of these files."""
+        if not self.newer:
+            return None
+        declaration = self.family(family)
+        config = hub_config(checkpoint, revision, self.environ)
+        return row_declaration(declaration, self.bindings[family].get(task, []), task, config)
+
+    def video_tasks_of(self, family: str) -> list[str]:
+        """The video-to-text Tasks the family declares or its runtime binds."""
+        declared = set(self.family(family).tasks) | set(self.bindings[family])
+        return sorted(task for task in declared if task in VIDEO_TO_TEXT_TASKS)
