@@ -100,7 +100,7 @@ def test_refresh_lists_the_group_changes_first_and_counts_the_rest(repo, tmp_pat
     assert r.new_capable == ["vidqb-7b"] and r.changes[1].new == "temporal-video-qa"
     assert (r.outside.added, r.outside.removed, r.outside.changed) == (3, 0, 0)  # the text-only profiles, counted
     text = (out / "reconciliation.md").read_text()
-    assert text.splitlines()[0] == f"**3 in-group change(s) between {pinned} and main {main}; NEW CAPABLE: vidqb-7b**"
+    assert text.splitlines()[0] == f"**NEW CAPABLE: vidqb-7b; 3 in-group change(s) between {pinned} and main {main}**"
     assert text.index("## In the group") < text.index("## Outside the group")
     assert r.line in done.stdout
     pinned_inventory = Inventory.model_validate_json((out / "inventory.pinned.json").read_text())

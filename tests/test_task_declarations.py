@@ -394,3 +394,69 @@ def test_the_older_layout_keeps_its_verdicts() -> None:
     inventory = run_inventory(Path(__file__).parent / "fixtures" / "trtmc_e2e")
     assert inventory.declared_tasks == [] and inventory.family_declarations == [] and inventory.group_line is None
     assert all(entry.declaration is None and entry.family_tasks == [] for entry in inventory.entries)
+
+
+# --- items 6 and 7: the watch, and an inventory of the older schema still compared --------------------------------
+
+
+def test_refresh_reports_a_new_video_task_first_and_exits_0(tmp_path: Path) -> None:
+    import shutil
+
+    from trtmc_videoqa.inventory.audit import run_inventory
+    from trtmc_videoqa.inventory.group_changes import group_reconciliation
+    from trtmc_videoqa.inventory.refresh import exit_code
+
+    pinned_tree = tmp_path / "pinned"
+    shutil.copytree(FIXTURE, pinned_tree)
+    main_tree = api_tree(tmp_path / "main")
+    shutil.copytree(FIXTURE, main_tree, dirs_exist_ok=True)
+    pinned, main = run_inventory(pinned_tree), run_inventory(main_tree)
+    found = group_reconciliation(pinned, main, main_ref="main", pinned_commit_source="test")
+    assert found.line.startswith(
+        "NEW VIDEO TASK in the API: image_video_text_to_text (core/api/include/trtmc/language.h:9), "
+        "streaming_video_text_to_text (core/api/include/trtmc/stream.h:2), "
+        "video_text_conversation (core/api/include/trtmc/language.h:11), "
+        "video_text_to_text (core/api/include/trtmc/language.h:8); No in-group change"
+    )
+    assert found.new_capable == [] and found.new_video_families == []
+    assert exit_code(found, fail_on_new_capable=True) == 0
+
+
+def test_refresh_names_a_family_newly_declaring_and_the_new_capable_checkpoint(tmp_path: Path) -> None:
+    from trtmc_videoqa.inventory.audit import run_inventory
+    from trtmc_videoqa.inventory.group_changes import group_reconciliation
+    from trtmc_videoqa.inventory.refresh import EXIT_NEW_CAPABLE, exit_code
+
+    plain = 'SUPPORT = family_support(model_types=("vidqa",), tasks=("vision_language_generation",))\n'
+    pinned_tree = capable_tree(tmp_path / "pinned", plain)
+    (pinned_tree / "families/vidqa/runtime/bindings.cpp").unlink()
+    pinned, main = run_inventory(pinned_tree), run_inventory(capable_tree(tmp_path / "main"))
+    found = group_reconciliation(pinned, main, main_ref="main", pinned_commit_source="test")
+    assert found.line.startswith(
+        "newly declared or bound by family vidqa: video_text_to_text; NEW CAPABLE: vidqa-2b-native; 1 in-group change"
+    )
+    assert found.new_video_tasks == [] and found.new_video_families == ["vidqa: video_text_to_text"]
+    assert exit_code(found, fail_on_new_capable=True) == EXIT_NEW_CAPABLE
+    assert exit_code(found, fail_on_new_capable=False) == 0
+
+
+def test_an_inventory_of_schema_v1_is_still_compared(tmp_path: Path) -> None:
+    import json
+
+    from trtmc_videoqa.inventory.audit import run_inventory
+    from trtmc_videoqa.inventory.group_changes import group_reconciliation
+    from trtmc_videoqa.inventory.reconcile import reconcile
+
+    new = run_inventory(capable_tree(tmp_path / "trtmc"))
+    data = json.loads(new.model_dump_json())
+    data["schema_version"] = "trtmc-videoqa.inventory/v1"
+    for name in ("declared_tasks", "family_declarations", "group_line"):
+        del data[name]
+    for entry in data["entries"]:
+        del entry["declaration"], entry["family_tasks"]
+    old = Inventory.model_validate_json(json.dumps(data))
+    assert old.schema_version.endswith("/v1") and old.declared_tasks == []
+    assert reconcile(old, new, "inventory.json").changed == []
+    found = group_reconciliation(old, new, main_ref="main", pinned_commit_source="test")
+    assert found.new_capable == [] and "video_text_to_text" in found.new_video_tasks  # v1 recorded no declarations
+    assert found.line.startswith("NEW VIDEO TASK in the API (the pinned inventory is schema v1: it records no Task")

@@ -12,6 +12,7 @@ from collections import Counter
 
 from ..results import CheckpointEntry, GroupChange, GroupChangeKind, GroupReconciliation, Inventory, OutsideCounts
 from .reconcile import keyed
+from .tasks import VIDEO_TO_TEXT_TASKS
 
 CAPABLE = "temporal-video-qa"
 FLAGGED = (CAPABLE, "partial")  # verdicts a maintainer must see appear
@@ -79,26 +80,63 @@ def group_reconciliation(
         for change in _row_changes(profile, before.get(profile), after.get(profile))
     ]
     new_capable = sorted({c.profile for c in changes if c.new_capable})
+    new_tasks, new_families = video_news(pinned, main)
     flagged = sorted({c.profile for c in changes if c.kind in ("joined", "verdict") and c.new in FLAGGED})
     return GroupReconciliation(
         pinned_commit=pinned.commit,
         pinned_commit_source=pinned_commit_source,
         main_ref=main_ref,
         main_commit=main.commit,
-        line=_line(pinned.commit, main.commit, changes, new_capable),
+        line=_line(pinned.commit, main.commit, changes, new_capable, _news(pinned, main, new_tasks, new_families)),
         changes=changes,
         new_capable=new_capable,
         flagged_verdicts=flagged,
         outside=_outside(before, after),
         by_kind=dict(sorted(Counter(c.kind for c in changes).items())),
+        new_video_tasks=new_tasks,
+        new_video_families=new_families,
     )
 
 
-def _line(pinned: str, main: str, changes: list[GroupChange], new_capable: list[str]) -> str:
+def video_news(pinned: Inventory, main: Inventory) -> tuple[list[str], list[str]]:
+    """Video-to-text Tasks that appeared in main's API, and families that newly declare or bind one. A pinned
+    inventory that records no declarations (schema v1, or a tree without the files) counts as declaring none."""
+    video = VIDEO_TO_TEXT_TASKS | {t.task for t in main.declared_tasks if t.video_to_text}
+    before = {t.task for t in pinned.declared_tasks if t.task in video}
+    tasks = sorted({t.task for t in main.declared_tasks if t.task in video} - before)
+    had = {f.family: set(f.tasks) | set(f.bound) for f in pinned.family_declarations}
+    families = []
+    for family in main.family_declarations:
+        new = sorted(((set(family.tasks) | set(family.bound)) & video) - had.get(family.family, set()))
+        if new:
+            families.append(f"{family.family}: {', '.join(new)}")
+    return tasks, families
+
+
+def _news(pinned: Inventory, main: Inventory, tasks: list[str], families: list[str]) -> list[str]:
+    where = {t.task: f"{t.file}:{t.line}" for t in reversed(main.declared_tasks)}  # the first declaration of each
+    news = []
+    older = (
+        " (the pinned inventory is schema v1: it records no Task declarations)"
+        if pinned.schema_version.endswith("/v1")
+        else ""
+    )
+    if tasks:
+        news.append(f"NEW VIDEO TASK in the API{older}: {', '.join(f'{t} ({where[t]})' for t in tasks)}")
+    if families:
+        news.append(f"newly declared or bound by family {'; '.join(families)}")
+    return news
+
+
+def _line(pinned: str, main: str, changes: list[GroupChange], new_capable: list[str], news: list[str]) -> str:
+    """Video-to-text Tasks new in the API first, then families newly declaring or binding one, then new capable
+    checkpoints, then the count of in-group row changes."""
+    first = [f"NEW CAPABLE: {', '.join(new_capable)}"] if new_capable else []
     if not changes:
-        return f"No in-group change between {pinned} and main {main}"
-    capable = f"NEW CAPABLE: {', '.join(new_capable)}" if new_capable else "no new capable checkpoint"
-    return f"{len(changes)} in-group change(s) between {pinned} and main {main}; {capable}"
+        return "; ".join([*news, f"No in-group change between {pinned} and main {main}"])
+    capable = [] if new_capable else ["no new capable checkpoint"]
+    rest = f"{len(changes)} in-group change(s) between {pinned} and main {main}"
+    return "; ".join([*news, *first, rest, *capable])
 
 
 def render_reconciliation_markdown(reconciliation: GroupReconciliation) -> str:

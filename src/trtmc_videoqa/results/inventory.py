@@ -234,6 +234,12 @@ class GroupReconciliation(_Model):
     changes: list[GroupChange]
     new_capable: list[str] = Field(description="profiles that became or arrived temporal-video-qa")
     flagged_verdicts: list[str] = Field(description="profiles that became or arrived temporal-video-qa or partial")
+    new_video_tasks: list[str] = Field(
+        default_factory=list, description="video-to-text Tasks main's API declares that the pinned commit's did not"
+    )
+    new_video_families: list[str] = Field(
+        default_factory=list, description="'<family>: <tasks>' for families newly declaring or binding one"
+    )
     outside: OutsideCounts
     by_kind: dict[str, int]
 
