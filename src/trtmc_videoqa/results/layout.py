@@ -16,6 +16,7 @@ CAPABILITY_FILE = "capability.json"
 IDENTITY_FILE = "identity.json"
 EXECUTION_FILE = "execution.jsonl"
 AIPERF_DIR = "aiperf"
+GUARD_FILE = "guard.json"  # under aiperf/: what the run's loopback guard forwarded and refused
 
 # Raw logs and records, relative to a row folder (or, for the clip server, to --out).
 BUILD_LOG = f"{PRIVATE_DIR}/build.log"

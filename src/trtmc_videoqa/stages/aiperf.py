@@ -33,7 +33,7 @@ from ..common.scrub import known_secrets
 from ..machine.gpu import gpu_busy_percent
 from ..plan.settings import RunSettings
 from ..results import RequestRow, StageResult, StageStatus
-from ..results.layout import AIPERF_DIR, PRIVATE_DIR
+from ..results.layout import AIPERF_DIR, GUARD_FILE, PRIVATE_DIR
 from ..serving.forward_proxy import GRACE_S, ForwardProxy, GuardTally
 from ..workloads import Workload
 from .capability import aiperf_videos
@@ -50,7 +50,6 @@ HTTP_INPUTS_NOTE = (
 AIPERF_LOG = "aiperf.log"  # AIPerf's stdout and stderr, under the row's private/ folder: a raw log, never published
 AIPERF_OWN_LOGS = "logs"  # the folder AIPerf writes its own log to, in its artifact directory
 AIPERF_LOGS = "aiperf-logs"  # where that folder is kept, under the row's private/ folder
-GUARD_FILE = "guard.json"  # under aiperf/: what the loopback guard forwarded and refused
 GUARD_NOTE = (
     "# AIPerf's requests went through this run's loopback guard (serving/forward_proxy.py): no redirect followed,\n"
     "# no response past --max-response-bytes; the command below names the endpoint itself\n"

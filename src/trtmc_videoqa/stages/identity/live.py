@@ -47,6 +47,7 @@ def chat_side(job: QualifyJob, url: str, model: str, transport: VideoTransport =
         workload_prompts(job.workload),
         max_tokens=max_tokens(job),
         timeout_s=job.settings.request_timeout_s,
+        max_response_bytes=job.settings.max_response_bytes,
         body_limit=job.settings.body_limit,
         api_key=job.api_key,
         video_url=lambda prompt: chat_video_url(transport, prompt, job.clip_urls),
@@ -64,6 +65,7 @@ def native_side(job: QualifyJob, native_url: str, request: NativeRequest) -> lis
         workload_prompts(job.workload),
         max_tokens=max_tokens(job),
         timeout_s=job.settings.request_timeout_s,
+        max_response_bytes=job.settings.max_response_bytes,
     )
 
 
