@@ -1,6 +1,6 @@
 """Harness overhead: our full `qualify --endpoint` of one checkpoint against bare `aiperf profile`, side by side.
 
-    .venv/bin/python bench/bench_overhead.py [--rounds 3] [--repeats 5] [--warmup 2]
+    .venv/bin/python bench/bench_overhead.py [--rounds 3] [--repeats 5] [--warmup 2] [--quick]
 
 One reference endpoint (a test double) is started first and serves every run; its start-up is in neither figure.
 A first `trtmc-videoqa qualify --endpoint URL --model M --workload synthetic` run is the warm-up (page cache,
@@ -9,12 +9,20 @@ order, (1) the full qualify in a fresh --out directory (nothing reused: the aipe
 the clips' probes and strips, the capability check, AIPerf, the join, grading, the reports) and (2) the bare
 `aiperf profile` with exactly the argv our run recorded (same input file, tokenizer and settings; only
 --artifact-dir differs). Figures are medians of wall time. Goal: at most 1.10x and under 2 s more.
+
+The row records AIPerf's command as a user re-runs it: relative to the run's --out folder and naming `aiperf`
+(result.json's commands, command.txt). The bare run therefore starts in the warm-up's --out folder, with `aiperf`
+resolved as qualify resolves it and AIPerf's environment as qualify gives it.
+
+--quick (about 20 s, for CI): one repeat and one warm-up request, and the warm-up qualify is the measured one
+(cold caches: the figure reads higher), then one bare run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import statistics
 import subprocess
@@ -23,16 +31,24 @@ import tempfile
 import time
 from pathlib import Path
 
+from trtmc_videoqa.aiperf.locate import locate_aiperf
+from trtmc_videoqa.aiperf.tokenizer import aiperf_environment
+from trtmc_videoqa.common.pins import load_pins
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, ReferenceConfig, argv_for_subprocess
+from trtmc_videoqa.results.layout import AIPERF_DIR, RESULT_FILE, checkpoints_dir
 from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
 
 GOAL_RATIO, GOAL_EXTRA_S = 1.10, 2.0
 PROFILE = DEFAULT_MODEL_NAME
 
 
+def row_dir(out: Path) -> Path:
+    return checkpoints_dir(out) / PROFILE
+
+
 def aiperf_inside(out: Path) -> float:
     """The wall time of the AIPerf process inside our run, as our run recorded it."""
-    return json.loads((out / "checkpoints" / PROFILE / "aiperf" / "outcome.json").read_text())["wall_s"]
+    return json.loads((row_dir(out) / AIPERF_DIR / "outcome.json").read_text())["wall_s"]
 
 
 def qualify(url: str, out: Path, repeats: int, warmup: int) -> float:
@@ -57,29 +73,50 @@ def qualify(url: str, out: Path, repeats: int, warmup: int) -> float:
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
     wall = time.perf_counter() - started
-    row = json.loads((out / "checkpoints" / PROFILE / "result.json").read_text())
-    if done.returncode != 0 or row["status"] != "endpoint-qualified" or row["reused"]:
-        raise SystemExit(f"qualify did not measure cleanly (exit {done.returncode}, {row['status']}):\n{done.stderr}")
+    result = row_dir(out) / RESULT_FILE
+    if done.returncode != 0 or not result.is_file():
+        written = "written" if result.is_file() else "not written"
+        raise SystemExit(f"qualify failed (exit {done.returncode}, {result} {written}):\n{done.stderr}")
+    row = json.loads(result.read_text())
+    if row["status"] != "endpoint-qualified" or row["reused"]:
+        raise SystemExit(f"qualify did not measure cleanly ({row['status']}, reused {row['reused']}):\n{done.stderr}")
     return wall
 
 
-def bare_argv(out: Path, artifact_dir: Path) -> list[str]:
-    """AIPerf's argv exactly as our run recorded it, with its own artifact directory."""
-    row = json.loads((out / "checkpoints" / PROFILE / "result.json").read_text())
-    argv = shlex.split(row["commands"]["aiperf"])
-    argv[argv.index("--artifact-dir") + 1] = str(artifact_dir)
+def bare_argv(out: Path, artifact_dir: Path, executable: str) -> list[str]:
+    """AIPerf's argv exactly as our run recorded it (paths relative to `out`), with the resolved executable and its
+    own artifact directory."""
+    row = json.loads((row_dir(out) / RESULT_FILE).read_text())
+    argv = shlex.split(row["commands"]["aiperf"], comments=True)  # an http run's note is a comment before it
+    if Path(argv[0]).name != "aiperf" or "--artifact-dir" not in argv:
+        raise SystemExit(f"the recorded AIPerf command is not the one this bench expects: {argv[:3]} ...")
+    argv[0] = executable
+    argv[argv.index("--artifact-dir") + 1] = str(artifact_dir.resolve())
     return argv
 
 
-def bare(argv: list[str], artifact_dir: Path, expected: int) -> float:
+def bare(argv: list[str], cwd: Path, artifact_dir: Path, expected: int) -> float:
     started = time.perf_counter()
     done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=600, check=False, stdin=subprocess.DEVNULL, start_new_session=True
+        argv,
+        cwd=cwd,
+        env=aiperf_environment(dict(os.environ)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
     )
     wall = time.perf_counter() - started
-    lines = (artifact_dir / "profile_export.jsonl").read_text().splitlines()
-    if done.returncode != 0 or len(lines) != expected:
-        raise SystemExit(f"bare aiperf did not run cleanly (exit {done.returncode}, {len(lines)} records)")
+    export = artifact_dir / "profile_export.jsonl"
+    records = len(export.read_text().splitlines()) if export.is_file() else 0
+    if done.returncode != 0 or records != expected:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
+        raise SystemExit(
+            f"bare aiperf did not run cleanly (exit {done.returncode}, {records}/{expected} records in {export}):\n"
+            f"{tail}"
+        )
     return wall
 
 
@@ -88,7 +125,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="measured runs of each (default 3)")
     parser.add_argument("--repeats", type=int, default=5, help="qualify --repeats (default 5, the default run)")
     parser.add_argument("--warmup", type=int, default=2, help="qualify --warmup (default 2)")
+    parser.add_argument("--quick", action="store_true", help="one of each, one repeat; about 20 s (CI)")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.repeats, args.warmup = 1, 1, 1
+    executable = locate_aiperf(expected_version=load_pins().aiperf.version).executable
     with tempfile.TemporaryDirectory(prefix="trtmc-videoqa-overhead-") as scratch:
         root = Path(scratch)
         port = free_loopback_port()
@@ -97,23 +138,25 @@ def main() -> None:
         with ServerProcess(argv_for_subprocess(config), url=url, log_path=root / "server.log", startup_timeout_s=60):
             first = root / "warm"
             warm = qualify(url, first, args.repeats, args.warmup)
-            argv = bare_argv(first, root / "unused")
-            plan = json.loads((first / "checkpoints" / PROFILE / "aiperf" / "plan.json").read_text())
+            plan = json.loads((row_dir(first) / AIPERF_DIR / "plan.json").read_text())
             expected = len(plan["requests"])  # warmup and profiling: both are in profile_export.jsonl
-            print(f"warm-up qualify (not counted): {warm:.2f} s; {expected} requests per run; endpoint {url}")
+            counted = "counted (--quick)" if args.quick else "not counted"
+            print(f"warm-up qualify ({counted}): {warm:.2f} s; {expected} requests per run; endpoint {url}")
             ours: list[float] = []
             theirs: list[float] = []
             outside: list[float] = []  # our wall time minus the AIPerf run inside it
             for index in range(args.rounds):
                 order = ("ours", "bare") if index % 2 == 0 else ("bare", "ours")
                 for which in order:
-                    if which == "ours":
+                    if which == "ours" and args.quick:
+                        ours.append(warm)
+                        outside.append(warm - aiperf_inside(first))
+                    elif which == "ours":
                         ours.append(qualify(url, root / f"ours-{index}", args.repeats, args.warmup))
                         outside.append(ours[-1] - aiperf_inside(root / f"ours-{index}"))
                     else:
                         artifacts = root / f"bare-{index}"
-                        argv = bare_argv(first, artifacts)
-                        theirs.append(bare(argv, artifacts, expected))
+                        theirs.append(bare(bare_argv(first, artifacts, executable), first, artifacts, expected))
                 print(
                     f"round {index + 1}: qualify {ours[-1]:.2f} s (outside its AIPerf run {outside[-1]:.2f} s), "
                     f"bare aiperf {theirs[-1]:.2f} s"

@@ -1,6 +1,6 @@
 """Timing fidelity: the client's end-to-end latency (AIPerf) beside the server's own task time, joined per request.
 
-    .venv/bin/python bench/bench_timing.py [--added-task-ms 50] [--repeats 3]
+    .venv/bin/python bench/bench_timing.py [--added-task-ms 50] [--repeats 3] [--quick]
 
 The reference endpoint (a test double) runs as its own process with an added task time D slept inside its timed
 section, so the true task time is known to be at least D. `trtmc-videoqa qualify --endpoint` measures the synthetic
@@ -10,7 +10,8 @@ workload through AIPerf; the bench then checks, from result.json and the server'
   * every server task time is at least D;
   * the reported client p50 minus the reported server task-time p50 is at most 5 ms (what the client adds:
     loopback HTTP, the request body, the server's parsing of it, AIPerf's own bookkeeping).
-Side by side it prints both p50s, the per-request difference and the figure last.
+Side by side it prints both p50s, the per-request difference and the figure last. --quick (about 10 s, for CI):
+one repeat (6 profiling requests) instead of three.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, FaultKnobs, ReferenceConfig, argv_for_subprocess
+from trtmc_videoqa.results.layout import RESULT_FILE, checkpoints_dir
 from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
 
 GOAL_MS = 5.0
@@ -33,7 +35,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--added-task-ms", type=float, default=50.0, help="D: slept inside the server's task")
     parser.add_argument("--repeats", type=int, default=3, help="qualify --repeats (6 prompts each; default 3)")
+    parser.add_argument("--quick", action="store_true", help="one repeat; about 10 s (CI)")
     args = parser.parse_args()
+    if args.quick:
+        args.repeats = 1
     added = args.added_task_ms
     with tempfile.TemporaryDirectory(prefix="trtmc-videoqa-timing-") as scratch:
         root = Path(scratch)
@@ -67,9 +72,11 @@ def main() -> None:
                 timeout=600,
                 check=False,
             )
-        if done.returncode != 0:
-            raise SystemExit(f"qualify failed (exit {done.returncode}):\n{done.stderr}")
-        row = json.loads((out / "checkpoints" / DEFAULT_MODEL_NAME / "result.json").read_text())
+        result = checkpoints_dir(out) / DEFAULT_MODEL_NAME / RESULT_FILE
+        if done.returncode != 0 or not result.is_file():
+            written = "written" if result.is_file() else "not written"
+            raise SystemExit(f"qualify failed (exit {done.returncode}, {result} {written}):\n{done.stderr}")
+        row = json.loads(result.read_text())
         served = {}
         for line in records.read_text().splitlines():
             record = json.loads(line)
@@ -83,6 +90,8 @@ def main() -> None:
         and r["server_task_ms"] is not None
         and abs(served[r["x_request_id"]]["model_call_ms"] - r["server_task_ms"]) < 0.01
     ]
+    if not joined:
+        raise SystemExit(f"no request joined by X-Request-ID ({len(profiling)} in the row, {len(served)} served)")
     tasks = [r["server_task_ms"] for r in joined]
     differences = [r["client_latency_ms"] - r["server_task_ms"] for r in joined]
     client_p50, task_p50 = row["client_latency"]["p50_ms"], row["server_task_time"]["p50_ms"]
