@@ -1,13 +1,67 @@
-"""Fixtures shared by the test modules (plain helper functions are in helpers.py)."""
+"""Fixtures shared by the test modules (plain helper functions are in helpers.py; the runs made once per test run,
+whatever the number of xdist workers, are in shared_runs.py), and the AIPerf launch counter.
+
+`TRTMC_TEST_COUNT_AIPERF=FILE .venv/bin/python -m pytest ...` puts a wrapper in aiperf's place
+($TRTMC_VIDEOQA_AIPERF) that appends one JSON line per launch to FILE (the test that launched it, its arguments)
+before it runs the real aiperf, and the summary at the end counts them by test module. Off unless asked for: it
+changes the aiperf path the runs record.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import shared_runs
 from media_clips import Clips, build_clips
 
 from trtmc_videoqa.reference import ReferenceConfig, ReferenceServer
+
+COUNT_ENV = "TRTMC_TEST_COUNT_AIPERF"
+AIPERF_ENV = "TRTMC_VIDEOQA_AIPERF"
+
+COUNTING_AIPERF = """#!{python}
+# TEST WRAPPER for aiperf (tests/conftest.py, {count_env}): one JSON line per launch to {log}, then aiperf itself
+import re
+import sys
+from aiperf.cli import app
+if __name__ == "__main__":
+    import json, os, time
+    with open({log!r}, "a") as log:
+        test = os.environ.get("PYTEST_CURRENT_TEST")
+        log.write(json.dumps({{"test": test, "argv": sys.argv[1:3], "at": time.time()}}) + "\\n")
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(app())
+"""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    log = os.environ.get(COUNT_ENV)
+    if not log or hasattr(config, "workerinput"):  # xdist workers inherit the controller's environment
+        return
+    wrapper = Path(log).resolve().with_name(Path(log).name + ".bin") / "aiperf"
+    wrapper.parent.mkdir(parents=True, exist_ok=True)
+    wrapper.write_text(COUNTING_AIPERF.format(python=sys.executable, count_env=COUNT_ENV, log=str(Path(log).resolve())))
+    wrapper.chmod(0o755)
+    os.environ[AIPERF_ENV] = str(wrapper)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    log = os.environ.get(COUNT_ENV)
+    if not log or hasattr(config, "workerinput"):
+        return
+    lines = Path(log).read_text().splitlines() if Path(log).is_file() else []
+    launches = [json.loads(line) for line in lines]
+    profiles = [launch for launch in launches if launch["argv"][:1] == ["profile"]]
+    by_module = Counter((launch["test"] or "?").split("::")[0] for launch in profiles)
+    terminalreporter.write_sep("-", f"AIPerf launches ({COUNT_ENV}={log}): {len(profiles)} `aiperf profile`")
+    for module, count in sorted(by_module.items()):
+        terminalreporter.write_line(f"{count:4d}  {module}")
 
 
 @pytest.fixture(scope="session")
@@ -21,3 +75,41 @@ def server() -> Iterator[ReferenceServer]:
     """The reference endpoint with its defaults, in this process on a free loopback port, one per test module."""
     with ReferenceServer(ReferenceConfig()) as running:
         yield running
+
+
+# --- runs made once per test run (shared_runs.py says what each is and who reads it) ---------------------------
+
+
+@pytest.fixture(scope="session")
+def self_test_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
+    return shared_runs.self_test(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def quick_http_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
+    return shared_runs.quick_self_test_over_http(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def trtmc_rows_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
+    return shared_runs.trtmc_every_row(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def trtmc_resumed_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
+    return shared_runs.trtmc_resumed_after_faults(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def native_route_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
+    return shared_runs.endpoint_with_native_route(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def auto_key_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
+    return shared_runs.endpoint_auto_with_key(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def key_file_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
+    return shared_runs.endpoint_with_key_file(tmp_path_factory)

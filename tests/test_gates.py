@@ -4,6 +4,10 @@ reference endpoint (a test double, started here as a user would start a server) 
 A row reaches `endpoint-qualified` / `aiperf-qualified` only when every profiling answer is complete and resolves to
 one option (`output-check`), every task time is joined on trtmc-server (`timing`), and the native Task path and HTTP
 chat agree (`identity`); a server without a native route is `not-applicable`, named so, and may still qualify.
+
+Each failing gate is its own run (a row stops at the first gate it fails). The rows that pass every gate are read
+from runs made once per test run for several modules (shared_runs.py): an endpoint with no native route named, one
+with its native route named, and every row of the fixture tree.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from pathlib import Path
 import pytest
 from doubles.toolchain import install_doubles
 from helpers import QUICK, qualify, reference, row
+from shared_runs import SharedRun
 
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME
 from trtmc_videoqa.results import Report
@@ -83,9 +88,11 @@ def test_answers_cut_at_the_token_limit_fail_even_when_they_name_an_option(tmp_p
     assert all(example.outcome == "cut-off" for example in failed.output_check.examples)
 
 
-def test_a_server_without_a_native_route_is_not_applicable_and_may_still_qualify(tmp_path: Path) -> None:
-    with reference(tmp_path) as url:
-        out = endpoint(url, tmp_path / "out", *QUICK)
+def test_a_server_without_a_native_route_is_not_applicable_and_may_still_qualify(auto_key_run: SharedRun) -> None:
+    # the reference endpoint, no --native-url (shared_runs.endpoint_auto_with_key: also an API key, the server's
+    # stated sampling, and video over http after a data-URL refusal; none of which is a native route)
+    out = auto_key_run.out
+    assert auto_key_run.done().returncode == 0, auto_key_run.done().stderr
     qualified = row(out, PROFILE)
     assert qualified.status == "endpoint-qualified", qualified.status_reason
     assert qualified.identity.verdict == "not-applicable" and "--native-url" in qualified.identity.reason
@@ -99,9 +106,13 @@ def test_a_server_without_a_native_route_is_not_applicable_and_may_still_qualify
     assert report.group.status == "endpoint" and "no TRTMC model was qualified" in report.group.line
 
 
-def test_a_named_native_route_is_checked_and_drift_fails_the_row_with_both_answers(tmp_path: Path) -> None:
-    with reference(tmp_path, name="agreeing") as url:
-        held = row(endpoint(url, tmp_path / "held", *QUICK, "--native-url", url), PROFILE)
+def test_a_named_native_route_is_checked_and_drift_fails_the_row_with_both_answers(
+    native_route_run: SharedRun, tmp_path: Path
+) -> None:
+    # the reference endpoint with --native-url naming its own native route (shared_runs.endpoint_with_native_route,
+    # whose workload also declares an extra body: the same six questions and clips)
+    assert native_route_run.done().returncode == 0, native_route_run.done().stderr
+    held = row(native_route_run.out, PROFILE)
     assert held.status == "endpoint-qualified" and held.identity.verdict == "held"
     assert len(held.identity.pairs) == 6  # every (question, clip) of the synthetic workload, once each way
     with reference(tmp_path, name="drifting", identity_drift_rate=0.5) as url:
@@ -144,8 +155,11 @@ def test_trtmc_cannot_tell_answers_fail_at_output_check(tmp_path: Path) -> None:
     assert 'name="group"' in junit and "<failure" in junit
 
 
-def test_two_capable_profiles_of_one_checkpoint_give_one_model_row_and_one_variant_row(tmp_path: Path) -> None:
-    out = trtmc(tmp_path)  # no --profile: every in-group row, the normal profiles run
+def test_two_capable_profiles_of_one_checkpoint_give_one_model_row_and_one_variant_row(
+    trtmc_rows_run: SharedRun,
+) -> None:
+    out = trtmc_rows_run.out  # no --profile: every in-group row, the normal profiles run (shared_runs.trtmc_every_row)
+    assert trtmc_rows_run.done().returncode == 0, trtmc_rows_run.done().stderr
     normal, twin = row(out, "vidqa-2b"), row(out, "vidqa-2b-native")
     assert normal.normal_profile is True and normal.status == "aiperf-qualified", normal.status_reason
     assert twin.normal_profile is False and twin.status == "planned"

@@ -2,7 +2,8 @@
 
 One self-test runs with values no artifact may carry: a host name set in its own UTS namespace (`unshare -u`, as
 root: CI runs as root), an output folder and a $HOME whose paths hold a space and a sentinel, and a secret in the
-environment. Then: the public check passes, a plain search of every public file finds none of those values, a value
+environment. It is the self-test that test_qualify.py checks too, made once per test run (shared_runs.self_test).
+Then: the public check passes, a plain search of every public file finds none of those values, a value
 planted afterwards fails the check naming file:line, and the recorded AIPerf command, run from a copy of the
 artifacts in another folder, asks the same questions and gets the same answers.
 """
@@ -15,12 +16,13 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from helpers import cli, no_traceback, row
+from shared_runs import HOST, SharedRun, in_namespace
+from shared_runs import HUB_TOKEN as TOKEN
 
 from trtmc_videoqa.aiperf.exports import read_client_records
 from trtmc_videoqa.publish.check import PRIVATE_DIR, public_files
@@ -28,8 +30,6 @@ from trtmc_videoqa.serving.process import ServerProcess
 
 pytestmark = pytest.mark.e2e
 
-HOST = "sentinel-host-q7"
-TOKEN = "hf_SENTINELtoken0123456789abcdef"
 PROFILE = "reference-self-test.synthetic"
 VENV_BIN = str(Path(sys.executable).parent)
 
@@ -41,29 +41,14 @@ class Run:
     done: subprocess.CompletedProcess[str]
 
 
-def _unshare_problem() -> str | None:
-    if shutil.which("unshare") is None:
-        return "unshare (util-linux) is not installed"
-    probe = subprocess.run(["unshare", "-u", "hostname", HOST], capture_output=True, text=True)
-    return None if probe.returncode == 0 else f"unshare -u is not allowed here: {probe.stderr.strip()}"
-
-
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
-    problem = _unshare_problem()
-    if problem:
+def run(self_test_run: SharedRun) -> Run:
+    problem = self_test_run.facts["namespace_problem"]
+    if problem:  # the run was made without a host name of its own: what it shows about the host proves nothing
         if os.environ.get("CI"):
             pytest.fail(f"{problem}: CI runs as root, where the host-name sentinel must be set")
         pytest.skip(problem)
-    base = tmp_path_factory.mktemp("public")
-    out, home = base / "out dir SENTINELout", base / "home dir SENTINELhome"
-    home.mkdir()
-    env = {**os.environ, "HOME": str(home), "HF_TOKEN": TOKEN}
-    argv = [sys.executable, "-m", "trtmc_videoqa", "qualify", "--out", str(out)]
-    # The host name exists only inside the namespace: the run sees it, the rest of the machine does not.
-    wrapped = ["unshare", "-u", "sh", "-c", 'hostname "$1" && shift && exec "$@"', "sh", HOST, *argv]
-    done = subprocess.run(wrapped, capture_output=True, text=True, timeout=600, env=env, cwd=home)
-    yield Run(out, home, done)
+    return Run(self_test_run.out, self_test_run.folder / self_test_run.facts["home"], self_test_run.done())
 
 
 def _public_text(out: Path) -> dict[str, str]:
@@ -100,9 +85,11 @@ def test_no_public_file_names_the_folder_home_host_or_secret(run: Run) -> None:
     ("planted", "kind"),
     [(HOST, "user-or-host"), ("{out}/checkpoints", "path"), (TOKEN, "secret")],
 )
-def test_a_value_planted_after_the_run_fails_the_check_naming_its_line(run: Run, planted: str, kind: str) -> None:
+def test_a_value_planted_after_the_run_fails_the_check_naming_its_line(
+    run: Run, planted: str, kind: str, tmp_path: Path
+) -> None:
     assert run.done.returncode == 0, run.done.stderr
-    copy = run.out.parent / f"planted {kind}"
+    copy = tmp_path / f"planted {kind}"  # the shared run itself is never changed
     shutil.copytree(run.out, copy)
     value = planted.format(out=copy)
     report = copy / "report.md"
@@ -112,7 +99,7 @@ def test_a_value_planted_after_the_run_fails_the_check_naming_its_line(run: Run,
     env = {**os.environ, "HF_TOKEN": TOKEN}
     # The check runs where the planted host name is the machine's own, as after the run.
     checked = subprocess.run(
-        [*_in_namespace(), sys.executable, "-m", "trtmc_videoqa", "report", "--check-public", str(copy)],
+        [*in_namespace(), sys.executable, "-m", "trtmc_videoqa", "report", "--check-public", str(copy)],
         capture_output=True,
         text=True,
         env=env,
@@ -121,10 +108,6 @@ def test_a_value_planted_after_the_run_fails_the_check_naming_its_line(run: Run,
     assert checked.returncode == 2, checked.stdout + checked.stderr
     no_traceback(checked)
     assert "report.md:3" in checked.stderr and "note.log" not in checked.stderr
-
-
-def _in_namespace() -> list[str]:
-    return ["unshare", "-u", "sh", "-c", 'hostname "$1" && shift && exec "$@"', "sh", HOST]
 
 
 def _commands(row_dir: Path) -> dict[str, str]:
@@ -154,7 +137,10 @@ def test_the_recorded_aiperf_command_reproduces_the_run_from_a_copy(run: Run, tm
     port = serve[serve.index("--port") + 1]
     export = row_dir / "aiperf" / "export"
     shutil.rmtree(export)  # what the command writes, and nothing older
-    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+    # The venv's aiperf, or the one configured for this test run (conftest.py's launch counter puts one there)
+    configured = os.environ.get("TRTMC_VIDEOQA_AIPERF")
+    aiperf_bin = str(Path(configured).parent) if configured else VENV_BIN
+    env = {**os.environ, "PATH": f"{aiperf_bin}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
     url = f"http://127.0.0.1:{port}"
     with ServerProcess(serve, url=url, log_path=tmp_path / "serve.log", startup_timeout_s=60, env=env, cwd=copy):
         again = subprocess.run(

@@ -1,5 +1,10 @@
 """The qualification end to end, for real: the published AIPerf 0.13.0 against the reference endpoint over loopback,
-the TRTMC step chain through labelled test doubles, resume, reuse and --force."""
+the TRTMC step chain through labelled test doubles, resume, reuse and --force.
+
+The finished runs several modules read are made once per test run (shared_runs.py): the README's self-test, the
+quick self-test over http, every row of the fixture tree, vidqa-2b resumed after faults, and an endpoint run with an
+API key. Tests read them, or change a copy; only --force launches AIPerf here itself.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +15,14 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import execution_checks
 import pytest
 import self_test_checks as checks
 from doubles.toolchain import install_doubles
-from helpers import QUICK, cli, qualify, row
+from helpers import QUICK, cli, one_message, qualify, row, run_main
+from shared_runs import HUB_REVISION, SERVE_TOKEN, SharedRun, tripwire_aiperf
 
 from trtmc_videoqa.results import ResultRow
 
@@ -25,18 +30,16 @@ FIXTURES = Path(__file__).parent / "fixtures"
 DOUBLES = Path(__file__).parent / "doubles"
 
 
-@pytest.fixture(scope="module")
-def self_test(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str], float]:
-    """The embedded default, exactly as the README's main job runs it."""
-    out = tmp_path_factory.mktemp("self-test")
-    start = time.monotonic()
-    done = qualify("--out", str(out))
-    return out, done, time.monotonic() - start
+@pytest.fixture()
+def self_test(self_test_run: SharedRun) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The embedded default, exactly as the README's main job runs it (shared_runs.self_test: made once per test
+    run, in a folder and under a $HOME whose names hold a space); never changed: copy it to change it."""
+    return self_test_run.out, self_test_run.done()
 
 
 @pytest.mark.e2e
 def test_self_test_writes_every_report(self_test) -> None:
-    out, done, _ = self_test
+    out, done = self_test
     assert done.returncode == 0, done.stderr
     checks.check_every_report_written(out)
     # Without a terminal, progress is plain lines: at the aiperf stage's end, its count read off AIPerf's records.
@@ -46,7 +49,7 @@ def test_self_test_writes_every_report(self_test) -> None:
 
 @pytest.mark.e2e
 def test_every_raw_log_and_records_file_is_under_a_private_folder(self_test) -> None:
-    out, done, _ = self_test
+    out, done = self_test
     assert done.returncode == 0, done.stderr
 
     def raw(path: Path) -> bool:
@@ -92,7 +95,7 @@ def test_identity_is_checked_on_both_rows_and_the_report_opens_with_the_group_li
 
 @pytest.mark.e2e
 def test_each_row_writes_aiperf_quals_execution_file_and_verdict(self_test) -> None:
-    out, done, _ = self_test
+    out, done = self_test
     assert done.returncode == 0, done.stderr
     rows = sorted((out / "checkpoints").glob("*/result.json"))
     assert len(rows) == 2
@@ -116,7 +119,7 @@ def test_each_row_writes_aiperf_quals_execution_file_and_verdict(self_test) -> N
 def test_doctor_loads_the_execution_files_with_the_checkouts_own_reader(self_test, tmp_path: Path) -> None:
     """The fixture checkout's aiperf_qual reader (a test double of TRTMC's, imported from the checkout in a
     subprocess) reads each row's file and re-checks each request_sha; a tampered record is refused, by name."""
-    out, done, _ = self_test
+    out, done = self_test
     assert done.returncode == 0, done.stderr
     checkout = FIXTURES / "trtmc_families"
     checked = cli("doctor", "--aiperf-qual", "--trtmc", str(checkout), "--artifacts", str(out), "--json")
@@ -152,45 +155,37 @@ def test_a_report_rebuilt_from_the_artifacts_shows_the_same_frame_strip(self_tes
 
 
 @pytest.mark.e2e
-def test_rerun_with_unchanged_inputs_reuses_without_aiperf(self_test) -> None:
-    out, _, _ = self_test
-    row_dir = out / "checkpoints" / "reference-self-test.synthetic"
-    before = {name: (row_dir / name).stat().st_mtime_ns for name in ("private/aiperf.log", "result.json")}
-    start = time.monotonic()
-    done = qualify("--out", str(out))
+def test_rerun_with_unchanged_inputs_reuses_without_aiperf(self_test_run: SharedRun, tmp_path: Path) -> None:
+    out = self_test_run.copy(tmp_path / "artifacts")  # rows reused from another folder: the key names no path
+    aiperf, launched = tripwire_aiperf(tmp_path / "tripwire")  # passes for aiperf 0.13.0; fails the run if launched
+    rows = {p: out / "checkpoints" / p for p in ("reference-self-test.synthetic", "reference-self-test.bigbuckbunny")}
+    kept = ("private/aiperf.log", "result.json", "requests.jsonl", "aiperf/inputs.jsonl")
+    before = {(p, name): (d / name).stat().st_mtime_ns for p, d in rows.items() for name in kept}
+    exports = sorted(str(p.relative_to(out)) for p in out.rglob("export*") if p.is_dir())
+    done = qualify("--out", str(out), env=dict(self_test_run.env(), TRTMC_VIDEOQA_AIPERF=str(aiperf)))
     assert done.returncode == 0, done.stderr
-    assert time.monotonic() - start < 15
+    assert not launched.exists(), done.stdout  # AIPerf was never started
     assert done.stdout.count("(reused)") == 2
-    assert {name: (row_dir / name).stat().st_mtime_ns for name in before} == before  # nothing measured again
+    assert {(p, name): (d / name).stat().st_mtime_ns for p, d in rows.items() for name in kept} == before
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("export*") if p.is_dir()) == exports  # none set aside
+    assert all(row(out, profile).status == "endpoint-qualified" for profile in rows)
 
 
 @pytest.mark.e2e
-def test_force_measures_again(tmp_path: Path) -> None:
-    args = ("--out", str(tmp_path), "--workload", "synthetic", "--repeats", "1", "--warmup", "1")
-    assert qualify(*args).returncode == 0
-    log = tmp_path / "checkpoints" / "reference-self-test.synthetic" / "private" / "aiperf.log"
+def test_force_measures_again(quick_http_run: SharedRun, tmp_path: Path) -> None:
+    out = quick_http_run.copy(tmp_path / "out")  # a finished run: the same command again would reuse its row
+    log = out / "checkpoints" / "reference-self-test.synthetic" / "private" / "aiperf.log"
     before = log.stat().st_mtime_ns
-    done = qualify(*args, "--force")
-    assert done.returncode == 0 and "(reused)" not in done.stdout
+    done = qualify("--out", str(out), *quick_http_run.facts["args"], "--force")
+    assert done.returncode == 0 and "(reused)" not in done.stdout, done.stderr
     assert log.stat().st_mtime_ns != before
+    assert row(out, "reference-self-test.synthetic").status == "endpoint-qualified"
 
 
 @pytest.mark.e2e
-def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
-    env = install_doubles(tmp_path / "bin")
-    out = tmp_path / "out"
-    done = qualify(
-        "--trtmc",
-        str(FIXTURES / "trtmc_families"),
-        "--out",
-        str(out),
-        "--profile",
-        "vidqa-2b",
-        "--profile",
-        "vlm-3b",
-        *QUICK,  # the synthetic workload, which the doubles answer for real
-        env=env,
-    )
+def test_trtmc_chain_runs_every_step_through_doubles(trtmc_rows_run: SharedRun) -> None:
+    # every in-group row of the fixture tree on the synthetic workload, which the doubles answer for real
+    out, done = trtmc_rows_run.out, trtmc_rows_run.done()
     assert done.returncode == 0, done.stderr
     capable = row(out, "vidqa-2b")
     assert [(s.name, s.status) for s in capable.stages] == [
@@ -272,9 +267,12 @@ def test_trtmc_chain_runs_every_step_through_doubles(tmp_path: Path) -> None:
     assert unsupported.aiperf_qual_verdict == "not-covered"
     assert not (out / "checkpoints" / "vlm-3b" / "execution.jsonl").exists()  # it ran no AIPerf
     group = json.loads((out / "report.json").read_text())["aiperf_qual"]
-    # their severity order: an in-group model with no video path (not-covered) outranks acc-inconclusive
-    assert group["verdict"] == "not-covered" and list(group["rows"]) == ["not-covered", "acc-inconclusive"]
-    assert group["rows"] == {"not-covered": ["vlm-3b"], "acc-inconclusive": ["vidqa-2b"]}
+    # their severity order: an in-group model with no video path (not-covered) outranks acc-inconclusive; the
+    # variants that were not run are listed, and do not count in the group's verdict, which is its models'
+    assert group["verdict"] == "not-covered"
+    assert list(group["rows"]) == ["not-run", "not-covered", "acc-inconclusive"]
+    assert "vlm-3b" in group["rows"]["not-covered"] and group["rows"]["acc-inconclusive"] == ["vidqa-2b"]
+    assert group["rows"]["not-run"] == ["vidqa-2b-fp8", "vidqa-2b-native", "vidqa-2b-tp2"]
     assert any(e.startswith("families/vlm/") for e in unsupported.status_evidence)
     assert (out / "inventory.json").is_file()
     junit = (out / "junit.xml").read_text()
@@ -306,20 +304,19 @@ def test_a_family_command_that_builds_its_own_bundle_does_not_validate_ours(tmp_
 
 
 @pytest.mark.e2e
-def test_the_checkpoints_own_tokenizer_is_taken_from_the_hub_cache(tmp_path: Path) -> None:
-    from trtmc_videoqa.aiperf.tokenizer import ensure_local_tokenizer
-
-    hub = tmp_path / "hub"
-    snapshot = hub / "models--example--VidQA-2B" / "snapshots" / ("1" * 40)
-    ensure_local_tokenizer(snapshot)  # stands in for the checkpoint's tokenizer files, as the build left them
-    (hub / "models--example--VidQA-2B" / "refs").mkdir()
-    (hub / "models--example--VidQA-2B" / "refs" / "main").write_text("1" * 40)  # what the hub served as main
-    qualified = vidqa_through_doubles(tmp_path, HF_HUB_CACHE=str(hub))
+def test_the_checkpoints_own_tokenizer_is_taken_from_the_hub_cache(trtmc_resumed_run: SharedRun) -> None:
+    # vidqa-2b with the checkpoint's tokenizer files in a hub cache (HF_HUB_CACHE) at the revision the manifest
+    # pins, which is also what the cache's refs/main says the hub served; the run that qualified (the last one)
+    done = trtmc_resumed_run.done("resume")
+    assert done.returncode == 0, done.stderr
+    qualified = row(trtmc_resumed_run.out, "vidqa-2b")
     assert qualified.status == "aiperf-qualified"
-    assert qualified.provenance.tokenizer == f"the checkpoint's own tokenizer (example/VidQA-2B@{'1' * 40}, hub cache)"
+    own = f"the checkpoint's own tokenizer (example/VidQA-2B@{HUB_REVISION}, hub cache)"
+    assert qualified.provenance.tokenizer == own
     assert qualified.provenance.settings["revision_check"].startswith("verified: the hub cache's main of example")
     # named by placeholder in public files: where the hub cache is differs on another machine
-    assert f"--tokenizer $HF_HUB_CACHE/{snapshot.relative_to(hub)}" in qualified.commands["aiperf"]
+    snapshot = f"models--example--VidQA-2B/snapshots/{HUB_REVISION}"
+    assert f"--tokenizer $HF_HUB_CACHE/{snapshot}" in qualified.commands["aiperf"]
 
 
 def test_a_family_run_that_only_skips_validates_nothing(tmp_path: Path) -> None:
@@ -328,27 +325,8 @@ def test_a_family_run_that_only_skips_validates_nothing(tmp_path: Path) -> None:
     assert "no test passed: Bundle not found" in skipped.status_reason
 
 
-@pytest.mark.e2e
-def test_a_build_that_dies_leaves_no_bundle_to_reuse(tmp_path: Path) -> None:
-    env = install_doubles(tmp_path / "bin")
-    out = tmp_path / "out"
-    args = (
-        "--trtmc",
-        str(FIXTURES / "trtmc_families"),
-        "--out",
-        str(out),
-        "--profile",
-        "vidqa-2b",
-        *QUICK,
-    )
-    done = qualify(*args, env=dict(env, TRTMC_BUILD_DOUBLE_DIES_AFTER_WRITING="1"))
-    assert done.returncode == 0, done.stderr
-    assert row(out, "vidqa-2b").failed_stage == "build" and "exit 9" in row(out, "vidqa-2b").status_reason
-    assert [p.name for p in (out / "bundles").rglob("*") if p.is_file()] == []  # nothing half-built left
-    again = qualify(*args, env=env)  # the next run builds again and goes on
-    assert again.returncode == 0, again.stderr
-    assert row(out, "vidqa-2b").status == "aiperf-qualified"
-    assert [p.name for p in (out / "bundles").rglob("*.bundle")] == ["vidqa-2b.bundle"]  # the manifest's name
+# A build that dies leaves no bundle to reuse, and the next run builds again and goes on: the first fault of
+# test_faults.py's resumed TRTMC row (shared_runs.trtmc_resumed_after_faults).
 
 
 def test_without_gpu_or_trtmc_the_row_is_blocked_not_faked(tmp_path: Path) -> None:
@@ -428,15 +406,15 @@ def test_unreachable_endpoint_fails_at_capability(tmp_path: Path) -> None:
     )
 
 
-def test_busy_output_directory_fails_fast(tmp_path: Path) -> None:
+def test_busy_output_directory_fails_fast(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with open(tmp_path / ".trtmc-videoqa.lock", "w") as held:  # this process holds the lock, as a live run does
         fcntl.flock(held, fcntl.LOCK_EX)
         held.write(str(os.getpid()))
         held.flush()
-        start = time.monotonic()
-        done = qualify("--out", str(tmp_path))
-    assert done.returncode == 2 and f"in use by another run (pid {os.getpid()})" in done.stderr
-    assert "Traceback" not in done.stderr and time.monotonic() - start < 10
+        # A run that waited for the lock would wait as long as this test holds it: it answers at once instead.
+        done = run_main(capsys, "qualify", "--out", str(tmp_path))
+    assert done.returncode == 2 and f"in use by another run (pid {os.getpid()})" in one_message(done)
+    assert [p.name for p in tmp_path.iterdir()] == [".trtmc-videoqa.lock"]  # nothing started
 
 
 CONTENDER = """
@@ -485,7 +463,10 @@ def test_runs_starting_together_never_share_an_output_directory(tmp_path: Path) 
     assert not (tmp_path / "out" / ".trtmc-videoqa.lock").exists()  # released by its holder
 
 
-def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path) -> None:
+def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def qualify(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_main(capsys, "qualify", *args)
+
     done = qualify("--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path / "out"), "--dry-run")
     assert done.returncode == 0
     assert (
@@ -503,48 +484,27 @@ def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path) -> None:
     assert "on bigbuckbunny: capability check, then aiperf 2 warmup + 40 profiling" in self_test.stdout
 
 
-def test_endpoint_needs_a_model(tmp_path: Path) -> None:
-    done = qualify("--endpoint", "http://127.0.0.1:9", "--out", str(tmp_path))
-    assert done.returncode == 2 and "--model" in done.stderr
+def test_endpoint_needs_a_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    done = run_main(capsys, "qualify", "--endpoint", "http://127.0.0.1:9", "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and "--model" in one_message(done)
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.e2e
-def test_an_api_key_reaches_the_server_but_no_artifact(tmp_path: Path) -> None:
-    from trtmc_videoqa.reference import ReferenceConfig, ReferenceServer
-
-    token = "sk-test-0123456789abcdef"
-    records = tmp_path / "server-records.jsonl"
-    with ReferenceServer(ReferenceConfig(records_path=records)) as server:
-        env = dict(os.environ, TRTMC_SERVE_TOKEN=token)
-        done = qualify(
-            "--endpoint",
-            server.url,
-            "--model",
-            "trtmc-videoqa-reference",
-            "--workload",
-            "synthetic",
-            "--repeats",
-            "1",
-            "--warmup",
-            "1",
-            "--out",
-            str(tmp_path / "out"),
-            "--server-setting",
-            f"sampling_policy={server.config.sampling_policy}",
-            "--server-setting",
-            "sampling_where=server",
-            env=env,
-        )
+def test_an_api_key_reaches_the_server_but_no_artifact(auto_key_run: SharedRun) -> None:
+    # The reference endpoint with the key in $TRTMC_SERVE_TOKEN and its sampling stated (shared_runs.py)
+    token, out, done = SERVE_TOKEN, auto_key_run.out, auto_key_run.done()
     assert done.returncode == 0, done.stderr
-    measured = row(tmp_path / "out", "trtmc-videoqa-reference")
+    measured = row(out, "trtmc-videoqa-reference")
     assert measured.status == "endpoint-qualified"
     # The server samples uniform:16; the workload declares uniform:8: the row says which one the server applied.
+    assert auto_key_run.facts["sampling_policy"].startswith("uniform:16")
     assert measured.sampling.applied_by_server.startswith("uniform:16")
     assert "not one of the workload's declared policies" in measured.sampling.mismatch
-    leaked = [p for p in (tmp_path / "out").rglob("*") if p.is_file() and token.encode() in p.read_bytes()]
+    leaked = [p for p in out.rglob("*") if p.is_file() and token.encode() in p.read_bytes()]
     assert leaked == []
     assert token not in done.stdout + done.stderr
-    command = (tmp_path / "out" / "checkpoints" / "trtmc-videoqa-reference" / "command.txt").read_text()
+    command = (out / "checkpoints" / "trtmc-videoqa-reference" / "command.txt").read_text()
     # the key travels by variable through AIPerf's config file, never on a command line
     assert "--config checkpoints/trtmc-videoqa-reference/aiperf/aiperf-config.yaml" in command
     assert "--api-key " not in command

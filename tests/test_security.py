@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from doubles.toolchain import install_doubles
-from helpers import QUICK, qualify, row
+from helpers import QUICK, one_message, qualify, row, run_main
+from shared_runs import FILE_KEY, REQUIRED_KEY_ENV, SharedRun
 
 from trtmc_videoqa.reference import (
     DEFAULT_MODEL_NAME,
@@ -32,64 +33,49 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # --- secrets --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.e2e
-def test_an_api_key_from_a_file_reaches_the_server_but_no_artifact_log_or_command(tmp_path: Path, monkeypatch) -> None:
-    key = "sk-file-TESTKEY-9876543210fedcba"
-    key_file = tmp_path / "api.key"
-    key_file.write_text(key + "\n")
-    monkeypatch.setenv("REFERENCE_REQUIRED_KEY", key)  # the server (in this process) reads its key from here
-    env = {k: v for k, v in os.environ.items() if k not in ("TRTMC_SERVE_TOKEN", "REFERENCE_REQUIRED_KEY")}
-    config = ReferenceConfig(api_key_env="REFERENCE_REQUIRED_KEY", records_path=tmp_path / "records.jsonl")
+def test_without_the_key_the_server_refuses_the_capability_check(tmp_path: Path, monkeypatch) -> None:
+    key = FILE_KEY
+    monkeypatch.setenv(REQUIRED_KEY_ENV, key)  # the server (in this process) reads its key from here
+    env = {k: v for k, v in os.environ.items() if k not in ("TRTMC_SERVE_TOKEN", REQUIRED_KEY_ENV)}
+    config = ReferenceConfig(api_key_env=REQUIRED_KEY_ENV, records_path=tmp_path / "records.jsonl")
     assert key not in " ".join(argv_for_subprocess(config))  # only the variable's name travels in an argv
     with ReferenceServer(config) as server:
         without = qualify(
             "--endpoint", server.url, "--model", DEFAULT_MODEL_NAME, *QUICK, "--out", str(tmp_path / "without"), env=env
         )
-        done = qualify(
-            "--endpoint",
-            server.url,
-            "--model",
-            DEFAULT_MODEL_NAME,
-            *QUICK,
-            "--api-key-file",
-            str(key_file),
-            "--out",
-            str(tmp_path / "out"),
-            env=env,
-        )
     assert without.returncode == 0, without.stderr  # a refused capability check is a status, not an error
-    refused = row(tmp_path / "without", DEFAULT_MODEL_NAME)  # the server does want the key ...
+    refused = row(tmp_path / "without", DEFAULT_MODEL_NAME)  # the server does want the key
     assert (refused.status, refused.failed_stage) == ("failed", "capability")
     assert "HTTP 401" in refused.status_reason and "--api-key-file" in refused.status_reason
-    assert done.returncode == 0, done.stderr  # ... and with the file it got it, on every request
-    assert row(tmp_path / "out", DEFAULT_MODEL_NAME).status == "endpoint-qualified"
-    leaked = [p for p in (tmp_path / "out").rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+
+
+@pytest.mark.e2e
+def test_an_api_key_from_a_file_reaches_the_server_but_no_artifact_log_or_command(key_file_run: SharedRun) -> None:
+    # shared_runs.endpoint_with_key_file: the same server, which refuses a request without its key (above)
+    key, out, done = FILE_KEY, key_file_run.out, key_file_run.done()
+    assert done.returncode == 0, done.stderr  # with the file the server got the key, on every request
+    assert row(out, DEFAULT_MODEL_NAME).status == "endpoint-qualified"
+    leaked = [p for p in out.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
     assert leaked == []
     assert key not in done.stdout + done.stderr
-    records = (tmp_path / "records.jsonl").read_text()
-    assert key not in records
-    command = (tmp_path / "out" / "checkpoints" / DEFAULT_MODEL_NAME / "command.txt").read_text()
+    records = (key_file_run.folder / "records.jsonl").read_text()
+    assert records and key not in records
+    command = (out / "checkpoints" / DEFAULT_MODEL_NAME / "command.txt").read_text()
     assert "--config checkpoints/" in command and "--api-key-file" in command and "--api-key " not in command
-    config = (tmp_path / "out" / "checkpoints" / DEFAULT_MODEL_NAME / "aiperf" / "aiperf-config.yaml").read_text()
+    config = (out / "checkpoints" / DEFAULT_MODEL_NAME / "aiperf" / "aiperf-config.yaml").read_text()
     assert "api_key: ${TRTMC_SERVE_TOKEN}" in config
 
 
 @pytest.mark.parametrize("content", [None, "", "\n\n"])
-def test_an_unreadable_or_empty_api_key_file_is_bad_input(tmp_path: Path, content: str | None) -> None:
+def test_an_unreadable_or_empty_api_key_file_is_bad_input(
+    tmp_path: Path, content: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
     key_file = tmp_path / "api.key"
     if content is not None:
         key_file.write_text(content)
-    done = qualify(
-        "--endpoint",
-        "http://127.0.0.1:9",
-        "--model",
-        "m",
-        "--api-key-file",
-        str(key_file),
-        "--out",
-        str(tmp_path / "out"),
-    )
-    assert done.returncode == 2 and "--api-key-file" in done.stderr and "Traceback" not in done.stderr
+    args = ("--endpoint", "http://127.0.0.1:9", "--model", "m", "--api-key-file", str(key_file))
+    done = run_main(capsys, "qualify", *args, "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and "--api-key-file" in one_message(done)
     assert not (tmp_path / "out").exists()
 
 

@@ -9,11 +9,11 @@ bodies, so it reaches the server on every request (the reference endpoint record
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from helpers import QUICK, no_traceback, qualify, reference, row
+from helpers import QUICK, no_traceback, qualify, reference, row, run_main
+from shared_runs import NUM_FRAMES, SharedRun, with_extra_body
 
 from trtmc_videoqa.aiperf.dataset import input_file_lines, plan_requests
 from trtmc_videoqa.plan.settings import RunSettings
@@ -28,11 +28,9 @@ from trtmc_videoqa.stages.capability import CapabilityRequest, check_over_transp
 from trtmc_videoqa.stages.prompts import workload_prompts
 from trtmc_videoqa.workloads import WorkloadError, builtin_workload, load_workload
 from trtmc_videoqa.workloads.model import Generation
-from trtmc_videoqa.workloads.seal import seal_workload_file
 
 MODEL = DEFAULT_MODEL_NAME
 SYNTHETIC = builtin_workload("synthetic")
-NUM_FRAMES = {"chat_template_kwargs": {"num_frames": 16}}
 
 
 def records(path: Path) -> list[dict]:
@@ -41,17 +39,6 @@ def records(path: Path) -> list[dict]:
 
 def endpoint(url: str, out: Path, *extra: str):
     return qualify("--endpoint", url, "--model", MODEL, *QUICK, "--out", str(out), *extra)
-
-
-def with_extra_body(tmp: Path, extra: dict) -> Path:
-    """A copy of the synthetic workload declaring `extra` as its generation.extra_body, sealed."""
-    copy = tmp / "synthetic-extra"
-    shutil.copytree(SYNTHETIC.root, copy)
-    raw = json.loads((copy / "workload.json").read_text())
-    raw["generation"]["extra_body"] = extra
-    (copy / "workload.json").write_text(json.dumps(raw))
-    seal_workload_file(copy)
-    return copy / "workload.json"
 
 
 # --- the capability check over transports, without AIPerf --------------------------------------------------------
@@ -171,14 +158,14 @@ def test_a_changed_extra_body_is_refused_until_sealed(tmp_path: Path) -> None:
 # --- the plan, the body limit, the reports ------------------------------------------------------------------------
 
 
-def test_the_body_limit_holds_for_data_urls_only(tmp_path: Path) -> None:
-    args = ("--endpoint", "http://127.0.0.1:9", "--model", MODEL, "--workload", "synthetic", "--body-limit", "3000")
-    refused = qualify(*args, "--dry-run")
+def test_the_body_limit_holds_for_data_urls_only(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("qualify", "--endpoint", "http://127.0.0.1:9", "--model", MODEL, "--workload", "synthetic")
+    args += ("--body-limit", "3000")
+    refused = run_main(capsys, *args, "--dry-run")
     assert refused.returncode == 2 and "--video-transport http" in refused.stderr
-    no_traceback(refused)
-    http = qualify(*args, "--dry-run", "--video-transport", "http")
+    http = run_main(capsys, *args, "--dry-run", "--video-transport", "http")
     assert http.returncode == 0 and "video transport: http" in http.stdout
-    auto = qualify(*args, "--dry-run", "--video-transport", "auto")
+    auto = run_main(capsys, *args, "--dry-run", "--video-transport", "auto")
     assert auto.returncode == 0 and "note: workload 'synthetic': clip 'forward' as a data URL" in auto.stdout
     assert "its data-url try is not sent, http is tried" in auto.stdout
 
@@ -247,13 +234,13 @@ def test_every_report_shows_the_transport_and_its_tries() -> None:
     assert '<property name="video_transport" value="http" />' in render_junit(report)
 
 
-# --- whole runs, through AIPerf -------------------------------------------------------------------------------------
+# --- whole runs, through AIPerf: read from runs made once per test run (shared_runs.py) but one ---------------------
 
 
 @pytest.mark.e2e
-def test_the_self_test_passes_over_http(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    done = qualify("--out", str(out), *QUICK, "--video-transport", "http")
+def test_the_self_test_passes_over_http(quick_http_run: SharedRun) -> None:
+    # `qualify --workload synthetic --repeats 1 --warmup 1 --video-transport http`
+    out, done = quick_http_run.out, quick_http_run.done()
     assert done.returncode == 0, done.stderr
     result = row(out, "reference-self-test.synthetic")
     assert result.status == "endpoint-qualified", result.status_reason
@@ -272,19 +259,44 @@ def test_the_self_test_passes_over_http(tmp_path: Path) -> None:
 
 
 @pytest.mark.e2e
-def test_auto_against_a_server_that_refuses_data_urls_qualifies_over_http(tmp_path: Path) -> None:
-    with reference(tmp_path, refuse_data_urls=True) as url:
-        done = endpoint(url, tmp_path / "auto", "--video-transport", "auto")
-        refused = endpoint(url, tmp_path / "data-url")
+def test_a_clip_over_the_body_limit_runs_over_http(tmp_path: Path) -> None:
+    # 3000 bytes, on our side (--body-limit) and on the server's: the synthetic clip as a data URL (about 5 KB of
+    # body) is over it, an http URL far under. With auto the data URL is not even sent, and the whole run, AIPerf
+    # included, goes over http under that limit. (--video-transport http with the same limit is accepted before
+    # anything runs: test_the_body_limit_holds_for_data_urls_only; and runs end to end: the self-test over http.)
+    with reference(tmp_path, max_body_bytes=3000) as url:
+        auto = endpoint(url, tmp_path / "auto", "--body-limit", "3000", "--video-transport", "auto")
+    assert auto.returncode == 0 and "note: workload 'synthetic'" in auto.stderr, auto.stderr
+    fell_back = row(tmp_path / "auto", MODEL)
+    assert fell_back.status == "endpoint-qualified" and fell_back.video_transport == "http", fell_back.status_reason
+    assert fell_back.failed_requests == 0 and fell_back.profiling_requests_completed == 6
+    not_sent = fell_back.transport_attempts[0]
+    assert (not_sent.transport, not_sent.http_status) == ("data-url", None) and "not sent" in not_sent.detail
+    served = records(tmp_path / "reference-records.jsonl")
+    assert served and all(r["status"] == 200 for r in served)  # no body was over the server's limit
+
+
+@pytest.mark.e2e
+def test_auto_against_a_server_that_refuses_data_urls_qualifies_over_http(auto_key_run: SharedRun) -> None:
+    # shared_runs.endpoint_auto_with_key: a server that refuses data URLs, --video-transport auto
+    done = auto_key_run.done()
     assert done.returncode == 0, done.stderr
-    result = row(tmp_path / "auto", MODEL)
+    result = row(auto_key_run.out, MODEL)
     assert result.status == "endpoint-qualified", result.status_reason
     assert result.video_transport == "http"
     first, second = result.transport_attempts
     assert (first.transport, first.http_status, first.accepted) == ("data-url", 500, False)
     assert DATA_URL_REFUSAL in first.detail and (second.transport, second.accepted) == ("http", True)
     assert "data-url refused first: HTTP 500" in result.stages[1].detail
+    chat = [r for r in records(auto_key_run.folder / "server-records.jsonl") if r["route"] == "/v1/chat/completions"]
+    assert {r["video_scheme"] for r in chat} == {"data", "http"}  # the refused try, then http only
+    assert [r["video_scheme"] for r in chat].count("data") == 1
+
+
+def test_data_url_alone_against_a_server_that_refuses_them_fails_at_capability(tmp_path: Path) -> None:
     # The data-url run stops at capability: a transport that failed, named with its fix; exit 0 like any failed row.
+    with ReferenceServer(ReferenceConfig(faults=FaultKnobs(refuse_data_urls=True))) as server:
+        refused = endpoint(server.url, tmp_path / "data-url")
     assert refused.returncode == 0, refused.stderr
     no_traceback(refused)
     failed = row(tmp_path / "data-url", MODEL)
@@ -294,51 +306,25 @@ def test_auto_against_a_server_that_refuses_data_urls_qualifies_over_http(tmp_pa
 
 
 @pytest.mark.e2e
-def test_a_clip_over_the_body_limit_runs_over_http(tmp_path: Path) -> None:
-    # 3000 bytes: the synthetic clip as a data URL (about 5 KB of body) is over it, an http URL far under.
-    with reference(tmp_path, max_body_bytes=3000) as url:
-        done = endpoint(url, tmp_path / "out", "--body-limit", "3000", "--video-transport", "http")
-        auto = endpoint(url, tmp_path / "auto", "--body-limit", "3000", "--video-transport", "auto")
+def test_a_workloads_extra_body_reaches_the_server_on_every_chat_request(native_route_run: SharedRun) -> None:
+    # shared_runs.endpoint_with_native_route: the synthetic workload's copy declaring {"num_frames": 16}
+    done, out = native_route_run.done(), native_route_run.out
     assert done.returncode == 0, done.stderr
-    result = row(tmp_path / "out", MODEL)
-    assert result.status == "endpoint-qualified" and result.video_transport == "http", result.status_reason
-    assert auto.returncode == 0 and "note: workload 'synthetic'" in auto.stderr
-    fell_back = row(tmp_path / "auto", MODEL)
-    assert fell_back.status == "endpoint-qualified" and fell_back.video_transport == "http"
-    not_sent = fell_back.transport_attempts[0]
-    assert (not_sent.transport, not_sent.http_status) == ("data-url", None) and "not sent" in not_sent.detail
-
-
-@pytest.mark.e2e
-def test_a_workloads_extra_body_reaches_the_server_on_every_chat_request(tmp_path: Path) -> None:
-    workload = with_extra_body(tmp_path, NUM_FRAMES)
-    with reference(tmp_path, name="extra") as url:
-        done = qualify(
-            "--endpoint", url, "--model", MODEL, "--workload", str(workload), "--repeats", "1", "--warmup", "1",
-            "--out", str(tmp_path / "out"), "--native-url", url,
-        )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    result = row(tmp_path / "out", MODEL)
+    result = row(out, MODEL)
     assert result.status == "endpoint-qualified", result.status_reason
-    chat = [r for r in records(tmp_path / "extra-records.jsonl") if r["route"] == "/v1/chat/completions"]
+    chat = [r for r in records(native_route_run.folder / "extra-records.jsonl") if r["route"] == "/v1/chat/completions"]
     # the capability check, one warmup, six profiling requests, six identity chat requests
     assert len(chat) == 1 + 1 + 6 + 6
     assert all(r["body_fields"].get("chat_template_kwargs") == {"num_frames": 16} for r in chat)
-    inputs = (tmp_path / "out" / "checkpoints" / MODEL / "aiperf" / "inputs.jsonl").read_text().splitlines()
+    inputs = (out / "checkpoints" / MODEL / "aiperf" / "inputs.jsonl").read_text().splitlines()
     assert all(json.loads(line)["extra"]["chat_template_kwargs"] == {"num_frames": 16} for line in inputs)
 
 
 @pytest.mark.e2e
-def test_the_trtmc_ladder_sends_the_same_transport_to_trtmc_server(tmp_path: Path) -> None:
-    from doubles.toolchain import install_doubles
-
-    fixtures = Path(__file__).parent / "fixtures" / "trtmc_families"
-    out = tmp_path / "out"
-    env = install_doubles(tmp_path / "bin")
-    done = qualify(
-        "--trtmc", str(fixtures), "--profile", "vidqa-2b", "--out", str(out), *QUICK, "--video-transport", "http",
-        env=env,
-    )  # fmt: skip
+def test_the_trtmc_ladder_sends_the_same_transport_to_trtmc_server(trtmc_resumed_run: SharedRun) -> None:
+    # shared_runs.trtmc_resumed_after_faults: vidqa-2b through the TRTMC test doubles with --video-transport http;
+    # the last of its three runs qualified
+    out, done = trtmc_resumed_run.out, trtmc_resumed_run.done("resume")
     assert done.returncode == 0, done.stderr
     result = row(out, "vidqa-2b")
     assert result.status == "aiperf-qualified", result.status_reason
