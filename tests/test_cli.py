@@ -1,19 +1,24 @@
-"""The console script as a user runs it: real subprocesses, exit codes, one clear message, no traceback."""
+"""The command line as a user meets it: exit codes, one clear message, no traceback.
+
+What a command does with its arguments is tested in this process, through `main(argv)` with the output captured
+(`run_main`): the same parser, handlers and messages, without an interpreter start per test. What only a
+subprocess shows stays one: the console script and `python -m trtmc_videoqa` themselves, a server that runs until
+it is stopped, and a fresh interpreter's imports.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from helpers import cli, no_traceback, one_message
+from helpers import cli, eventually, no_traceback, one_message, run_main
 
 FIXTURES = Path(__file__).parent / "fixtures"
+Captured = pytest.CaptureFixture[str]
 SUBCOMMANDS = ("inventory", "matrix", "qualify", "compare", "report", "probe", "serve-reference", "doctor", "schemas")
 
 
@@ -25,22 +30,37 @@ def assert_bad_input(done: subprocess.CompletedProcess[str], *needles: str) -> N
         assert needle in message
 
 
-def test_version() -> None:
-    done = cli("--version")
+def test_the_console_script_and_python_m_run_the_command_line() -> None:
+    """The two ways a user starts it: the installed `trtmc-videoqa` script and `python -m trtmc_videoqa`."""
+    script = Path(sys.executable).parent / "trtmc-videoqa"
+    version = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=120)
+    assert version.returncode == 0 and version.stdout.startswith("trtmc-videoqa "), version.stderr
+    refused = cli("inventory", "--trtmc", "/nonexistent/trtmc-checkout")  # bad input: exit 2, one line, no traceback
+    assert_bad_input(refused, "does not exist")
+
+
+def test_version(capsys: Captured) -> None:
+    done = run_main(capsys, "--version")
     assert done.returncode == 0 and done.stdout.startswith("trtmc-videoqa ")
 
 
 @pytest.mark.parametrize("command", SUBCOMMANDS)
-def test_each_subcommand_explains_itself(command: str) -> None:
-    lines = cli("--help").stdout.splitlines()
+def test_each_subcommand_explains_itself(command: str, capsys: Captured) -> None:
+    lines = run_main(capsys, "--help").stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if line.split()[:1] == [command])
     text = (lines[at].split(None, 1)[1:] or [lines[at + 1]])[0]  # argparse may wrap the help to the next line
     assert len(text.split()) >= 5  # a line a user understands, not just the name
-    assert cli(command, "--help").returncode == 0
+    own = run_main(capsys, command, "--help")
+    assert own.returncode == 0 and own.stdout.startswith(f"usage: trtmc-videoqa {command}")
 
 
-def test_inventory_writes_files_and_prints_a_summary(tmp_path: Path) -> None:
-    done = cli("inventory", "--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path))
+def test_a_usage_error_exits_2_naming_the_command(capsys: Captured) -> None:
+    done = run_main(capsys, "inventory")  # --trtmc is required
+    assert done.returncode == 2 and "--trtmc" in done.stderr and done.stderr.startswith("usage: trtmc-videoqa")
+
+
+def test_inventory_writes_files_and_prints_a_summary(tmp_path: Path, capsys: Captured) -> None:
+    done = run_main(capsys, "inventory", "--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "temporal-video-qa" in done.stdout and "capable of temporal video QA: vidqa-2b" in done.stdout
     assert "skipped" not in done.stdout  # said only when something was skipped
@@ -50,11 +70,11 @@ def test_inventory_writes_files_and_prints_a_summary(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary files left
 
 
-def test_inventory_summary_counts_skipped_manifests(tmp_path: Path) -> None:
+def test_inventory_summary_counts_skipped_manifests(tmp_path: Path, capsys: Captured) -> None:
     tree = tmp_path / "trtmc"
     shutil.copytree(FIXTURES / "trtmc_families", tree)
     (tree / "families" / "vlm" / "tests" / "manifests" / "not-a-file.json").mkdir()
-    done = cli("inventory", "--trtmc", str(tree), "--out", str(tmp_path / "out"))
+    done = run_main(capsys, "inventory", "--trtmc", str(tree), "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     assert "skipped 1 manifest(s), so no row" in done.stdout and "other path(s)" not in done.stdout
     skipped = json.loads((tmp_path / "out" / "inventory.json").read_text())["skipped"]
@@ -63,10 +83,11 @@ def test_inventory_summary_counts_skipped_manifests(tmp_path: Path) -> None:
     ]
 
 
-def test_inventory_against_an_earlier_run(tmp_path: Path) -> None:
+def test_inventory_against_an_earlier_run(tmp_path: Path, capsys: Captured) -> None:
     first = tmp_path / "first"
-    assert cli("inventory", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(first)).returncode == 0
-    done = cli(
+    assert run_main(capsys, "inventory", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(first)).returncode == 0
+    done = run_main(
+        capsys,
         "inventory",
         "--trtmc",
         str(FIXTURES / "trtmc_e2e"),
@@ -79,53 +100,56 @@ def test_inventory_against_an_earlier_run(tmp_path: Path) -> None:
     assert "0 added, 0 removed, 0 changed" in done.stdout
 
 
-def test_missing_checkout(tmp_path: Path) -> None:
-    assert_bad_input(cli("inventory", "--trtmc", str(tmp_path / "nope")), "does not exist", "nope")
+def test_missing_checkout(tmp_path: Path, capsys: Captured) -> None:
+    assert_bad_input(run_main(capsys, "inventory", "--trtmc", str(tmp_path / "nope")), "does not exist", "nope")
 
 
-def test_directory_that_is_not_trtmc(tmp_path: Path) -> None:
-    assert_bad_input(cli("inventory", "--trtmc", str(tmp_path)), "is not a TRTMC checkout", str(tmp_path))
+def test_directory_that_is_not_trtmc(tmp_path: Path, capsys: Captured) -> None:
+    done = run_main(capsys, "inventory", "--trtmc", str(tmp_path))
+    assert_bad_input(done, "is not a TRTMC checkout", str(tmp_path))
 
 
-def test_a_file_instead_of_a_checkout(tmp_path: Path) -> None:
+def test_a_file_instead_of_a_checkout(tmp_path: Path, capsys: Captured) -> None:
     file = tmp_path / "x.txt"
     file.write_text("x")
-    assert_bad_input(cli("inventory", "--trtmc", str(file)), "is not a directory")
+    assert_bad_input(run_main(capsys, "inventory", "--trtmc", str(file)), "is not a directory")
 
 
 @pytest.mark.parametrize("content", ["{not json", json.dumps({"schema_version": "other"}), None])
-def test_against_a_bad_inventory_file(tmp_path: Path, content: str | None) -> None:
+def test_against_a_bad_inventory_file(tmp_path: Path, content: str | None, capsys: Captured) -> None:
     old = tmp_path / "old.json"
     if content is not None:
         old.write_text(content)
-    done = cli("inventory", "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(tmp_path / "o"), "--against", str(old))
-    assert_bad_input(done, "--against", "old.json")
+    args = ("--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(tmp_path / "o"), "--against", str(old))
+    assert_bad_input(run_main(capsys, "inventory", *args), "--against", "old.json")
     assert not (tmp_path / "o").exists()  # refused before anything was written
 
 
-def test_malformed_manifest_is_a_row_and_the_audit_goes_on(tmp_path: Path) -> None:
-    done = cli("inventory", "--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path))
+def test_malformed_manifest_is_a_row_and_the_audit_goes_on(tmp_path: Path, capsys: Captured) -> None:
+    done = run_main(capsys, "inventory", "--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path))
     assert done.returncode == 0
     rows = {r["profile"]: r for r in json.loads((tmp_path / "inventory.json").read_text())["entries"]}
     assert rows["broken"]["verdict"] == "invalid" and "malformed JSON at line" in rows["broken"]["error"]
 
 
-def test_doctor_reports_the_pinned_aiperf() -> None:
-    done = cli("doctor", "--json")
+def test_doctor_reports_the_pinned_aiperf(capsys: Captured) -> None:
+    done = run_main(capsys, "doctor", "--json")
     checks = {c["name"]: c for c in json.loads(done.stdout)}
     assert checks["aiperf"]["level"] == "ok" and "0.13.0" in checks["aiperf"]["detail"]
     assert checks["av (PyAV)"]["level"] == "ok"
     assert done.returncode == 0
 
 
-def test_doctor_names_a_missing_aiperf_and_the_fix(tmp_path: Path) -> None:
-    env = dict(os.environ, TRTMC_VIDEOQA_AIPERF=str(tmp_path / "no-aiperf"))
-    done = cli("doctor", env=env)
+def test_doctor_names_a_missing_aiperf_and_the_fix(tmp_path: Path, capsys: Captured, monkeypatch) -> None:
+    monkeypatch.setenv("TRTMC_VIDEOQA_AIPERF", str(tmp_path / "no-aiperf"))
+    done = run_main(capsys, "doctor")
     assert done.returncode == 1
     assert "FAIL  aiperf" in done.stdout and "pip install aiperf==0.13.0" in done.stdout
 
 
-def test_doctor_sees_a_gpu_and_trtmc_and_names_a_docker_without_a_daemon(tmp_path: Path) -> None:
+def test_doctor_sees_a_gpu_and_trtmc_and_names_a_docker_without_a_daemon(
+    tmp_path: Path, capsys: Captured, monkeypatch
+) -> None:
     """Through the nvidia-smi, trtmc and trtmc-server test doubles and a docker client whose daemon never answers."""
     from doubles.toolchain import install_doubles
 
@@ -133,31 +157,33 @@ def test_doctor_sees_a_gpu_and_trtmc_and_names_a_docker_without_a_daemon(tmp_pat
     docker = tmp_path / "bin" / "docker"
     docker.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n")
     docker.chmod(0o755)
-    checks = {c["name"]: c for c in json.loads(cli("doctor", "--json", env=env).stdout)}
+    monkeypatch.setenv("PATH", env["PATH"])
+    checks = {c["name"]: c for c in json.loads(run_main(capsys, "doctor", "--json").stdout)}
     assert checks["gpu"]["level"] == "ok" and "TEST DOUBLE" in checks["gpu"]["detail"]
     assert checks["trtmc"]["level"] == "ok" and str(tmp_path / "bin" / "trtmc-server") in checks["trtmc"]["detail"]
     assert checks["docker"]["level"] == "warn" and "no daemon answered" in checks["docker"]["detail"]
     assert "DOCKER_HOST" in checks["docker"]["fix"]
-    bare = dict(os.environ, PATH=str(Path(sys.executable).parent))  # no docker, no GPU, no TRTMC on PATH
-    checks = {c["name"]: c for c in json.loads(cli("doctor", "--json", env=bare).stdout)}
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # no docker, no GPU, no TRTMC on PATH
+    checks = {c["name"]: c for c in json.loads(run_main(capsys, "doctor", "--json").stdout)}
     assert (checks["gpu"]["level"], checks["docker"]["level"], checks["trtmc"]["level"]) == ("warn",) * 3
     assert "GPU runner" in checks["gpu"]["fix"] and "docker.io" in checks["docker"]["fix"]
 
 
-def test_matrix_lists_the_normal_profile_of_each_capable_checkpoint() -> None:
-    done = cli("matrix", "--trtmc", str(FIXTURES / "trtmc_families"))
+def test_matrix_lists_the_normal_profile_of_each_capable_checkpoint(capsys: Captured) -> None:
+    done = run_main(capsys, "matrix", "--trtmc", str(FIXTURES / "trtmc_families"))
     # vidqa-2b-native is capable too, but it is a second profile of example/VidQA-2B@1111...: a variant, not a model
     assert done.returncode == 0 and json.loads(done.stdout) == ["vidqa-2b"]
-    old = cli("matrix", "--trtmc", str(FIXTURES / "trtmc_e2e"))
+    old = run_main(capsys, "matrix", "--trtmc", str(FIXTURES / "trtmc_e2e"))
     assert json.loads(old.stdout) == ["oldvideo-7b"]
 
 
 SYNTHETIC = Path(__file__).parents[1] / "src" / "trtmc_videoqa" / "workloads" / "data" / "synthetic"
 
 
-def test_probe_prints_the_manifest_and_writes_a_strip(tmp_path: Path) -> None:
+def test_probe_prints_the_manifest_and_writes_a_strip(tmp_path: Path, capsys: Captured) -> None:
     strip = tmp_path / "strip.png"
-    done = cli("probe", str(SYNTHETIC / "synthetic-forward.mp4"), "--policy", "uniform:4", "--strip", str(strip))
+    args = (str(SYNTHETIC / "synthetic-forward.mp4"), "--policy", "uniform:4", "--strip", str(strip))
+    done = run_main(capsys, "probe", *args)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["manifest"]["frames_counted"] == 48 and data["manifest"]["fps"] == "24/1"
@@ -168,19 +194,20 @@ def test_probe_prints_the_manifest_and_writes_a_strip(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("content", [None, b"", b"not a video at all", b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 40])
-def test_probe_bad_clips_are_bad_input(tmp_path: Path, content: bytes | None) -> None:
+def test_probe_bad_clips_are_bad_input(tmp_path: Path, content: bytes | None, capsys: Captured) -> None:
     clip = tmp_path / "clip.mp4"
     if content is not None:
         clip.write_bytes(content)
-    assert_bad_input(cli("probe", str(clip)), "clip.mp4")
+    assert_bad_input(run_main(capsys, "probe", str(clip)), "clip.mp4")
 
 
-def test_probe_bad_policy_is_bad_input() -> None:
-    assert_bad_input(cli("probe", str(SYNTHETIC / "synthetic-forward.mp4"), "--policy", "every:other"), "--policy")
+def test_probe_bad_policy_is_bad_input(capsys: Captured) -> None:
+    done = run_main(capsys, "probe", str(SYNTHETIC / "synthetic-forward.mp4"), "--policy", "every:other")
+    assert_bad_input(done, "--policy")
 
 
-def test_serve_reference_refuses_a_non_loopback_host() -> None:
-    assert_bad_input(cli("serve-reference", "--host", "0.0.0.0", "--port", "0"), "loopback")
+def test_serve_reference_refuses_a_non_loopback_host(capsys: Captured) -> None:
+    assert_bad_input(run_main(capsys, "serve-reference", "--host", "0.0.0.0", "--port", "0"), "loopback")
 
 
 def test_serve_reference_serves_on_loopback(tmp_path: Path) -> None:
@@ -192,19 +219,18 @@ def test_serve_reference_serves_on_loopback(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    try:
-        for _ in range(200):
-            if url_file.is_file() and url_file.read_text().strip():
-                break
-            time.sleep(0.05)
+
+    def ready() -> bool:
+        try:
+            return httpx.get(url + "/health/ready", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:  # bounded waits, far above what a busy machine takes: they only end a server that never comes up
+        assert eventually(lambda: url_file.is_file() and bool(url_file.read_text().strip())), process.poll()
         url = url_file.read_text().strip()
         assert url.startswith("http://127.0.0.1:")
-        for _ in range(100):
-            try:
-                if httpx.get(url + "/health/ready", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.05)
+        assert eventually(ready)
         models = httpx.get(url + "/v1/models", timeout=5).json()
         assert models["data"][0]["id"] == "trtmc-videoqa-reference"
     finally:
@@ -212,14 +238,11 @@ def test_serve_reference_serves_on_loopback(tmp_path: Path) -> None:
         process.wait(timeout=20)
 
 
-def test_probe_refuses_an_oversized_clip_and_max_bytes_raises_the_limit(tmp_path: Path) -> None:
-    from media_clips import build_clips
-
-    (tmp_path / "clips").mkdir()
-    clip = build_clips(tmp_path / "clips").mp4
-    small = cli("probe", str(clip), "--max-bytes", "1000")
+def test_probe_refuses_an_oversized_clip_and_max_bytes_raises_the_limit(clips, capsys: Captured) -> None:
+    clip = clips.mp4
+    small = run_main(capsys, "probe", str(clip), "--max-bytes", "1000")
     assert_bad_input(small, "over the 1,000-byte limit", "--max-bytes")
-    assert cli("probe", str(clip), "--max-bytes", str(clip.stat().st_size)).returncode == 0
+    assert run_main(capsys, "probe", str(clip), "--max-bytes", str(clip.stat().st_size)).returncode == 0
 
 
 @pytest.mark.parametrize(
@@ -234,8 +257,8 @@ def test_probe_refuses_an_oversized_clip_and_max_bytes_raises_the_limit(tmp_path
         ("--startup-timeout", "0"),
     ],
 )
-def test_qualify_refuses_an_option_out_of_range(tmp_path: Path, option: str, value: str) -> None:
-    done = cli("qualify", "--dry-run", "--out", str(tmp_path), option, value)
+def test_qualify_refuses_an_option_out_of_range(tmp_path: Path, option: str, value: str, capsys: Captured) -> None:
+    done = run_main(capsys, "qualify", "--dry-run", "--out", str(tmp_path), option, value)
     assert_bad_input(done, "trtmc-videoqa qualify: ", option)
     assert not list(tmp_path.iterdir())  # refused before anything was written
 
@@ -244,8 +267,8 @@ def test_qualify_refuses_an_option_out_of_range(tmp_path: Path, option: str, val
     ("args", "needle"),
     [(("--port", "70000"), "port: "), (("--error-rate", "2"), "error_rate: "), (("--model-name", "x"), "reference")],
 )
-def test_serve_reference_refuses_a_setting_out_of_range(args: tuple[str, ...], needle: str) -> None:
-    assert_bad_input(cli("serve-reference", *args), "trtmc-videoqa serve-reference: ", needle)
+def test_serve_reference_refuses_a_setting_out_of_range(args: tuple[str, ...], needle: str, capsys: Captured) -> None:
+    assert_bad_input(run_main(capsys, "serve-reference", *args), "trtmc-videoqa serve-reference: ", needle)
 
 
 def test_qualify_cli_does_not_import_the_cli() -> None:
