@@ -406,18 +406,17 @@ def test_refresh_reports_a_new_video_task_first_and_exits_0(tmp_path: Path) -> N
     from trtmc_videoqa.inventory.group_changes import group_reconciliation
     from trtmc_videoqa.inventory.refresh import exit_code
 
-    pinned_tree = tmp_path / "pinned"
+    pinned_tree, main_tree = tmp_path / "pinned", tmp_path / "main"
     shutil.copytree(FIXTURE, pinned_tree)
-    main_tree = api_tree(tmp_path / "main")
-    shutil.copytree(FIXTURE, main_tree, dirs_exist_ok=True)
+    shutil.rmtree(pinned_tree / "core")  # the pinned commit has no Task API headers; main adds them, nothing else
+    shutil.copytree(FIXTURE, main_tree)
     pinned, main = run_inventory(pinned_tree), run_inventory(main_tree)
     found = group_reconciliation(pinned, main, main_ref="main", pinned_commit_source="test")
-    assert found.line.startswith(
-        "NEW VIDEO TASK in the API: image_video_text_to_text (core/api/include/trtmc/language.h:9), "
-        "streaming_video_text_to_text (core/api/include/trtmc/stream.h:2), "
-        "video_text_conversation (core/api/include/trtmc/language.h:11), "
-        "video_text_to_text (core/api/include/trtmc/language.h:8); No in-group change"
-    )
+    assert found.line.startswith("NEW VIDEO TASK in the API: audio_video_text_to_text (core/api/include/trtmc/")
+    assert "video_text_to_text (core/api/include/trtmc/language.h:18)" in found.line
+    assert "streaming_video_text_to_text (core/api/include/trtmc/stream.h:5)" in found.line
+    assert found.line.split("; ")[1].startswith("No in-group change")
+    assert "video_text_to_video_edit" not in found.new_video_tasks  # a video-making Task answers no question
     assert found.new_capable == [] and found.new_video_families == []
     assert exit_code(found, fail_on_new_capable=True) == 0
 
@@ -460,3 +459,33 @@ def test_an_inventory_of_schema_v1_is_still_compared(tmp_path: Path) -> None:
     found = group_reconciliation(old, new, main_ref="main", pinned_commit_source="test")
     assert found.new_capable == [] and "video_text_to_text" in found.new_video_tasks  # v1 recorded no declarations
     assert found.line.startswith("NEW VIDEO TASK in the API (the pinned inventory is schema v1: it records no Task")
+
+
+# --- item 5: the shared fixture tree declares the video Tasks, and its verdicts are unchanged ----------------------
+
+
+def test_the_fixture_tree_lists_its_task_ids_and_family_declarations(tmp_path: Path) -> None:
+    import shutil
+
+    from trtmc_videoqa.inventory.audit import run_inventory
+
+    inventory = run_inventory(FIXTURE)
+    api = {t.task: f"{t.file}:{t.line}" for t in inventory.declared_tasks if t.side == "api"}
+    assert api["video_text_to_text"] == "core/api/include/trtmc/language.h:18"
+    assert api["image_video_text_to_text"] == "core/api/include/trtmc/language.h:24"  # continued
+    assert api["streaming_video_text_to_text"] == "core/api/include/trtmc/stream.h:5"  # built by a macro
+    unknown = [t.task for t in inventory.declared_tasks if not t.known]
+    assert unknown == ["video_text_to_video_edit"]
+    families = {f.family: f for f in inventory.family_declarations}
+    assert families["textlm"].tasks == ["text_continuation", "text_generation"]
+    assert families["flatvlm"].conditions[0].startswith("images_text_to_text: when the config has a vision part")
+    assert families["clefish"].bound == ["structured_decision"] and families["vlm"].bound == ["images_text_to_text"]
+    assert families["vidqa"].file is None
+    assert inventory.summary.capable == ["vidqa-2b", "vidqa-2b-native"]  # vidqa has no support.py: as before
+    tree = tmp_path / "trtmc"
+    shutil.copytree(FIXTURE, tree)
+    shutil.rmtree(tree / "families" / "vidqa")
+    line = run_inventory(tree).group_line or ""
+    assert line.startswith("Group: blocked: ") and line.endswith(
+        "TRTMC declares video_text_to_text (core/api/include/trtmc/language.h:18) but no family declares or binds it"
+    )

@@ -181,9 +181,10 @@ class _Reader(ast.NodeVisitor):
             self.out.unreadable.append(
                 f"{self.out.file}:{node.lineno}: the tasks of {name}(...) cannot be read statically"
             )
-        self._add(tasks or (), node.lineno)
-        if default:
-            self._add(default[:1], node.lineno, default=True)
+        chosen = default[0] if default else None
+        self._add(tuple(t for t in tasks or () if t != chosen), node.lineno)
+        if chosen:
+            self._add((chosen,), node.lineno, default=True)
 
     def _add_or_unreadable(self, values: tuple[str, ...] | None, node: ast.AST, list_name: str) -> None:
         line = getattr(node, "lineno", 0)

@@ -128,6 +128,8 @@ def scan_family(tree: CheckoutTree, layout: Layout, family: str) -> FamilyScan:
         for path in tree.files_under(base, SOURCE_SUFFIXES):
             if any(part in _SKIPPED_DIRS for part in path.relative_to(base).parts[:-1]):
                 continue
+            if path.parent == base and path.name == "support.py":  # a declaration (family_declarations.py), no code
+                continue
             _scan_file(tree, path, scan)
     return scan
 

@@ -47,7 +47,9 @@ def read_runtime_bindings(root: Path, family: str) -> tuple[list[Binding], list[
         return [], []
     found: list[Binding] = []
     problems: list[str] = []
-    paths = sorted(p for p in base.rglob("*") if p.suffix in SOURCE_SUFFIXES and "tests" not in p.parts)
+    paths = sorted(
+        p for p in base.rglob("*") if p.suffix in SOURCE_SUFFIXES and "tests" not in p.relative_to(base).parts
+    )
     for path in paths[:MAX_SOURCES]:
         rel = path.relative_to(root).as_posix()
         try:
