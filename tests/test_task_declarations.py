@@ -489,3 +489,16 @@ def test_the_fixture_tree_lists_its_task_ids_and_family_declarations(tmp_path: P
     assert line.startswith("Group: blocked: ") and line.endswith(
         "TRTMC declares video_text_to_text (core/api/include/trtmc/language.h:18) but no family declares or binds it"
     )
+
+
+def test_inventory_md_shows_the_declarations_and_the_group_line(tmp_path: Path) -> None:
+    from trtmc_videoqa.inventory.audit import run_inventory
+    from trtmc_videoqa.inventory.markdown import render_inventory_markdown
+
+    text = render_inventory_markdown(run_inventory(capable_tree(tmp_path / "trtmc")))
+    assert "- Group: 13 in-group rows; temporal-video-qa (not yet qualified): vidqa-2b, vidqa-2b-native" in text
+    assert "## TRTMC's own Task declarations" in text
+    assert (
+        "| `video_text_to_text` | `core/api/include/trtmc/language.h:8` | text frames -> text (video to text) |" in text
+    )
+    assert "| `vidqa` | `families/vidqa/support.py` |" in text and "| `vlm` | none: no declaration found |" in text

@@ -8,6 +8,7 @@ for example "Group: blocked: 38 in-group rows; TRTMC declares video_text_to_text
 
 from __future__ import annotations
 
+from ..common.text_escape import shown_name
 from ..results import CheckpointEntry, DeclaredTaskFact, FamilyDeclarationFact
 from .declared_support import CheckoutDeclarations
 from .task_registry import TaskDeclarations
@@ -58,6 +59,11 @@ def family_declaration_facts(declared: CheckoutDeclarations) -> list[FamilyDecla
 
 
 def group_state_line(entries: list[CheckpointEntry], declared: CheckoutDeclarations) -> str:
+    """One line; every name from the checkout in it is shown with its invisible characters escaped."""
+    return shown_name(_state_line(entries, declared))
+
+
+def _state_line(entries: list[CheckpointEntry], declared: CheckoutDeclarations) -> str:
     group = [entry for entry in entries if entry.in_group]
     head = f"{len(group)} in-group row{'' if len(group) == 1 else 's'}"
     capable = [e.profile for e in entries if e.verdict == "temporal-video-qa" and not e.is_variant]

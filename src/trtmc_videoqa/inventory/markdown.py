@@ -92,6 +92,7 @@ def render_inventory_markdown(inventory: Inventory) -> str:
         f"(distinct checkpoints without variants), {s.variant_rows} variant rows",
         f"- Capable of temporal video QA: {_cell(', '.join(map(shown_name, s.capable)) or 'none')}",
         _normal_summary(inventory.entries),
+        *([f"- {_cell(inventory.group_line)}"] if inventory.group_line else []),
     ]
     if inventory.skipped:
         manifests = len(skipped_manifests(inventory))
@@ -126,17 +127,38 @@ def render_inventory_markdown(inventory: Inventory) -> str:
         out += ["", "## What the checkout lacked", ""] + [f"- {_cell(item)}" for item in inventory.lacking]
     if inventory.skipped:
         out += ["", "## Skipped", ""] + [f"- {_code(item.path)}: {_cell(item.reason)}" for item in inventory.skipped]
-    if inventory.reconciliation:
-        r = inventory.reconciliation
-        out += [
-            "",
-            f"## Against {_code(r.against)}",
-            "",
-            f"- Added: {_cell(', '.join(r.added) or 'none')}",
-            f"- Removed: {_cell(', '.join(r.removed) or 'none')}",
-        ]
-        changed = [
-            f"- Changed {_code(c.profile)} {_cell(c.field)}: {_cell(c.old)} -> {_cell(c.new)}" for c in r.changed
-        ]
-        out += changed or ["- Changed: none"]
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _declarations(inventory) + _against(inventory)) + "\n"
+
+
+def _against(inventory: Inventory) -> list[str]:
+    r = inventory.reconciliation
+    if r is None:
+        return []
+    out = [
+        "",
+        f"## Against {_code(r.against)}",
+        "",
+        f"- Added: {_cell(', '.join(r.added) or 'none')}",
+        f"- Removed: {_cell(', '.join(r.removed) or 'none')}",
+    ]
+    changed = [f"- Changed {_code(c.profile)} {_cell(c.field)}: {_cell(c.old)} -> {_cell(c.new)}" for c in r.changed]
+    return out + (changed or ["- Changed: none"])
+
+
+def _declarations(inventory: Inventory) -> list[str]:
+    """TRTMC's own Task declarations (issue 27): the headers' Task ids, then what each family declares or binds."""
+    if not inventory.declared_tasks and not any(f.file or f.bound for f in inventory.family_declarations):
+        return []
+    out = ["", "## TRTMC's own Task declarations", "", "| Task | declared at | contract | known |", "|---|---|---|---|"]
+    out += [
+        f"| {_code(t.task)} | {_code(f'{t.file}:{t.line}')} | {_cell(' '.join(t.inputs))} -> {_cell(t.output)}"
+        f"{' (video to text)' if t.video_to_text else ''} | {'yes' if t.known else 'no: inferred from its name'} |"
+        for t in inventory.declared_tasks
+    ]
+    out += ["", "| family | support.py | declares | conditions | runtime binds |", "|---|---|---|---|---|"]
+    out += [
+        f"| {_code(f.family)} | {_code(f.file) if f.file else 'none: no declaration found'} | "
+        f"{_cell(', '.join(f.tasks))} | {_cell('; '.join(f.conditions + f.unreadable))} | {_cell(', '.join(f.bound))} |"
+        for f in inventory.family_declarations
+    ]
+    return out
