@@ -502,3 +502,42 @@ def test_inventory_md_shows_the_declarations_and_the_group_line(tmp_path: Path) 
         "| `video_text_to_text` | `core/api/include/trtmc/language.h:8` | text frames -> text (video to text) |" in text
     )
     assert "| `vidqa` | `families/vidqa/support.py` |" in text and "| `vlm` | none: no declaration found |" in text
+
+
+def test_the_reports_blocked_line_names_the_inventorys_furthest_state(tmp_path: Path) -> None:
+    from trtmc_videoqa.report.group import group_line
+    from trtmc_videoqa.results import ResultRow
+
+    row = ResultRow(profile="vlm-3b", status="unsupported", status_reason="answers about one image per request")
+    inventory_line = (
+        "Group: blocked: 1 in-group row; TRTMC declares video_text_to_text "
+        "(core/api/include/trtmc/language.h:18) but no family declares or binds it"
+    )
+    line = group_line([row], inventory_line).line
+    assert line.startswith("Group: blocked: 1 in-group row, 0 with an existing native temporal video QA capability")
+    assert line.endswith(
+        "; TRTMC declares video_text_to_text (core/api/include/trtmc/language.h:18) but no family declares or binds it"
+    )
+    assert group_line([row]).line == group_line([row], "Group: 2 in-group rows; temporal-video-qa ...").line
+
+
+def test_build_report_reads_the_runs_inventory_group_line(tmp_path: Path) -> None:
+    import shutil
+
+    from trtmc_videoqa.inventory.audit import run_inventory
+    from trtmc_videoqa.report.build import build_report
+    from trtmc_videoqa.results import ResultRow
+
+    tree = tmp_path / "trtmc"
+    shutil.copytree(FIXTURE, tree)
+    shutil.rmtree(tree / "families" / "vidqa")
+    out = tmp_path / "run"
+    row = ResultRow(profile="vlm-3b", status="unsupported", status_reason="answers about one image per request")
+    write(out, "checkpoints/vlm-3b/result.json", row.model_dump_json())
+    write(out, "inventory.json", run_inventory(tree).model_dump_json())
+    line = build_report([out]).group.line
+    assert line.endswith(
+        "TRTMC declares video_text_to_text (core/api/include/trtmc/language.h:18) but no family declares or binds it"
+    )
+    (out / "inventory.json").write_text("{not json")
+    assert "TRTMC declares" not in build_report([out]).group.line  # an unreadable inventory adds nothing

@@ -12,7 +12,7 @@ from ..common.atomic_write import open_for_appending, write_text_atomic
 from ..common.errors import UserError
 from ..common.safe_read import MAX_RESULT_BYTES, read_regular_file
 from ..common.text_escape import json_inert
-from ..results import Report, ResultRow, UnreadableRow
+from ..results import Inventory, Report, ResultRow, UnreadableRow
 from ..results.layout import CHECKPOINTS_DIR, RESULT_FILE
 from .group import aiperf_qual_group, group_line
 from .html import render_html
@@ -20,6 +20,7 @@ from .junit import render_junit
 from .markdown import render_markdown, render_step_summary
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+MAX_INVENTORY_BYTES = 1 << 30  # as `inventory --against` reads one
 
 
 class ReportInputError(UserError):
@@ -94,7 +95,7 @@ def build_report(directories: list[Path], title: str | None = None) -> Report:
         generated_by=f"trtmc-videoqa {__version__}",
         sources=[str(d) for d in directories],
         reference_self_test=self_test,
-        group=group_line(rows),
+        group=group_line(rows, _inventory_group_line(directories)),
         aiperf_qual=aiperf_qual_group(rows),
         rows=rows,
         counts=_by_status(rows),
@@ -102,6 +103,21 @@ def build_report(directories: list[Path], title: str | None = None) -> Report:
         variants=_by_status([row for row in rows if row.normal_profile is False]),
         unreadable=unreadable,
     )
+
+
+def _inventory_group_line(directories: list[Path]) -> str | None:
+    """The group line of the run's inventory.json (qualify writes it beside the rows), when exactly one run has one;
+    an inventory that cannot be read adds nothing (the rows stand on their own)."""
+    lines = set()
+    for directory in directories:
+        path = directory / "inventory.json"
+        if not path.is_file():
+            continue
+        try:
+            lines.add(Inventory.model_validate_json(read_regular_file(path, MAX_INVENTORY_BYTES)).group_line)
+        except (OSError, ValueError, UserError):
+            continue
+    return lines.pop() if len(lines) == 1 else None
 
 
 def _by_status(rows: list[ResultRow]) -> dict[str, int]:

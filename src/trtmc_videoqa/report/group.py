@@ -73,7 +73,7 @@ def _where(row: ResultRow) -> str:
     return f"{shown_name(row.profile)}{stage}: {_short(row.status_reason)}"
 
 
-def _trtmc_line(rows: list[ResultRow]) -> GroupLine:
+def _trtmc_line(rows: list[ResultRow], declared: str | None = None) -> GroupLine:
     group = [row for row in rows if row.in_group]
     capable = [row for row in group if is_capable(row)]
     failed = [row for row in capable if row.status in FAILING]
@@ -90,6 +90,8 @@ def _trtmc_line(rows: list[ResultRow]) -> GroupLine:
             f"Group: blocked: {len(group)} in-group {rows_word}, 0 with an existing native temporal video QA "
             f"capability; {_common_gap(group)}"
         )
+        if declared:  # the furthest state along TRTMC's own declarations, from the run's inventory (issue 27)
+            line += f"; {declared}"
         return GroupLine(status="blocked", line=line)
     short = [row for row in capable if row.status != QUALIFIED]
     named = "; ".join(f"{shown_name(row.profile)} ({row.status}: {_short(row.status_reason)})" for row in short)
@@ -106,8 +108,17 @@ def _not_counted(others: list[ResultRow]) -> str:
     return f"{' and '.join(parts)}, not counted"
 
 
-def group_line(rows: list[ResultRow]) -> GroupLine:
-    """The group's status in one line (see the module's docstring for the rule)."""
+def declared_state(inventory_line: str | None) -> str | None:
+    """The inventory's blocked group line without its head: 'TRTMC declares video_text_to_text (...) but ...'."""
+    head = "Group: blocked: "
+    if not inventory_line or not inventory_line.startswith(head) or "; " not in inventory_line:
+        return None
+    return shown_name(inventory_line.split("; ", 1)[1])
+
+
+def group_line(rows: list[ResultRow], inventory_line: str | None = None) -> GroupLine:
+    """The group's status in one line (see the module's docstring for the rule). `inventory_line` is the run's
+    inventory group line; when blocked, the line names the furthest state it reached."""
     trtmc = [row for row in rows if is_trtmc_row(row)]
     others = [row for row in rows if not is_trtmc_row(row)]
     if not trtmc and others and all(row.comparison is not None for row in others):
@@ -125,7 +136,7 @@ def group_line(rows: list[ResultRow]) -> GroupLine:
             "no TRTMC model was qualified"
         )
         return GroupLine(status="endpoint", line=line)
-    group = _trtmc_line(trtmc)
+    group = _trtmc_line(trtmc, declared_state(inventory_line))
     if others:
         line = f"{group.line}; plus {_not_counted(others)}"
         return GroupLine(status=group.status, line=line)
