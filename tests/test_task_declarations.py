@@ -541,3 +541,16 @@ def test_build_report_reads_the_runs_inventory_group_line(tmp_path: Path) -> Non
     )
     (out / "inventory.json").write_text("{not json")
     assert "TRTMC declares" not in build_report([out]).group.line  # an unreadable inventory adds nothing
+
+
+def test_the_inventory_command_prints_the_group_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    from helpers import run_main
+
+    tree = tmp_path / "trtmc"
+    shutil.copytree(FIXTURE, tree)
+    shutil.rmtree(tree / "families" / "vidqa")
+    done = run_main(capsys, "inventory", "--trtmc", str(tree), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert "but no family declares or binds it\n" in done.stdout and "Group: blocked: " in done.stdout

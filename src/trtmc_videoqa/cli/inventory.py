@@ -62,6 +62,8 @@ def cmd_inventory(args: argparse.Namespace) -> int:
         if count:
             print(f"  {verdict:<22} {count:>4}  (in group {s.in_group_by_verdict.get(verdict, 0)})")
     print(f"capable of temporal video QA: {', '.join(shown_name(p) for p in s.capable) or 'none'}")
+    if inventory.group_line:  # the furthest state along TRTMC's own Task declarations (issue 27)
+        print(one_line(inventory.group_line))
     if inventory.lacking:
         print(f"the checkout lacked {len(inventory.lacking)} thing(s); see inventory.md")
     manifests = len(skipped_manifests(inventory))
