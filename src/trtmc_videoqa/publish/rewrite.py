@@ -190,6 +190,7 @@ def publish_run(
     loopback is never written), `warn` what hears the check's warnings. The number of public text files scanned."""
     from ..common.scrub import known_secrets
     from ..plan.hub_cache import hub_cache_dir
+    from ..workloads.artifacts import restamp_prepared, workload_dir
 
     for workload in workloads.values():
         files = {clip.file for clip in workload.spec.clips} | {clip.attribution for clip in workload.spec.clips}
@@ -215,7 +216,10 @@ def publish_run(
         programs=programs,
         endpoint_hosts=remote_hosts(list(server_urls)),
     )
-    return publish(out, mapping, run_public_sentinels(out, mapping, known_secrets(api_key)), warn)
+    scanned = publish(out, mapping, run_public_sentinels(out, mapping, known_secrets(api_key)), warn)
+    for workload in workloads.values():  # the clip manifests now name the published copy: a re-run reuses them
+        restamp_prepared(workload_dir(out, workload))
+    return scanned
 
 
 def remote_hosts(urls: list[str | None]) -> list[str]:

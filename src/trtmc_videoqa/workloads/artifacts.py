@@ -100,7 +100,8 @@ def _prepare_clip(
 
 def _prepared_identity(workload: Workload) -> dict[str, Any]:
     """What the workload artifacts are made from: the workload (its digest covers every clip's sha256, checked on
-    load), where its clips are, and the tool and decoder that probed them. The same identity, the same artifacts."""
+    load) and the tool and decoder that probed them. The same identity, the same artifacts, wherever the clips lie:
+    the publish step moves their recorded paths to the published copy, and a re-run must still find them made."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -112,8 +113,19 @@ def _prepared_identity(workload: Workload) -> dict[str, Any]:
         "digest": workload.digest,
         "tool": __version__,
         "av": decoder,
-        "clips": {clip.id: str(workload.clip_path(clip.id)) for clip in workload.spec.clips},
     }
+
+
+def restamp_prepared(directory: Path) -> None:
+    """The stamp's file digests taken again, after the publish step rewrote the paths in those files (a clip's
+    manifest names where it was read): the identity stays, so a re-run finds the artifacts still made."""
+    stamp_path = directory / PREPARED_STAMP
+    try:
+        stamp = json.loads(stamp_path.read_text())
+        stamp["files"] = {name: file_sha256(directory / name) for name in stamp["files"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # no stamp, or not one of ours: the next run makes the artifacts again
+    write_text_atomic(stamp_path, json.dumps(stamp, indent=2, sort_keys=True) + "\n")
 
 
 def _still_prepared(directory: Path, workload: Workload, identity: dict[str, Any]) -> WorkloadFacts | None:
