@@ -33,7 +33,7 @@ from pathlib import Path
 import execution_checks
 import pytest
 from fault_helpers import LOCK, MODEL, endpoint, requests_file, server_records
-from helpers import QUICK, eventually, no_traceback, one_message, qualify, reference, row, run_main
+from helpers import QUICK, eventually, no_traceback, one_message, reference, row, run_main
 from shared_runs import TRTMC_HUB_TOKEN, TRTMC_KEY, SharedRun
 
 from trtmc_videoqa.results import ResultRow
@@ -454,6 +454,6 @@ def test_a_second_run_on_a_busy_output_directory_fails_fast_and_leaves_the_first
         holder.communicate()
     # The holder is gone: its lock is stale, so the next run takes it over, reaches a status and releases it.
     url = f"http://127.0.0.1:{free_loopback_port()}"  # nothing listens: the capability check fails at once
-    done = qualify("--endpoint", url, "--model", "m", "--workload", "synthetic", "--out", str(out))
+    done = run_main(capsys, "qualify", "--endpoint", url, "--model", "m", "--workload", "synthetic", "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert row(out, "m").failed_stage == "capability" and not (out / LOCK).exists()

@@ -102,12 +102,13 @@ def test_a_body_over_the_limit_is_refused_before_sending(tmp_path: Path, capsys:
     assert not (out / "checkpoints").exists() and not (out / LOCK).exists()  # nothing left: a re-run starts afresh
 
 
-def test_a_server_that_answers_413_is_recorded_with_the_fix(tmp_path: Path) -> None:
+def test_a_server_that_answers_413_is_recorded_with_the_fix(tmp_path: Path, capsys: Captured) -> None:
     out = tmp_path / "out"
-    with reference(tmp_path, max_body_bytes=3000) as url:  # the server's limit is lower than we were told
-        done = endpoint(url, out)
+    records = tmp_path / "reference-records.jsonl"
+    config = ReferenceConfig(max_body_bytes=3000, records_path=records)  # lower than we were told
+    with ReferenceServer(config) as server:  # the run, in this process, ends at the capability check
+        done = run_main(capsys, "qualify", "--endpoint", server.url, "--model", MODEL, *QUICK, "--out", str(out))
     assert done.returncode == 0, done.stderr
-    no_traceback(done)
     result = row(out, MODEL)
     assert (result.status, result.failed_stage) == ("failed", "capability")  # not "unsupported": no capability gap
     assert "HTTP 413" in result.status_reason and "--max-body-bytes" in result.status_reason
@@ -117,12 +118,11 @@ def test_a_server_that_answers_413_is_recorded_with_the_fix(tmp_path: Path) -> N
     assert not (out / "checkpoints" / MODEL / "aiperf").exists()
 
 
-def test_an_endpoint_that_never_gets_ready_fails_at_the_capability_check(tmp_path: Path) -> None:
+def test_an_endpoint_that_never_gets_ready_fails_at_the_capability_check(tmp_path: Path, capsys: Captured) -> None:
     out = tmp_path / "out"
     with ReferenceServer(ReferenceConfig(faults=FaultKnobs(ready_after_s=3600))) as server:
-        done = endpoint(server.url, out)
+        done = run_main(capsys, "qualify", "--endpoint", server.url, "--model", MODEL, *QUICK, "--out", str(out))
     assert done.returncode == 0, done.stderr
-    no_traceback(done)
     result = row(out, MODEL)
     assert (result.status, result.failed_stage) == ("failed", "capability")
     assert "HTTP 503" in result.status_reason and "not ready" in result.status_reason

@@ -368,19 +368,11 @@ def text_only_server(tmp_path: Path):
         yield f"http://127.0.0.1:{port}"
 
 
-def test_a_server_that_rejects_video_is_unsupported_with_the_rejection(tmp_path: Path, text_only_server: str) -> None:
-    done = qualify(
-        "--endpoint",
-        text_only_server,
-        "--model",
-        "text-only-double",
-        "--workload",
-        "synthetic",
-        "--out",
-        str(tmp_path),
-        "--server-setting",
-        "media_cache=off",
-    )
+def test_a_server_that_rejects_video_is_unsupported_with_the_rejection(
+    tmp_path: Path, text_only_server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ("--endpoint", text_only_server, "--model", "text-only-double", "--workload", "synthetic")
+    done = run_main(capsys, "qualify", *args, "--out", str(tmp_path), "--server-setting", "media_cache=off")
     assert done.returncode == 0, done.stderr
     result = row(tmp_path, "text-only-double")
     assert result.status == "unsupported" and "HTTP 400" in result.status_reason
@@ -390,20 +382,16 @@ def test_a_server_that_rejects_video_is_unsupported_with_the_rejection(tmp_path:
     assert not (tmp_path / "checkpoints" / "text-only-double" / "aiperf").exists()
 
 
-def test_unreachable_endpoint_fails_at_capability(tmp_path: Path) -> None:
+def test_unreachable_endpoint_fails_at_capability(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from trtmc_videoqa.serving.process import free_loopback_port
 
     url = f"http://127.0.0.1:{free_loopback_port()}"
-    done = qualify("--endpoint", url, "--model", "m", "--workload", "synthetic", "--out", str(tmp_path))
-    assert done.returncode == 0
+    args = ("qualify", "--endpoint", url, "--model", "m", "--workload", "synthetic", "--out", str(tmp_path))
+    done = run_main(capsys, *args)  # a whole run, in this process: it ends at the capability check
+    assert done.returncode == 0, done.stderr
     result = row(tmp_path, "m")
     assert result.status == "failed" and result.failed_stage == "capability"
-    assert (
-        qualify(
-            "--endpoint", url, "--model", "m", "--workload", "synthetic", "--out", str(tmp_path), "--strict"
-        ).returncode
-        == 1
-    )
+    assert run_main(capsys, *args, "--strict").returncode == 1
 
 
 def test_busy_output_directory_fails_fast(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

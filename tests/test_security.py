@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -33,16 +32,15 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # --- secrets --------------------------------------------------------------------------------------------------
 
 
-def test_without_the_key_the_server_refuses_the_capability_check(tmp_path: Path, monkeypatch) -> None:
+def test_without_the_key_the_server_refuses_the_capability_check(tmp_path: Path, monkeypatch, capsys) -> None:
     key = FILE_KEY
     monkeypatch.setenv(REQUIRED_KEY_ENV, key)  # the server (in this process) reads its key from here
-    env = {k: v for k, v in os.environ.items() if k not in ("TRTMC_SERVE_TOKEN", REQUIRED_KEY_ENV)}
     config = ReferenceConfig(api_key_env=REQUIRED_KEY_ENV, records_path=tmp_path / "records.jsonl")
     assert key not in " ".join(argv_for_subprocess(config))  # only the variable's name travels in an argv
     with ReferenceServer(config) as server:
-        without = qualify(
-            "--endpoint", server.url, "--model", DEFAULT_MODEL_NAME, *QUICK, "--out", str(tmp_path / "without"), env=env
-        )
+        monkeypatch.delenv("TRTMC_SERVE_TOKEN", raising=False)  # the run (in this process too) has no key at all
+        args = ("--endpoint", server.url, "--model", DEFAULT_MODEL_NAME, *QUICK, "--out", str(tmp_path / "without"))
+        without = run_main(capsys, "qualify", *args)
     assert without.returncode == 0, without.stderr  # a refused capability check is a status, not an error
     refused = row(tmp_path / "without", DEFAULT_MODEL_NAME)  # the server does want the key
     assert (refused.status, refused.failed_stage) == ("failed", "capability")

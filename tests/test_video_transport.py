@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import QUICK, no_traceback, qualify, reference, row, run_main
+from helpers import QUICK, qualify, reference, row, run_main
 from shared_runs import NUM_FRAMES, SharedRun, with_extra_body
 
 from trtmc_videoqa.aiperf.dataset import input_file_lines, plan_requests
@@ -293,12 +293,12 @@ def test_auto_against_a_server_that_refuses_data_urls_qualifies_over_http(auto_k
     assert [r["video_scheme"] for r in chat].count("data") == 1
 
 
-def test_data_url_alone_against_a_server_that_refuses_them_fails_at_capability(tmp_path: Path) -> None:
+def test_data_url_alone_against_a_server_that_refuses_them_fails_at_capability(tmp_path: Path, capsys) -> None:
     # The data-url run stops at capability: a transport that failed, named with its fix; exit 0 like any failed row.
     with ReferenceServer(ReferenceConfig(faults=FaultKnobs(refuse_data_urls=True))) as server:
-        refused = endpoint(server.url, tmp_path / "data-url")
+        args = ("--endpoint", server.url, "--model", MODEL, *QUICK, "--out", str(tmp_path / "data-url"))
+        refused = run_main(capsys, "qualify", *args)  # in this process: nothing of it starts a child process
     assert refused.returncode == 0, refused.stderr
-    no_traceback(refused)
     failed = row(tmp_path / "data-url", MODEL)
     assert (failed.status, failed.failed_stage) == ("failed", "capability")
     assert "as data-url" in failed.status_reason and "--video-transport http" in failed.status_reason
