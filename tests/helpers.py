@@ -3,6 +3,7 @@ The shared fixtures are in conftest.py; these are functions because tests call t
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -71,9 +72,12 @@ def no_traceback(done: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
 
 
+PROGRESS_LINE = re.compile(r"^  \[ *\d+\.\d s\] ")
+
+
 def one_message(done: subprocess.CompletedProcess[str]) -> str:
-    """stderr is exactly one non-blank line, and it is that line."""
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    """stderr, beside its progress lines ("  [  1.2 s] ..."), is exactly one non-blank line, and it is that line."""
+    lines = [line for line in done.stderr.splitlines() if line.strip() and not PROGRESS_LINE.match(line)]
     assert len(lines) == 1, done.stderr
     return lines[0]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from trtmc_videoqa.publish import check as public_check
 from trtmc_videoqa.common.errors import UserError
+from trtmc_videoqa.publish import check as public_check
 from trtmc_videoqa.publish.check import (
     Hit,
     PublicCheckFailed,
