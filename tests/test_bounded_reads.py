@@ -204,11 +204,12 @@ def test_a_plain_answer_longer_than_the_cap_is_refused_naming_the_option() -> No
 
 
 def test_request_timeout_is_a_deadline_for_the_whole_answer_not_for_each_read() -> None:
-    with RawServer(lambda n, request: drip(0.1, 15)) as slow:  # one byte per 100 ms: every read is quick
+    with RawServer(lambda n, request: drip(0.1, 60)) as slow:  # one byte per 100 ms: every read is quick
         started = time.monotonic()
         result = capability(slow.url, timeout_s=1.0)
         waited = time.monotonic() - started
-    assert not result.accepted and waited < 3, f"waited {waited:.1f} s for a 1 s deadline"
+    # A hang guard, ten times the deadline: a per-read timeout would wait out the whole minute of drip.
+    assert not result.accepted and waited < 10, f"waited {waited:.1f} s for a 1 s deadline"
     assert "within 1 s (--request-timeout), connecting to last byte" in result.detail
 
 
@@ -217,14 +218,14 @@ def test_the_identity_clients_read_under_the_same_deadline_and_cap() -> None:
     from trtmc_videoqa.stages.prompts import workload_prompts
 
     prompts = workload_prompts(builtin_workload("synthetic"))[:1]
-    with RawServer(lambda n, request: drip(0.1, 15)) as slow, RawServer(lambda n, r: gzip_bomb(256)) as bomb:
+    with RawServer(lambda n, request: drip(0.1, 60)) as slow, RawServer(lambda n, r: gzip_bomb(256)) as bomb:
         started = time.monotonic()
         chat = chat_answers(slow.url, "m", prompts, max_tokens=4, timeout_s=1, body_limit=4 * MIB, api_key=None)
         native = native_answers(bomb.url, ENDPOINT_NATIVE_REQUEST, prompts, max_tokens=4, timeout_s=10)
         waited = time.monotonic() - started
     assert chat[0].error is not None and "within 1 s (--request-timeout)" in chat[0].error
     assert native[0].error is not None and "--max-response-bytes" in native[0].error
-    assert waited < 10
+    assert waited < 30  # a hang guard: a per-read timeout would wait out the whole minute of drip
 
 
 def test_a_redirect_is_named_and_never_followed() -> None:
@@ -310,10 +311,14 @@ def test_the_guard_passes_request_and_response_bytes_unchanged_but_host() -> Non
 
 
 def test_the_guard_forwards_each_streamed_chunk_as_it_arrives() -> None:
+    client_saw_first = threading.Event()
+
     def stream(conn: socket.socket) -> None:
+        # The second chunk is sent only once the client has the first: a guard that held chunks back until it had
+        # more would leave the client waiting until this gives up (a hang guard of 60 s), and the test fails.
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
         conn.sendall(b"6\r\ndata:1\r\n")
-        time.sleep(1.0)
+        client_saw_first.wait(60)
         conn.sendall(b"6\r\ndata:2\r\n0\r\n\r\n")
 
     with (
@@ -323,13 +328,15 @@ def test_the_guard_forwards_each_streamed_chunk_as_it_arrives() -> None:
         host, port = guard.url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port))) as conn:
             conn.sendall(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
-            started, seen = time.monotonic(), b""
+            conn.settimeout(90)
+            seen = b""
             while b"data:1" not in seen:
                 seen += conn.recv(65536)
-            first = time.monotonic() - started
+            first_alone = b"data:2" not in seen  # it came before the upstream had sent the second
+            client_saw_first.set()
             while not seen.endswith(b"0\r\n\r\n"):
                 seen += conn.recv(65536)
-    assert first < 0.8, f"the first chunk took {first:.2f} s: held back until the second came"
+    assert first_alone, "the first chunk was held back until the second came"
     assert b"data:1" in seen and b"data:2" in seen
 
 
@@ -390,13 +397,14 @@ def test_the_guard_keeps_one_upstream_connection_per_client_connection() -> None
 
 def test_the_guard_ends_an_exchange_at_its_deadline() -> None:
     with (
-        RawServer(lambda n, request: drip(0.1, 10)) as upstream,
+        RawServer(lambda n, request: drip(0.1, 60)) as upstream,
         ForwardProxy(upstream.url, max_response_bytes=MIB, deadline_s=0.5) as guard,
     ):
         started = time.monotonic()
-        _exchange(guard.url, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", read_s=8)
+        _exchange(guard.url, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", read_s=30)
         waited = time.monotonic() - started
-    assert waited < 3 and guard.tally.deadline == 1
+    # The guard closed the exchange (a hang guard of 20 s: without the deadline the read waits its 30 s out).
+    assert waited < 20 and guard.tally.deadline == 1
 
 
 # --- AIPerf's exports: streamed, cut only between whole records, saying where ------------------------------------
