@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -21,6 +22,13 @@ import shared_runs
 from media_clips import Clips, build_clips
 
 from trtmc_videoqa.reference import ReferenceConfig, ReferenceServer
+
+# A test run started in the background by a non-interactive shell (`cmd &`, nohup, some CI runners) inherits
+# SIGINT ignored, and an ignored signal stays ignored across exec: every process a test starts would then shrug off
+# the Ctrl-C the signal tests send it. A handler, unlike SIG_IGN, is reset to the default on exec, so each child
+# starts with SIGINT live, as it does from a terminal. (Each xdist worker loads this file too.)
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 COUNT_ENV = "TRTMC_TEST_COUNT_AIPERF"
 AIPERF_ENV = "TRTMC_VIDEOQA_AIPERF"
