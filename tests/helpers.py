@@ -13,9 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from trtmc_videoqa.aiperf.dataset import PlannedRequest, RequestPlan
+from trtmc_videoqa.aiperf.runner import RunOutcome
+from trtmc_videoqa.plan.settings import RunSettings
 from trtmc_videoqa.reference import FaultKnobs, ReferenceConfig, argv_for_subprocess
-from trtmc_videoqa.results import ResultRow
+from trtmc_videoqa.results import RequestRow, ResultRow, StageResult
 from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
+from trtmc_videoqa.stages.aiperf import _aiperf_stage
 
 # A small run where a test is not about volume: the synthetic workload, one warmup and six profiling requests.
 QUICK = ("--workload", "synthetic", "--repeats", "1", "--warmup", "1")
@@ -97,3 +101,28 @@ def reference(
     )
     with ServerProcess(argv_for_subprocess(config), url=url, log_path=tmp / f"{name}.log", startup_timeout_s=60):
         yield url
+
+
+def git(repo: Path, *args: str) -> str:
+    """`git -C repo ARGS` with a throwaway identity; its stdout, stripped."""
+    done = subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def unrecorded_aiperf_stage(outcome: RunOutcome, clip_path: str) -> StageResult:
+    """The aiperf stage for a run of one planned request that AIPerf exported no record of, ending as `outcome`."""
+    planned = PlannedRequest(
+        session_id="q.c.r00", phase="profiling", question_id="q", clip_id="c", repeat=0, clip_path=clip_path, text="t"
+    )
+    records = [
+        RequestRow(session_id="q.c.r00", phase="profiling", question_id="q", clip_id="c", repeat=0,
+                   error="no record: AIPerf exported none for this request")
+    ]  # fmt: skip
+    plan = RequestPlan(requests=[planned], max_tokens=8)
+    return _aiperf_stage(outcome, records, plan, RunSettings(), server_gone=False)

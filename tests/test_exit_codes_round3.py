@@ -23,18 +23,15 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import QUICK, no_traceback, one_message
+from helpers import QUICK, no_traceback, one_message, unrecorded_aiperf_stage
 from media_clips import write_clip
 
-from trtmc_videoqa.aiperf.dataset import PlannedRequest, RequestPlan
 from trtmc_videoqa.aiperf.runner import run_with_wall_limit
 from trtmc_videoqa.cli.inventory import _load_inventory_file
 from trtmc_videoqa.cli.main import main
 from trtmc_videoqa.common.errors import UserError
 from trtmc_videoqa.common.output_lock import LOCK_NAME
-from trtmc_videoqa.plan.settings import RunSettings
-from trtmc_videoqa.results import Inventory, RequestRow
-from trtmc_videoqa.stages.aiperf import _aiperf_stage
+from trtmc_videoqa.results import Inventory
 from trtmc_videoqa.workloads import load_workload
 from trtmc_videoqa.workloads import seal as seal_module
 from trtmc_videoqa.workloads.artifacts import prepare_workload_artifacts
@@ -195,16 +192,7 @@ def test_when_aiperf_refuses_its_input_the_row_names_aiperf_s_own_reason(tmp_pat
     assert outcome.refusal == (
         "Dataset configuration failed: RuntimeError(\"'.mpg' is not one of the supported video formats: mp4, webm\")"
     )
-    planned = PlannedRequest(
-        session_id="q.c.r00", phase="profiling", question_id="q", clip_id="c", repeat=0, clip_path="c.mpg", text="t"
-    )
-    records = [
-        RequestRow(session_id="q.c.r00", phase="profiling", question_id="q", clip_id="c", repeat=0,
-                   error="no record: AIPerf exported none for this request")
-    ]  # fmt: skip
-    stage = _aiperf_stage(
-        outcome, records, RequestPlan(requests=[planned], max_tokens=8), RunSettings(), server_gone=False
-    )
+    stage = unrecorded_aiperf_stage(outcome, "c.mpg")
     assert stage.status == "failed" and "1 planned request(s) have no record" in stage.detail
     assert "AIPerf exited 1: Dataset configuration failed" in stage.detail and "mp4, webm" in stage.detail
 

@@ -25,15 +25,12 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import QUICK, row
+from helpers import QUICK, row, unrecorded_aiperf_stage
 
-from trtmc_videoqa.aiperf.dataset import PlannedRequest, RequestPlan
 from trtmc_videoqa.aiperf.runner import ADDRESS_SPACE_HEADROOM, run_with_wall_limit
 from trtmc_videoqa.common import child_groups
 from trtmc_videoqa.common.output_lock import LOCK_NAME, OutputBusy, OutputLock
-from trtmc_videoqa.plan.settings import MIB, RunSettings
-from trtmc_videoqa.results import RequestRow
-from trtmc_videoqa.stages.aiperf import _aiperf_stage
+from trtmc_videoqa.plan.settings import MIB
 
 TOOL = textwrap.dedent(
     """
@@ -183,16 +180,7 @@ def test_the_group_is_ended_at_its_memory_limit_and_the_row_names_it(tmp_path: P
     log = (tmp_path / "aiperf.log").read_text()
     assert f"RLIMIT_AS {limit + ADDRESS_SPACE_HEADROOM} GROUP" in log
     assert child_groups.members(int(log.split("GROUP")[1].split()[0])) == []  # nothing of the group is left
-    planned = PlannedRequest(
-        session_id="q.c.r00", phase="profiling", question_id="q", clip_id="c", repeat=0, clip_path="c.mp4", text="t"
-    )
-    records = [
-        RequestRow(session_id="q.c.r00", phase="profiling", question_id="q", clip_id="c", repeat=0,
-                   error="no record: AIPerf exported none for this request")
-    ]  # fmt: skip
-    stage = _aiperf_stage(
-        outcome, records, RequestPlan(requests=[planned], max_tokens=8), RunSettings(), server_gone=False
-    )
+    stage = unrecorded_aiperf_stage(outcome, "c.mp4")
     assert stage.status == "failed" and "past the --aiperf-memory-limit of 200 MiB" in stage.detail
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import cli, no_traceback
+from helpers import cli, git, no_traceback
 
 from trtmc_videoqa.inventory import run_inventory
 from trtmc_videoqa.inventory.refresh import shown_repository
@@ -153,23 +153,12 @@ def cli_argv() -> list[str]:
 # --- refresh -------------------------------------------------------------------------------------------------------
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return done.stdout.strip()
-
-
 def test_refresh_writes_no_path_of_this_machine_and_passes_the_check(tmp_path: Path) -> None:
     source = tmp_path / "upstream" / "TensorRT-Model-Connect"
     shutil.copytree(FIXTURE, source)
     subprocess.run(["git", "init", "-q", "-b", "main", str(source)], check=True, timeout=60)
-    _git(source, "add", "-A")
-    _git(source, "commit", "-q", "-m", "one")
+    git(source, "add", "-A")
+    git(source, "commit", "-q", "-m", "one")
     pinned = tmp_path / "pinned"
     subprocess.run(["git", "clone", "-q", str(source), str(pinned)], check=True, timeout=60)
     out = tmp_path / "refresh"

@@ -10,24 +10,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import cli, no_traceback
+from helpers import cli, git, no_traceback
 
 from trtmc_videoqa.common.pins import load_pins
 from trtmc_videoqa.results import GroupReconciliation, Inventory
 
 FIXTURE = Path(__file__).parent / "fixtures" / "trtmc_families"
 NEW_REVISION = "2" * 40
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 def _main_changes(repo: Path) -> None:
