@@ -19,11 +19,16 @@ from pathlib import Path
 
 from ..results import Evidence, NativeRequest
 from .catalog import TASK_ADAPTERS, read_task_registry
+from .request_template import FRAME_ROLES, TemplateReader, slots, with_roles
+from .video_view import VideoView, read_video_view
 
 REQUEST_FUNCTION = "_request"
 COPY_HELPERS = frozenset({"_copy_explicit"})  # (request, case, "field", ...): the string arguments are fields
 CLIP_FIELDS = ("video_path", "video", "clip_path")
 PROMPT_FIELDS = ("prompt", "text", "question")
+# The generation settings the identity check fills wherever a Task's request has them: greedy, the run's token limit.
+TOKEN_LIMIT_FIELD = "max_new_tokens"
+GREEDY_FIELDS: dict[str, int] = {"temperature": 0, "top_k": 1}
 MAX_DEPTH = 3
 _SHOWS = "the task adapter's _request branch for the Task {task} builds: {fields}"
 _SHOWS_TASK = re.compile(r"for the Task (\S+) builds:")
@@ -61,8 +66,9 @@ def native_requests(checkout: Path) -> dict[str, NativeRequest]:
     registry, _, _ = read_task_registry(checkout)
     operations = registry.operations if registry is not None else {}
     requests: dict[str, NativeRequest] = {}
+    view = read_video_view(checkout)
     for task in sorted(_named_tasks(adapter)):
-        request = _native_request(adapter, task, operations.get(task, "?"))
+        request = _native_request(adapter, task, operations.get(task, "?"), view)
         if request is not None:
             requests[task] = request
     return requests
@@ -71,7 +77,7 @@ def native_requests(checkout: Path) -> dict[str, NativeRequest]:
 def native_request_for(checkout: Path, task: str, operation: str) -> NativeRequest | None:
     """The native request of one Task (``operation`` from the registry), or None where the adapter builds none."""
     adapter = _adapter(checkout)
-    return None if adapter is None else _native_request(adapter, task, operation)
+    return None if adapter is None else _native_request(adapter, task, operation, read_video_view(checkout))
 
 
 def task_of(request: NativeRequest) -> str | None:
@@ -80,13 +86,14 @@ def task_of(request: NativeRequest) -> str | None:
     return match.group(1) if match else None
 
 
-def _native_request(adapter: _Adapter, task: str, operation: str) -> NativeRequest | None:
+def _native_request(adapter: _Adapter, task: str, operation: str, view: VideoView | None) -> NativeRequest | None:
     branch = _branch_for(adapter, task)
     if branch is None:
         return None
     scope = _Scope(task=task, task_param=adapter.task_param, depth=0)
     _walk(adapter, branch.body, scope)
     fields = sorted(scope.returned)
+    template = _template(adapter, branch, view)
     line = branch.lineno
     evidence = Evidence(
         file=TASK_ADAPTERS,
@@ -100,7 +107,23 @@ def _native_request(adapter: _Adapter, task: str, operation: str) -> NativeReque
         clip_field=next((name for name in CLIP_FIELDS if name in scope.returned), None),
         prompt_field=next((name for name in PROMPT_FIELDS if name in scope.returned), None),
         evidence=evidence,
+        template=template,
+        video_view=view.where if template is not None and view is not None else None,
     )
+
+
+def _template(adapter: _Adapter, branch: ast.If, view: VideoView | None) -> object:
+    """The JSON tree the branch returns, each testcase value a slot with the role the tool fills it with; kept only
+    where the request carries frames (a clip file or text alone keeps to ``fields``, as before)."""
+    params = [argument.arg for argument in adapter.request.args.args]
+    if len(params) < 2:
+        return None
+    reader = TemplateReader(adapter.functions, params[1], params[2] if len(params) > 2 else None)
+    prelude = [node for node in adapter.request.body if not isinstance(node, ast.If)]
+    tree = reader.template(prelude, branch.body)
+    settings = (TOKEN_LIMIT_FIELD, *GREEDY_FIELDS)
+    tree = None if tree is None else with_roles(tree, PROMPT_FIELDS, settings, view)
+    return tree if any(slot.get("role") in FRAME_ROLES for slot in slots(tree)) else None
 
 
 # --- reading the file ------------------------------------------------------------------------------------------

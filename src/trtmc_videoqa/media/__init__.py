@@ -14,7 +14,7 @@ from .manifest import COUNT_BY_DECODING, COUNT_BY_PACKETS, ClipManifest, CodecIn
 from .sampling import ResolvedSampling, SamplingPolicy
 
 if TYPE_CHECKING:
-    from .frames import decode_frames, decoded_rgb_sha256
+    from .frames import TimedFrame, decode_frames, decode_timed_frames, decoded_rgb_sha256, png_bytes, rgb_sha256
     from .payload import (
         TRTMC_SERVER_BODY_LIMIT,
         base64_size,
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 _LAZY = {
     "decode_frames": "frames",
     "decoded_rgb_sha256": "frames",
+    "TimedFrame": "frames",
+    "decode_timed_frames": "frames",
+    "png_bytes": "frames",
+    "rgb_sha256": "frames",
     "TRTMC_SERVER_BODY_LIMIT": "payload",
     "base64_size": "payload",
     "chat_request_body": "payload",
@@ -72,20 +76,24 @@ __all__ = [
     "ProbeTool",
     "ResolvedSampling",
     "SamplingPolicy",
+    "TimedFrame",
     "base64_size",
     "chat_request_body",
     "check_body_limit",
     "clip_mime",
     "data_url",
     "decode_frames",
+    "decode_timed_frames",
     "decoded_rgb_sha256",
     "encode_body",
     "encoded_body_size",
     "parse_data_url",
+    "png_bytes",
     "predicted_body_size",
     "probe_clip",
     "probe_tool",
     "read_clip_bytes",
+    "rgb_sha256",
     "video_data_url",
     "write_strip",
 ]

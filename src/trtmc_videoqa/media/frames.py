@@ -1,4 +1,5 @@
-"""Decoded pixels: the frames at chosen indices, and a hash of every frame's RGB pixels.
+"""Decoded pixels: the frames at chosen indices, every frame with its time, a frame as PNG, and a hash of every
+frame's RGB pixels.
 
 Clips are a few seconds long, so each call decodes the clip once from the start and picks what it needs
 (seeking lands on the previous keyframe anyway, which for a typical x264 clip is frame 0).
@@ -7,8 +8,10 @@ Clips are a few seconds long, so each call decodes the clip once from the start 
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Generator, Sequence
 from contextlib import closing
+from dataclasses import dataclass
 
 import av
 import av.error
@@ -43,6 +46,32 @@ def decode_frames(
     if missing:
         raise ValueError(f"frame index {missing[0]} is out of range: clip {clip} has {seen} frames")
     return [picked[index] for index in wanted]
+
+
+@dataclass(frozen=True)
+class TimedFrame:
+    rgb: np.ndarray  # HxWx3 uint8
+    seconds: float | None  # presentation time (PTS x time base); None where the stream gives the frame none
+
+
+def decode_timed_frames(source: ClipSource, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[TimedFrame]:
+    """Every frame of the clip, decoded once, in presentation order, each with its time in seconds."""
+    data, clip = load_clip(source, max_bytes=max_bytes)
+    return [TimedFrame(frame.to_ndarray(format="rgb24"), frame.time) for frame in _frames(data, clip)]
+
+
+def png_bytes(rgb: np.ndarray) -> bytes:
+    """One RGB frame as a lossless PNG, so the frame a server decodes is the pixels decoded here."""
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.fromarray(rgb, mode="RGB").save(out, format="PNG")
+    return out.getvalue()
+
+
+def rgb_sha256(rgb: np.ndarray) -> str:
+    """sha256 of one frame's RGB pixels (rows packed): what a test compares a frame a server received with."""
+    return hashlib.sha256(np.ascontiguousarray(rgb, dtype=np.uint8).tobytes()).hexdigest()
 
 
 def decoded_rgb_sha256(source: ClipSource, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:

@@ -70,6 +70,7 @@ from .rows import (  # noqa: F401
     Report,
     RequestRow,
     ResultRow,
+    SentClip,
     ServingMechanics,
     StageName,
     StageResult,

@@ -88,6 +88,15 @@ class NativeRequest(_Model):
     clip_field: str | None = Field(default=None, description="the field that carries a whole clip, if any")
     prompt_field: str | None = Field(default=None, description="the field that carries the question, if any")
     evidence: Evidence | None = None
+    template: Any = Field(
+        default=None,
+        description="the request the branch returns, as a JSON tree: constants as written, each testcase value a "
+        "{'$slot': {...}} naming the testcase keys it reads and the role the tool fills it with "
+        "(inventory/request_template.py); null where the branch returns no dict literal",
+    )
+    video_view: str | None = Field(
+        default=None, description="where the frame and time names of the video view were read (file:line)"
+    )
 
 
 class DeclaredTaskFact(_Model):

@@ -170,6 +170,15 @@ class IdentityPair(_Model):
     verdict: Literal["same", "different", "error"]
 
 
+class SentClip(_Model):
+    """One clip as a video-to-text Task's native requests carried it: its frames, in order, with their times."""
+
+    clip_id: str
+    frame_count: int
+    timestamps_seconds: list[float] = Field(description="one per frame, nondecreasing; empty: timing unspecified")
+    frames: str = Field(description="where its frames were written as PNG files, with times.json beside (row-relative)")
+
+
 class IdentityCheck(_Model):
     """The native Task path and HTTP chat on the same served bundle, once per (question, clip), both greedy."""
 
@@ -183,6 +192,10 @@ class IdentityCheck(_Model):
         default=None, description="where the native route's task times were read, joined by X-Request-ID, and how many"
     )
     pairs: list[IdentityPair] = Field(default_factory=list)
+    sampling: str | None = Field(
+        default=None, description="a video-to-text Task: which frames its native requests carried, and whose sampling"
+    )
+    clips: list[SentClip] = Field(default_factory=list, description="a video-to-text Task: each clip's frames sent")
 
 
 class Provenance(_Model):

@@ -6,7 +6,8 @@ AIPerf sends) and once through the native Task route (``POST /v1/tasks/<operatio
 
 The native body is ``{"request": {...}}`` holding only fields the Task's native request defines: the clip field
 as ``{"$file": {"suffix": ".mp4", "b64": <the clip's bytes>}}``, the prompt field as the question, and
-``max_new_tokens`` / ``temperature`` (0) / ``top_k`` (1) where defined. Nothing else is sent.
+``max_new_tokens`` / ``temperature`` (0) / ``top_k`` (1) where defined. Nothing else is sent. A Task whose request
+carries a clip's frames (a video-to-text Task) is sent in its own shape instead (video_request.py).
 
 A server we did not build (``--endpoint``) has no task adapter to read: with ``--native-url`` its native route
 is taken to have perf_serving's request shape, ``ENDPOINT_NATIVE_REQUEST`` (``prompt``, ``video_path``,
@@ -30,7 +31,7 @@ import httpx
 from ...aiperf.dataset import Prompt
 from ...aiperf_qual.execution import request_sha
 from ...common.atomic_write import write_model_atomic
-from ...inventory.task_requests import task_of
+from ...inventory.task_requests import GREEDY_FIELDS, TOKEN_LIMIT_FIELD, task_of
 from ...media.errors import ClipError
 from ...media.payload import chat_request_body, check_body_limit, encode_body, video_data_url
 from ...results import IdentityAnswer, IdentityCheck, IdentityPair, IdentityVerdict, NativeRequest, StageResult
@@ -44,6 +45,7 @@ from ...serving.bounded_http import (
     UnboundedEncoding,
     redirect_note,
 )
+from .video_request import FrameFiles, template_problem, video_task_body
 
 CHAT_PATH = "/v1/chat/completions"
 CHAT_ROUTE = f"POST {CHAT_PATH}"
@@ -56,8 +58,8 @@ ENDPOINT_NATIVE_REQUEST = NativeRequest(
 )
 ENDPOINT_REQUEST_SOURCE = "perf_serving's request shape, taken for the --native-url server (no task adapter to read)"
 # Fields the identity check fills, besides the clip and the prompt: greedy, with the run's token limit.
-_GREEDY = {"temperature": 0, "top_k": 1}
-_TOKEN_LIMIT = "max_new_tokens"
+_GREEDY = GREEDY_FIELDS
+_TOKEN_LIMIT = TOKEN_LIMIT_FIELD
 _EXCERPT = 200
 _SHOWN = 120
 _REQUEST_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
@@ -131,8 +133,13 @@ def chat_answers(
     return answers
 
 
-def native_body(request: NativeRequest, prompt: Prompt, *, max_tokens: int) -> dict[str, Any]:
-    """``{"request": {...}}`` with only the fields the Task's native request defines (ClipError/OSError on the clip)."""
+def native_body(
+    request: NativeRequest, prompt: Prompt, *, max_tokens: int, frames: FrameFiles | None = None
+) -> dict[str, Any]:
+    """``{"request": {...}}`` with only the fields the Task's native request defines (ClipError/OSError on the clip);
+    a request that carries a clip's frames, in its own shape, with the frames `frames` decoded."""
+    if request.template is not None and frames is not None:
+        return video_task_body(request, prompt, frames.of(prompt), max_tokens=max_tokens)
     fields = set(request.fields)
     values: dict[str, Any] = {}
     if request.clip_field is not None:
@@ -151,6 +158,8 @@ def native_body(request: NativeRequest, prompt: Prompt, *, max_tokens: int) -> d
 
 def sent_fields(request: NativeRequest) -> list[str]:
     """The native request fields the identity check sends (the rest of the Task's fields are left out)."""
+    if isinstance(request.template, dict):
+        return sorted(request.template)
     fields = set(request.fields)
     named = {request.clip_field, request.prompt_field} - {None}
     filled = {name for name in (_TOKEN_LIMIT, *_GREEDY) if name in fields}
@@ -165,9 +174,11 @@ def native_answers(
     max_tokens: int,
     timeout_s: float,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    frames: FrameFiles | None = None,
 ) -> list[IdentityAnswer]:
     """Each prompt once through ``POST {native_url}/v1/tasks/<operation>``; failures recorded, never raised (each
-    answer read under `max_response_bytes`, decoded, and `timeout_s` for the whole request)."""
+    answer read under `max_response_bytes`, decoded, and `timeout_s` for the whole request; a request carrying
+    frames takes them from `frames`, each clip decoded once)."""
     path = f"/v1/tasks/{request.operation}"
     endpoint = native_url.rstrip("/") + path
     answers: list[IdentityAnswer] = []
@@ -176,7 +187,7 @@ def native_answers(
             rid = request_id("native", prompt)
             answer = IdentityAnswer(route=f"POST {path}", url=_shown_url(endpoint), request_id=rid)
             try:
-                body = native_body(request, prompt, max_tokens=max_tokens)
+                body = native_body(request, prompt, max_tokens=max_tokens, frames=frames)
                 content = encode_body(body)
             except (ClipError, OSError, ValueError) as error:
                 answers.append(answer.model_copy(update={"error": f"not sent: {error}"}))
@@ -345,10 +356,13 @@ def clip_request_problem(request: NativeRequest | None) -> str | None:
     """Why this Task's native request cannot carry a clip and a question; None when it has both."""
     if request is None:
         return "the checkout's task adapter builds no native request for this Task"
-    if request.clip_field is not None and request.prompt_field is not None:
-        return None
     task = task_of(request)
     named = f"the Task {task}" if task else "the Task"
     where = request_source(request)
+    if request.template is not None:
+        problem = template_problem(request)
+        return None if problem is None else f"{named}'s native request cannot be sent: {problem} ({where})"
+    if request.clip_field is not None and request.prompt_field is not None:
+        return None
     fields = ", ".join(request.fields) or "none"
     return f"{named} defines no clip-plus-question native request (fields: {fields}; {where})"

@@ -27,6 +27,7 @@ from ..protocol import Climb, EndpointRow, Stop, measuring, recorded, served
 
 if TYPE_CHECKING:
     from ...plan.job import QualifyJob
+    from .video_request import FrameFiles
 
 NO_NATIVE_URL = "no native route named for this server (give --native-url URL, in perf_serving's request shape)"
 
@@ -55,8 +56,11 @@ def chat_side(job: QualifyJob, url: str, model: str, transport: VideoTransport =
     )
 
 
-def native_side(job: QualifyJob, native_url: str, request: NativeRequest) -> list[IdentityAnswer]:
-    """The same pairs once through the native Task route, greedy, with only the fields the Task defines."""
+def native_side(
+    job: QualifyJob, native_url: str, request: NativeRequest, frames: FrameFiles | None = None
+) -> list[IdentityAnswer]:
+    """The same pairs once through the native Task route, greedy, with only the fields the Task defines (a
+    video-to-text Task's frames from `frames`)."""
     from .compare import native_answers
 
     return native_answers(
@@ -66,6 +70,7 @@ def native_side(job: QualifyJob, native_url: str, request: NativeRequest) -> lis
         max_tokens=max_tokens(job),
         timeout_s=job.settings.request_timeout_s,
         max_response_bytes=job.settings.max_response_bytes,
+        frames=frames,
     )
 
 

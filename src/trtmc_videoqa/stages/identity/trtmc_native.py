@@ -25,6 +25,7 @@ from ..protocol import Bundle, Climb, Stop, built, measuring, recorded, served
 from .live import chat_side, compared, identity_written, native_side
 
 NATIVE_RECORDS = "native-records.jsonl"
+NATIVE_FRAMES = "native-frames"  # under private/: a video-to-text Task's frames as sent, PNG files and times.json
 TRTMC_CHAT = (
     "trtmc-server POST /v1/chat/completions, started with --records; each task time joined by X-Request-ID "
     "(task_time_field names where it was read)"
@@ -72,6 +73,11 @@ def native_identity(cp: Checkpoint, bundle: Bundle, chat: list[IdentityAnswer]) 
         request_timeout_s=job.settings.request_timeout_s,
     )
     commands = {"native": reproducible_command(argv)}
+    frames = None
+    if entry.native_request.template is not None:
+        from .video_request import FrameFiles
+
+        frames = FrameFiles(private / NATIVE_FRAMES, cp.row_dir)
     job.progress(f"{entry.profile}: identity: the native Task route (perf_serving)")
     url = f"http://127.0.0.1:{port}"
     try:
@@ -82,11 +88,17 @@ def native_identity(cp: Checkpoint, bundle: Bundle, chat: list[IdentityAnswer]) 
             startup_timeout_s=job.stage_timeouts["startup"],
             env=perf_serving_env(cp.checkout, dict(os.environ)),
         ):
-            native = native_side(job, url, entry.native_request)
+            native = native_side(job, url, entry.native_request, frames)
     except ServerProblem as error:
         return IdentityCheck(verdict="failed", reason=f"perf_serving did not start: {error}"), commands
     route = f"perf_serving POST /v1/tasks/{entry.native_request.operation}"
-    return with_native_records(compared(job, chat, native, route, entry.native_request), records), commands
+    check = with_native_records(compared(job, chat, native, route, entry.native_request), records)
+    if frames is not None:
+        from .video_request import family_sampling
+
+        sent = frames.sent()
+        check = check.model_copy(update={"clips": sent, "sampling": family_sampling(entry.native_request, sent)})
+    return check, commands
 
 
 def with_native_records(check: IdentityCheck, records: Path) -> IdentityCheck:

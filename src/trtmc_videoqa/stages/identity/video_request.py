@@ -1,0 +1,141 @@
+"""A video-to-text Task's native request, in the Task's own shape: the question and the clip's frames, in
+presentation order, with their times in seconds.
+
+The shape is the checkout's: the request tree its task adapter builds for the Task (inventory/request_template.py),
+whose slots this module fills, so no field name of the request is written here. Each clip is decoded once with
+PyAV; its frames are written as PNG files, in order, with ``times.json`` beside them, and travel as perf_serving
+takes files: inline ``{"$file": {"suffix": ".png", "b64": ...}}`` objects.
+
+Sampling belongs to the family. A route that takes the Task's video view gets every frame of the clip and the family
+samples; a route that asks the caller to choose frames (a list of frame files without the view's times) is not
+filled, and the row says what is missing: the family's own sampling for it is not read yet.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...aiperf.dataset import Prompt
+from ...common.atomic_write import write_bytes_atomic, write_text_atomic
+from ...inventory.request_template import SLOT, slots
+from ...inventory.task_requests import GREEDY_FIELDS, TOKEN_LIMIT_FIELD
+from ...media.errors import ClipError
+from ...results import NativeRequest, SentClip
+
+TIMES_FILE = "times.json"
+FRAME_NAME = "frame-{index:06d}.png"
+
+
+@dataclass(frozen=True)
+class ClipFrames:
+    clip_id: str
+    pngs: tuple[bytes, ...]
+    times: tuple[float, ...]  # empty where the stream gives a frame no time: timing unspecified, never invented
+
+
+def template_problem(request: NativeRequest) -> str | None:
+    """Why this Task's request tree cannot be filled with a question and a clip's frames; None when it can."""
+    found = slots(request.template)
+    roles = [slot.get("role") for slot in found]
+    unread = [slot["unread"] for slot in found if "unread" in slot]
+    if unread:
+        return f"its request has a value the tool cannot read statically: {unread[0]}"
+    if "frame-list" in roles:
+        return (
+            "its route asks the caller to choose frames (a list of frame files without the video view's times); "
+            "the family's own sampling for such a route is not read yet"
+        )
+    if roles.count("question") != 1 or roles.count("frames") != 1:
+        return (
+            f"its request needs one question and one video view's frames, found {roles.count('question')} "
+            f"question and {roles.count('frames')} frame slots"
+        )
+    unfilled = [slot for slot in found if slot.get("role") is None and "default" not in slot]
+    if unfilled:
+        keys = ".".join(str(key) for key in unfilled[0]["case"])
+        return f"its request takes the testcase's {keys!r}, which the tool has no value for"
+    return None
+
+
+def video_task_body(request: NativeRequest, prompt: Prompt, clip: ClipFrames, *, max_tokens: int) -> dict[str, Any]:
+    """``{"request": <the Task's request tree, filled>}`` (template_problem must have found nothing)."""
+    values: dict[str, Any] = {
+        "question": prompt.text,
+        "frames": [{"$file": {"suffix": ".png", "b64": base64.b64encode(png).decode("ascii")}} for png in clip.pngs],
+        "times": list(clip.times),
+        TOKEN_LIMIT_FIELD: max_tokens,
+        **GREEDY_FIELDS,
+    }
+    return {"request": _filled(request.template, values)}
+
+
+def _filled(tree: Any, values: dict[str, Any]) -> Any:
+    if isinstance(tree, dict) and SLOT in tree:
+        slot = tree[SLOT]
+        role = slot.get("role")
+        return values[role] if role in values else slot.get("default")
+    if isinstance(tree, dict):
+        return {key: _filled(value, values) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [_filled(value, values) for value in tree]
+    return tree
+
+
+class FrameFiles:
+    """Each clip decoded once: its frames as PNG files under ``folder/<clip id>/``, its times in times.json."""
+
+    def __init__(self, folder: Path, row_dir: Path) -> None:
+        self.folder = folder
+        self.row_dir = row_dir
+        self._clips: dict[str, ClipFrames] = {}
+
+    def of(self, prompt: Prompt) -> ClipFrames:
+        """The clip's frames (ClipError where it cannot be decoded or its times go back)."""
+        if prompt.clip_id not in self._clips:
+            self._clips[prompt.clip_id] = self._decoded(prompt)
+        return self._clips[prompt.clip_id]
+
+    def _decoded(self, prompt: Prompt) -> ClipFrames:
+        from ...media.frames import decode_timed_frames, png_bytes
+
+        frames = decode_timed_frames(Path(prompt.clip_path))
+        times = [frame.seconds for frame in frames]
+        known = [] if any(time is None for time in times) else [float(time) for time in times if time is not None]
+        back = next((i for i in range(1, len(known)) if known[i] < known[i - 1]), None)
+        if back is not None:
+            raise ClipError(prompt.clip_path, f"frame {back}'s time goes back in presentation order", "re-encode it")
+        pngs = tuple(png_bytes(frame.rgb) for frame in frames)
+        where = self.folder / prompt.clip_id
+        names = [FRAME_NAME.format(index=index) for index in range(len(pngs))]
+        for name, png in zip(names, pngs, strict=True):
+            write_bytes_atomic(where / name, png)
+        listing = {"clip_id": prompt.clip_id, "frames": names, "timestamps_seconds": known}
+        write_text_atomic(where / TIMES_FILE, json.dumps(listing, indent=1) + "\n")
+        return ClipFrames(prompt.clip_id, pngs, tuple(known))
+
+    def sent(self) -> list[SentClip]:
+        return [
+            SentClip(
+                clip_id=clip.clip_id,
+                frame_count=len(clip.pngs),
+                timestamps_seconds=list(clip.times),
+                frames=(self.folder / clip.clip_id).relative_to(self.row_dir).as_posix(),
+            )
+            for clip in self._clips.values()
+        ]
+
+
+def family_sampling(request: NativeRequest, sent: list[SentClip]) -> str:
+    """Where the frames sent came from: the whole clip, as the Task's video view; the family samples."""
+    counts = ", ".join(f"{clip.clip_id}: {clip.frame_count}" for clip in sent) or "none sent"
+    timed = all(clip.timestamps_seconds for clip in sent)
+    times = "with its time in seconds" if timed else "with times where the stream gives them (else unspecified)"
+    return (
+        f"the family's: every frame of each clip ({counts}), in presentation order {times}, sent as the Task's video "
+        f"view ({request.video_view or 'the C API'}); the route asks the caller for no frame choice, so the family "
+        "samples"
+    )
