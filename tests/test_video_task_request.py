@@ -1,0 +1,214 @@
+"""Issue 27, item 4: a video-to-text Task's native request in its own shape. The request tree is read from the
+checkout's task adapter (names from the checkout, none from the tool); the identity check fills it with the
+question and every frame of the clip, decoded once with PyAV, in presentation order with its time; through the
+TRTMC doubles a capable row reaches identity with such requests."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from doubles.toolchain import install_doubles
+from helpers import QUICK, qualify
+from PIL import Image
+from test_task_declarations import FIXTURE, capable_tree
+
+from trtmc_videoqa.aiperf.dataset import Prompt
+from trtmc_videoqa.inventory.request_template import SLOT, slots
+from trtmc_videoqa.inventory.task_requests import native_requests
+from trtmc_videoqa.media.frames import decode_frames, decode_timed_frames, rgb_sha256
+from trtmc_videoqa.results import NativeRequest, ResultRow
+from trtmc_videoqa.stages.identity.compare import clip_request_problem, sent_fields
+from trtmc_videoqa.stages.identity.video_request import TIMES_FILE, FrameFiles, video_task_body
+from trtmc_videoqa.workloads import builtin_workload
+
+ADAPTER = "apps/benchmark/trtmc_benchmark/task_adapters.py"
+VIDEO_H = "core/api/include/trtmc/video.h"
+
+
+def _roles(request: NativeRequest) -> dict[str, list[str]]:
+    """role -> the testcase keys its slot reads."""
+    return {slot.get("role", "-"): slot["case"] for slot in slots(request.template) if "case" in slot}
+
+
+def _prompt(clip_id: str = "forward") -> Prompt:
+    workload = builtin_workload("synthetic")
+    return Prompt(
+        question_id="q1",
+        clip_id=clip_id,
+        clip_path=str(workload.clip_path(clip_id)),
+        text="Which way does the red square move?",
+    )
+
+
+# --- reading the request tree ------------------------------------------------------------------------------------
+
+
+def test_the_adapter_branch_reads_as_a_request_tree_with_roles() -> None:
+    requests = native_requests(FIXTURE)
+    video = requests["video_text_to_text"]
+    assert video.operation == "answer_video" and video.video_view == f"{VIDEO_H}:5"
+    assert _roles(video) == {
+        "question": ["prompt"],
+        "frames": ["inputs", "video", "frames"],
+        "times": ["inputs", "video", "timestamps_seconds"],
+        "max_new_tokens": ["max_new_tokens"],
+        "temperature": ["temperature"],
+    }
+    message = video.template["messages"]
+    assert len(message) == 1 and message[0]["role"] == "user"  # constants stay as the adapter writes them
+    assert [part["type"] for part in message[0]["content"]] == ["text", "video"]
+    assert clip_request_problem(video) is None
+    assert sent_fields(video) == ["max_new_tokens", "messages", "temperature"]
+    # a list of frame files without the view's times asks the caller to choose frames: not filled, and said so
+    decide = requests["structured_decision"]
+    assert _roles(decide)["frame-list"] == ["inputs", "frame_paths"]
+    problem = clip_request_problem(decide) or ""
+    assert "asks the caller to choose frames" in problem and f"{ADAPTER}:" in problem
+    # a Task whose request carries no frames keeps its fields, as before, and no tree
+    assert requests["vision_language_generation"].template is None
+
+
+def test_the_frame_and_time_names_are_the_checkouts(tmp_path: Path) -> None:
+    root = shutil.copytree(FIXTURE, tmp_path / "trtmc")
+    header = root / VIDEO_H
+    header.write_text(header.read_text().replace("frames;", "images;").replace("timestamps_seconds;", "times_s;"))
+    renamed = native_requests(root)["video_text_to_text"]
+    assert "frames" not in _roles(renamed) and "times" not in _roles(renamed)  # no name of the tool's own
+    assert "asks the caller to choose frames" in (clip_request_problem(renamed) or "")
+    adapter = root / ADAPTER
+    text = adapter.read_text().replace('"frames"', '"images"').replace('"timestamps_seconds"', '"times_s"')
+    adapter.write_text(text)
+    both = native_requests(root)["video_text_to_text"]
+    assert _roles(both)["frames"] == ["inputs", "video", "images"] and _roles(both)["times"][-1] == "times_s"
+    assert clip_request_problem(both) is None
+
+
+def _request(template: object) -> NativeRequest:
+    return NativeRequest(operation="answer_video", fields=["messages"], template=template, video_view=f"{VIDEO_H}:5")
+
+
+def test_what_cannot_be_filled_blocks_naming_it() -> None:
+    question = {SLOT: {"case": ["prompt"], "role": "question"}}
+    frames = {SLOT: {"case": ["video", "frames"], "each": "file", "role": "frames"}}
+    unread = _request({"q": question, "f": frames, "x": {SLOT: {"unread": "build(case)"}}})
+    assert "cannot read statically: build(case)" in (clip_request_problem(unread) or "")
+    unknown = _request({"q": question, "f": frames, "seed": {SLOT: {"case": ["seed"]}}})
+    assert "takes the testcase's 'seed', which the tool has no value for" in (clip_request_problem(unknown) or "")
+    no_question = _request({"f": frames})
+    assert "found 0 question and 1 frame slots" in (clip_request_problem(no_question) or "")
+    defaulted = _request({"q": question, "f": frames, "seed": {SLOT: {"case": ["seed"], "default": 7}}})
+    assert clip_request_problem(defaulted) is None
+
+
+# --- decoding and filling ----------------------------------------------------------------------------------------
+
+
+def test_every_frame_decoded_once_written_in_order_with_times(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import trtmc_videoqa.media.frames as frames_module
+
+    calls: list[object] = []
+    real = frames_module.decode_timed_frames
+    monkeypatch.setattr(frames_module, "decode_timed_frames", lambda source: calls.append(source) or real(source))
+    files = FrameFiles(tmp_path / "row" / "private" / "native-frames", tmp_path / "row")
+    prompt = _prompt()
+    clip = files.of(prompt)
+    assert files.of(prompt) is clip and len(calls) == 1  # the second question on the clip decodes nothing
+    expected = decode_frames(Path(prompt.clip_path), range(len(clip.pngs)))
+    assert len(clip.pngs) == 48 and len(expected) == 48
+    for png, pixels in zip(clip.pngs, expected, strict=True):  # lossless: the pixels PyAV decoded, in order
+        assert np.array_equal(np.asarray(Image.open(io.BytesIO(png)).convert("RGB")), pixels)
+    assert list(clip.times) == sorted(clip.times) and clip.times[0] == 0.0 and clip.times[-1] > clip.times[0]
+    listing = json.loads((tmp_path / "row/private/native-frames/forward" / TIMES_FILE).read_text())
+    assert listing["timestamps_seconds"] == list(clip.times)
+    assert listing["frames"][0] == "frame-000000.png" and len(listing["frames"]) == 48
+    assert all((tmp_path / "row/private/native-frames/forward" / name).is_file() for name in listing["frames"])
+    sent = files.sent()
+    assert [(s.clip_id, s.frame_count, s.frames) for s in sent] == [("forward", 48, "private/native-frames/forward")]
+
+
+def test_the_body_is_the_adapters_tree_filled(tmp_path: Path) -> None:
+    request = native_requests(FIXTURE)["video_text_to_text"]
+    prompt = _prompt("reversed")
+    clip = FrameFiles(tmp_path / "frames", tmp_path).of(prompt)
+    body = video_task_body(request, prompt, clip, max_tokens=16)
+    assert set(body) == {"request"} and set(body["request"]) == {"messages", "max_new_tokens", "temperature"}
+    assert body["request"]["max_new_tokens"] == 16 and body["request"]["temperature"] == 0
+    (message,) = body["request"]["messages"]
+    text, video = message["content"]
+    assert message["role"] == "user" and text == {"type": "text", "text": prompt.text}
+    assert set(video) == {"type", "frames", "timestamps_seconds"} and video["type"] == "video"
+    assert video["timestamps_seconds"] == list(clip.times) and len(video["frames"]) == len(clip.pngs)
+    assert video["frames"][3] == {"$file": {"suffix": ".png", "b64": base64.b64encode(clip.pngs[3]).decode()}}
+
+
+# --- through the TRTMC doubles -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def capable_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`qualify --profile vidqa-2b-native` on the capable tree (its family declares and binds video_text_to_text)
+    through the TRTMC doubles; one AIPerf run."""
+    where = tmp_path_factory.mktemp("video-task")
+    root = capable_tree(where / "trtmc")
+    env = install_doubles(where / "bin")
+    out = where / "out"
+    profile = ("--profile", "vidqa-2b-native")
+    done = qualify("--trtmc", str(root), "--out", str(out), *profile, *QUICK, env=env, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out / "checkpoints" / "vidqa-2b-native"
+
+
+@pytest.mark.e2e
+def test_a_capable_row_reaches_identity_with_every_frame_in_order(capable_run: Path) -> None:
+    row = ResultRow.model_validate_json((capable_run / "result.json").read_text())
+    identity = row.identity
+    assert identity is not None and identity.verdict == "held", identity
+    assert identity.native_route == "perf_serving POST /v1/tasks/answer_video"
+    assert identity.request_fields == ["max_new_tokens", "messages", "temperature"]
+    assert identity.sampling is not None and identity.sampling.startswith("the family's: every frame of each clip")
+    assert f"the Task's video view ({VIDEO_H}:5)" in identity.sampling
+    workload = builtin_workload("synthetic")
+    decoded = {c.id: decode_timed_frames(workload.clip_path(c.id)) for c in workload.spec.clips}
+    assert {c.clip_id: c.frame_count for c in identity.clips} == {k: len(v) for k, v in decoded.items()}
+    # what the perf_serving double received, request by request: every frame, in order, with PyAV's times
+    received = [json.loads(line) for line in (capable_run / "native-scratch/video-task-requests.jsonl").open()]
+    by_id = {pair.native.request_id: pair.clip_id for pair in identity.pairs}
+    assert sorted(r["request_id"] for r in received) == sorted(by_id)
+    for record in received:
+        frames = decoded[by_id[record["request_id"]]]
+        assert record["frame_sha256"] == [rgb_sha256(frame.rgb) for frame in frames]
+        assert record["timestamps_seconds"] == [frame.seconds for frame in frames]
+        assert record["timestamps_seconds"] == sorted(record["timestamps_seconds"])
+    assert all(pair.native.server_task_ms is not None for pair in identity.pairs)  # its --records, joined by id
+
+
+def test_the_double_refuses_frames_whose_times_go_back(tmp_path: Path) -> None:
+    """The perf_serving double checks order, so a held identity means the frames arrived in order."""
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    sys.path.insert(0, str(FIXTURE / "apps/perf_serving"))
+    try:
+        from trtmc_perf_serving.video_task import video_task_route
+    finally:
+        sys.path.remove(str(FIXTURE / "apps/perf_serving"))
+    request = native_requests(FIXTURE)["video_text_to_text"]
+    prompt = _prompt()
+    clip = FrameFiles(tmp_path / "frames", tmp_path).of(prompt)
+    body = video_task_body(request, prompt, clip, max_tokens=8)
+    (tmp_path / "records.jsonl").touch()
+    app = Starlette(routes=[video_task_route(tmp_path / "records.jsonl", tmp_path)])
+    with TestClient(app) as client:
+        good = client.post("/v1/tasks/answer_video", json=body, headers={"X-Request-ID": "r1"})
+        assert good.status_code == 200 and good.json()["text"]
+        video = body["request"]["messages"][0]["content"][1]
+        video["timestamps_seconds"] = list(reversed(video["timestamps_seconds"]))
+        back = client.post("/v1/tasks/answer_video", json=body)
+        assert back.status_code == 400 and "nondecreasing" in back.json()["error"]["message"]
