@@ -23,9 +23,10 @@ from trtmc_videoqa.aiperf.dataset import Prompt
 from trtmc_videoqa.inventory.request_template import SLOT, slots
 from trtmc_videoqa.inventory.task_requests import native_requests
 from trtmc_videoqa.media.frames import decode_frames, decode_timed_frames, rgb_sha256
-from trtmc_videoqa.results import NativeRequest, ResultRow
+from trtmc_videoqa.results import CheckpointEntry, NativeRequest, ResultRow
 from trtmc_videoqa.stages.identity.compare import clip_request_problem, sent_fields
-from trtmc_videoqa.stages.identity.video_request import TIMES_FILE, FrameFiles, video_task_body
+from trtmc_videoqa.stages.identity.frame_choice import frame_choice
+from trtmc_videoqa.stages.identity.video_request import TIMES_FILE, FrameFiles, sampling_source, video_task_body
 from trtmc_videoqa.workloads import builtin_workload
 
 ADAPTER = "apps/benchmark/trtmc_benchmark/task_adapters.py"
@@ -66,11 +67,10 @@ def test_the_adapter_branch_reads_as_a_request_tree_with_roles() -> None:
     assert [part["type"] for part in message[0]["content"]] == ["text", "video"]
     assert clip_request_problem(video) is None
     assert sent_fields(video) == ["max_new_tokens", "messages", "temperature"]
-    # a list of frame files without the view's times asks the caller to choose frames: not filled, and said so
+    # a list of frame files without the view's times asks the caller to choose frames (frame_choice.py)
     decide = requests["structured_decision"]
-    assert _roles(decide)["frame-list"] == ["inputs", "frame_paths"]
-    problem = clip_request_problem(decide) or ""
-    assert "asks the caller to choose frames" in problem and f"{ADAPTER}:" in problem
+    assert _roles(decide) == {"frame-list": ["inputs", "frame_paths"], "question": ["prompt"]}
+    assert clip_request_problem(decide) is None
     # a Task whose request carries no frames keeps its fields, as before, and no tree
     assert requests["vision_language_generation"].template is None
 
@@ -81,7 +81,9 @@ def test_the_frame_and_time_names_are_the_checkouts(tmp_path: Path) -> None:
     header.write_text(header.read_text().replace("frames;", "images;").replace("timestamps_seconds;", "times_s;"))
     renamed = native_requests(root)["video_text_to_text"]
     assert "frames" not in _roles(renamed) and "times" not in _roles(renamed)  # no name of the tool's own
-    assert "asks the caller to choose frames" in (clip_request_problem(renamed) or "")
+    problem = clip_request_problem(renamed) or ""
+    assert "takes the testcase's 'inputs.video.timestamps_seconds', which the tool has no value for" in problem
+    assert f"({ADAPTER}:" in problem
     adapter = root / ADAPTER
     text = adapter.read_text().replace('"frames"', '"images"').replace('"timestamps_seconds"', '"times_s"')
     adapter.write_text(text)
@@ -103,6 +105,9 @@ def test_what_cannot_be_filled_blocks_naming_it() -> None:
     assert "takes the testcase's 'seed', which the tool has no value for" in (clip_request_problem(unknown) or "")
     no_question = _request({"f": frames})
     assert "found 0 question and 1 frame slots" in (clip_request_problem(no_question) or "")
+    listed = {SLOT: {"case": ["frame_paths"], "each": "file", "role": "frame-list"}}
+    two = _request({"q": question, "f": frames, "g": listed})
+    assert "found 1 question and 2 frame slots" in (clip_request_problem(two) or "")
     defaulted = _request({"q": question, "f": frames, "seed": {SLOT: {"case": ["seed"], "default": 7}}})
     assert clip_request_problem(defaulted) is None
 
@@ -131,6 +136,7 @@ def test_every_frame_decoded_once_written_in_order_with_times(tmp_path: Path, mo
     assert all((tmp_path / "row/private/native-frames/forward" / name).is_file() for name in listing["frames"])
     sent = files.sent()
     assert [(s.clip_id, s.frame_count, s.frames) for s in sent] == [("forward", 48, "private/native-frames/forward")]
+    assert sent[0].frame_indices == list(range(48))
 
 
 def test_the_body_is_the_adapters_tree_filled(tmp_path: Path) -> None:
@@ -146,6 +152,51 @@ def test_the_body_is_the_adapters_tree_filled(tmp_path: Path) -> None:
     assert set(video) == {"type", "frames", "timestamps_seconds"} and video["type"] == "video"
     assert video["timestamps_seconds"] == list(clip.times) and len(video["frames"]) == len(clip.pngs)
     assert video["frames"][3] == {"$file": {"suffix": ".png", "b64": base64.b64encode(clip.pngs[3]).decode()}}
+
+
+# --- a route that asks the caller to choose frames: the family's sampling, else the workload's -------------------
+
+
+def _entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: dict | None) -> CheckpointEntry:
+    from trtmc_videoqa.inventory.audit import run_inventory
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    entry = next(e for e in run_inventory(FIXTURE).entries if e.profile == "vidqa-2b-native")
+    if config is not None:
+        snapshot = tmp_path / "hub/models--example--VidQA-2B/snapshots" / entry.revision
+        snapshot.mkdir(parents=True)
+        (snapshot / "video_preprocessor_config.json").write_text(json.dumps(config))
+    return entry
+
+
+@pytest.mark.parametrize(
+    ("config", "indices", "source"),
+    [
+        ({"num_frames": 4}, [0, 16, 31, 47], "the family's processor configuration (video_preprocessor_config.json of "
+         "example/VidQA-2B@111111111111: num_frames=4), as uniform:4,round,where=client"),
+        ({"fps": 2, "min_frames": 2}, [0, 16, 31, 47], "the family's processor configuration (video_preprocessor_"
+         "config.json of example/VidQA-2B@111111111111: fps=2, min_frames=2), as fps:2,round,min=2,where=client"),
+        ({"do_sample_frames": False}, list(range(48)), "(video_preprocessor_config.json of example/VidQA-2B@"),
+        (None, [0, 7, 13, 20, 27, 34, 40, 47], "the workload's policy uniform:8,round,where=server: the family "
+         "declares none (no video processor configuration of example/VidQA-2B at its pinned revision"),
+    ],
+)  # fmt: skip
+def test_a_route_asking_for_frames_gets_the_familys_sampling_else_the_workloads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: dict | None, indices: list[int], source: str
+) -> None:
+    choice = frame_choice(_entry(tmp_path, monkeypatch, config), builtin_workload("synthetic"))
+    assert source in choice.source
+    files = FrameFiles(tmp_path / "frames", tmp_path, choice)
+    prompt = _prompt()
+    clip = files.of(prompt)
+    assert list(clip.indices) == indices
+    every = decode_timed_frames(Path(prompt.clip_path)).frames
+    assert list(clip.times) == [every[index].seconds for index in indices]
+    request = native_requests(FIXTURE)["structured_decision"]
+    body = video_task_body(request, prompt, clip, max_tokens=8)["request"]
+    assert set(body) == {"frame_paths", "prompt"} and len(body["frame_paths"]) == len(indices)
+    said = sampling_source(request, files.sent(), choice)
+    assert said.startswith(choice.source) and "the route asks the caller to choose frames (forward: " in said
 
 
 # --- through the TRTMC doubles -----------------------------------------------------------------------------------
@@ -175,7 +226,7 @@ def test_a_capable_row_reaches_identity_with_every_frame_in_order(capable_run: P
     assert identity.sampling is not None and identity.sampling.startswith("the family's: every frame of each clip")
     assert f"the Task's video view ({VIDEO_H}:5)" in identity.sampling
     workload = builtin_workload("synthetic")
-    decoded = {c.id: decode_timed_frames(workload.clip_path(c.id)) for c in workload.spec.clips}
+    decoded = {c.id: decode_timed_frames(workload.clip_path(c.id)).frames for c in workload.spec.clips}
     assert {c.clip_id: c.frame_count for c in identity.clips} == {k: len(v) for k, v in decoded.items()}
     # what the perf_serving double received, request by request: every frame, in order, with PyAV's times
     received = [json.loads(line) for line in (capable_run / "native-scratch/video-task-requests.jsonl").open()]

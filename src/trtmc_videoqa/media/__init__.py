@@ -14,7 +14,15 @@ from .manifest import COUNT_BY_DECODING, COUNT_BY_PACKETS, ClipManifest, CodecIn
 from .sampling import ResolvedSampling, SamplingPolicy
 
 if TYPE_CHECKING:
-    from .frames import TimedFrame, decode_frames, decode_timed_frames, decoded_rgb_sha256, png_bytes, rgb_sha256
+    from .frames import (
+        TimedClip,
+        TimedFrame,
+        decode_frames,
+        decode_timed_frames,
+        decoded_rgb_sha256,
+        png_bytes,
+        rgb_sha256,
+    )
     from .payload import (
         TRTMC_SERVER_BODY_LIMIT,
         base64_size,
@@ -35,6 +43,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "decode_frames": "frames",
     "decoded_rgb_sha256": "frames",
+    "TimedClip": "frames",
     "TimedFrame": "frames",
     "decode_timed_frames": "frames",
     "png_bytes": "frames",
@@ -76,6 +85,7 @@ __all__ = [
     "ProbeTool",
     "ResolvedSampling",
     "SamplingPolicy",
+    "TimedClip",
     "TimedFrame",
     "base64_size",
     "chat_request_body",

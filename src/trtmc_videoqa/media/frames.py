@@ -12,6 +12,7 @@ import io
 from collections.abc import Generator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
+from fractions import Fraction
 
 import av
 import av.error
@@ -54,10 +55,22 @@ class TimedFrame:
     seconds: float | None  # presentation time (PTS x time base); None where the stream gives the frame none
 
 
-def decode_timed_frames(source: ClipSource, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[TimedFrame]:
+@dataclass(frozen=True)
+class TimedClip:
+    frames: list[TimedFrame]
+    rate: Fraction  # the stream's average frame rate (1 where it declares none): what an fps policy counts from
+
+
+def decode_timed_frames(source: ClipSource, *, max_bytes: int = DEFAULT_MAX_BYTES) -> TimedClip:
     """Every frame of the clip, decoded once, in presentation order, each with its time in seconds."""
     data, clip = load_clip(source, max_bytes=max_bytes)
-    return [TimedFrame(frame.to_ndarray(format="rgb24"), frame.time) for frame in _frames(data, clip)]
+    with open_video(data, clip) as (container, stream):
+        rate = Fraction(stream.average_rate or stream.guessed_rate or 1)
+        try:
+            frames = [TimedFrame(frame.to_ndarray(format="rgb24"), frame.time) for frame in container.decode(stream)]
+        except av.error.FFmpegError as error:
+            raise decode_failure(clip, error) from None
+    return TimedClip(frames, rate)
 
 
 def png_bytes(rgb: np.ndarray) -> bytes:

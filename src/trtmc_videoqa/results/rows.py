@@ -175,6 +175,7 @@ class SentClip(_Model):
 
     clip_id: str
     frame_count: int
+    frame_indices: list[int] = Field(description="which frames of the clip (0-based, presentation order)")
     timestamps_seconds: list[float] = Field(description="one per frame, nondecreasing; empty: timing unspecified")
     frames: str = Field(description="where its frames were written as PNG files, with times.json beside (row-relative)")
 

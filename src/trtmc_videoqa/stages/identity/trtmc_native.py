@@ -73,11 +73,13 @@ def native_identity(cp: Checkpoint, bundle: Bundle, chat: list[IdentityAnswer]) 
         request_timeout_s=job.settings.request_timeout_s,
     )
     commands = {"native": reproducible_command(argv)}
-    frames = None
+    frames, choice = None, None
     if entry.native_request.template is not None:
-        from .video_request import FrameFiles
+        from .frame_choice import frame_choice
+        from .video_request import FrameFiles, asks_for_frames
 
-        frames = FrameFiles(private / NATIVE_FRAMES, cp.row_dir)
+        choice = frame_choice(entry, job.workload) if asks_for_frames(entry.native_request) else None
+        frames = FrameFiles(private / NATIVE_FRAMES, cp.row_dir, choice)
     job.progress(f"{entry.profile}: identity: the native Task route (perf_serving)")
     url = f"http://127.0.0.1:{port}"
     try:
@@ -94,10 +96,11 @@ def native_identity(cp: Checkpoint, bundle: Bundle, chat: list[IdentityAnswer]) 
     route = f"perf_serving POST /v1/tasks/{entry.native_request.operation}"
     check = with_native_records(compared(job, chat, native, route, entry.native_request), records)
     if frames is not None:
-        from .video_request import family_sampling
+        from .video_request import sampling_source
 
         sent = frames.sent()
-        check = check.model_copy(update={"clips": sent, "sampling": family_sampling(entry.native_request, sent)})
+        sampling = sampling_source(entry.native_request, sent, choice)
+        check = check.model_copy(update={"clips": sent, "sampling": sampling})
     return check, commands
 
 

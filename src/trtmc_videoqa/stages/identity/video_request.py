@@ -7,8 +7,8 @@ PyAV; its frames are written as PNG files, in order, with ``times.json`` beside 
 takes files: inline ``{"$file": {"suffix": ".png", "b64": ...}}`` objects.
 
 Sampling belongs to the family. A route that takes the Task's video view gets every frame of the clip and the family
-samples; a route that asks the caller to choose frames (a list of frame files without the view's times) is not
-filled, and the row says what is missing: the family's own sampling for it is not read yet.
+samples; a route that asks the caller to choose frames (a list of frame files without the view's times) gets the
+frames the family's own sampling picks, else the workload's policy (frame_choice.py), and the row says which.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import base64
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...aiperf.dataset import Prompt
 from ...common.atomic_write import write_bytes_atomic, write_text_atomic
@@ -26,6 +26,9 @@ from ...inventory.task_requests import GREEDY_FIELDS, TOKEN_LIMIT_FIELD
 from ...media.errors import ClipError
 from ...results import NativeRequest, SentClip
 
+if TYPE_CHECKING:
+    from .frame_choice import FrameChoice
+
 TIMES_FILE = "times.json"
 FRAME_NAME = "frame-{index:06d}.png"
 
@@ -33,8 +36,14 @@ FRAME_NAME = "frame-{index:06d}.png"
 @dataclass(frozen=True)
 class ClipFrames:
     clip_id: str
+    indices: tuple[int, ...]  # which frames of the clip, in presentation order
     pngs: tuple[bytes, ...]
     times: tuple[float, ...]  # empty where the stream gives a frame no time: timing unspecified, never invented
+
+
+def asks_for_frames(request: NativeRequest) -> bool:
+    """Whether the route asks the caller to choose frames (a frame list), rather than taking the whole clip."""
+    return any(slot.get("role") == "frame-list" for slot in slots(request.template))
 
 
 def template_problem(request: NativeRequest) -> str | None:
@@ -44,15 +53,11 @@ def template_problem(request: NativeRequest) -> str | None:
     unread = [slot["unread"] for slot in found if "unread" in slot]
     if unread:
         return f"its request has a value the tool cannot read statically: {unread[0]}"
-    if "frame-list" in roles:
+    framed = roles.count("frames") + roles.count("frame-list")
+    if roles.count("question") != 1 or framed != 1:
         return (
-            "its route asks the caller to choose frames (a list of frame files without the video view's times); "
-            "the family's own sampling for such a route is not read yet"
-        )
-    if roles.count("question") != 1 or roles.count("frames") != 1:
-        return (
-            f"its request needs one question and one video view's frames, found {roles.count('question')} "
-            f"question and {roles.count('frames')} frame slots"
+            f"its request needs one question and one clip's frames, found {roles.count('question')} question and "
+            f"{framed} frame slots"
         )
     unfilled = [slot for slot in found if slot.get("role") is None and "default" not in slot]
     if unfilled:
@@ -63,9 +68,11 @@ def template_problem(request: NativeRequest) -> str | None:
 
 def video_task_body(request: NativeRequest, prompt: Prompt, clip: ClipFrames, *, max_tokens: int) -> dict[str, Any]:
     """``{"request": <the Task's request tree, filled>}`` (template_problem must have found nothing)."""
+    files = [{"$file": {"suffix": ".png", "b64": base64.b64encode(png).decode("ascii")}} for png in clip.pngs]
     values: dict[str, Any] = {
         "question": prompt.text,
-        "frames": [{"$file": {"suffix": ".png", "b64": base64.b64encode(png).decode("ascii")}} for png in clip.pngs],
+        "frames": files,
+        "frame-list": files,
         "times": list(clip.times),
         TOKEN_LIMIT_FIELD: max_tokens,
         **GREEDY_FIELDS,
@@ -86,11 +93,13 @@ def _filled(tree: Any, values: dict[str, Any]) -> Any:
 
 
 class FrameFiles:
-    """Each clip decoded once: its frames as PNG files under ``folder/<clip id>/``, its times in times.json."""
+    """Each clip decoded once: its frames as PNG files under ``folder/<clip id>/``, its times in times.json; every
+    frame, or those `choice` picks (a route that asks the caller to choose)."""
 
-    def __init__(self, folder: Path, row_dir: Path) -> None:
+    def __init__(self, folder: Path, row_dir: Path, choice: FrameChoice | None = None) -> None:
         self.folder = folder
         self.row_dir = row_dir
+        self.choice = choice
         self._clips: dict[str, ClipFrames] = {}
 
     def of(self, prompt: Prompt) -> ClipFrames:
@@ -102,7 +111,12 @@ class FrameFiles:
     def _decoded(self, prompt: Prompt) -> ClipFrames:
         from ...media.frames import decode_timed_frames, png_bytes
 
-        frames = decode_timed_frames(Path(prompt.clip_path))
+        decoded = decode_timed_frames(Path(prompt.clip_path))
+        frames = decoded.frames
+        indices = list(range(len(frames)))
+        if self.choice is not None and frames:
+            indices = self.choice.policy.resolve(len(frames), decoded.rate).indices
+            frames = [frames[index] for index in indices]
         times = [frame.seconds for frame in frames]
         known = [] if any(time is None for time in times) else [float(time) for time in times if time is not None]
         back = next((i for i in range(1, len(known)) if known[i] < known[i - 1]), None)
@@ -113,15 +127,16 @@ class FrameFiles:
         names = [FRAME_NAME.format(index=index) for index in range(len(pngs))]
         for name, png in zip(names, pngs, strict=True):
             write_bytes_atomic(where / name, png)
-        listing = {"clip_id": prompt.clip_id, "frames": names, "timestamps_seconds": known}
+        listing = {"clip_id": prompt.clip_id, "frames": names, "frame_indices": indices, "timestamps_seconds": known}
         write_text_atomic(where / TIMES_FILE, json.dumps(listing, indent=1) + "\n")
-        return ClipFrames(prompt.clip_id, pngs, tuple(known))
+        return ClipFrames(prompt.clip_id, tuple(indices), pngs, tuple(known))
 
     def sent(self) -> list[SentClip]:
         return [
             SentClip(
                 clip_id=clip.clip_id,
                 frame_count=len(clip.pngs),
+                frame_indices=list(clip.indices),
                 timestamps_seconds=list(clip.times),
                 frames=(self.folder / clip.clip_id).relative_to(self.row_dir).as_posix(),
             )
@@ -129,9 +144,12 @@ class FrameFiles:
         ]
 
 
-def family_sampling(request: NativeRequest, sent: list[SentClip]) -> str:
-    """Where the frames sent came from: the whole clip, as the Task's video view; the family samples."""
+def sampling_source(request: NativeRequest, sent: list[SentClip], choice: FrameChoice | None) -> str:
+    """Where the frames sent came from: the frame choice for a route that asks for one; else the whole clip, as the
+    Task's video view, and the family samples."""
     counts = ", ".join(f"{clip.clip_id}: {clip.frame_count}" for clip in sent) or "none sent"
+    if choice is not None:
+        return f"{choice.source}; the route asks the caller to choose frames ({counts} sent)"
     timed = all(clip.timestamps_seconds for clip in sent)
     times = "with its time in seconds" if timed else "with times where the stream gives them (else unspecified)"
     return (
