@@ -23,7 +23,7 @@ from trtmc_videoqa.aiperf.dataset import Prompt
 from trtmc_videoqa.inventory.request_template import SLOT, slots
 from trtmc_videoqa.inventory.task_requests import native_requests
 from trtmc_videoqa.media.frames import decode_frames, decode_timed_frames, rgb_sha256
-from trtmc_videoqa.results import CheckpointEntry, NativeRequest, ResultRow
+from trtmc_videoqa.results import CheckpointEntry, NativeCapability, NativeRequest, ResultRow
 from trtmc_videoqa.stages.identity.compare import clip_request_problem, sent_fields
 from trtmc_videoqa.stages.identity.frame_choice import frame_choice
 from trtmc_videoqa.stages.identity.video_request import TIMES_FILE, FrameFiles, sampling_source, video_task_body
@@ -263,3 +263,48 @@ def test_the_double_refuses_frames_whose_times_go_back(tmp_path: Path) -> None:
         video["timestamps_seconds"] = list(reversed(video["timestamps_seconds"]))
         back = client.post("/v1/tasks/answer_video", json=body)
         assert back.status_code == 400 and "nondecreasing" in back.json()["error"]["message"]
+
+
+# --- where chat refuses the video: the Task's native route is the only one ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chat_refuses_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both vidqa rows of the capable tree through the TRTMC doubles, trtmc-server's chat refusing any video part
+    (as TRTMC's schema does today): vidqa-2b-native's Task has a native video request, vidqa-2b's does not. No
+    AIPerf run: neither row gets that far."""
+    where = tmp_path_factory.mktemp("chat-refuses")
+    root = capable_tree(where / "trtmc")
+    env = install_doubles(where / "bin") | {"TRTMC_SERVER_DOUBLE_TEXT_ONLY": "1"}
+    profiles = ("--profile", "vidqa-2b-native", "--profile", "vidqa-2b")
+    done = qualify("--trtmc", str(root), "--out", str(where / "out"), *profiles, *QUICK, env=env, timeout=600)
+    assert "Traceback" not in done.stdout + done.stderr
+    return where / "out" / "checkpoints"
+
+
+def test_a_video_task_chat_refuses_answers_through_the_native_route_only(chat_refuses_video: Path) -> None:
+    row = ResultRow.model_validate_json((chat_refuses_video / "vidqa-2b-native/result.json").read_text())
+    stages = {stage.name: stage for stage in row.stages}
+    assert stages["capability"].status == "passed" and stages["capability"].detail.startswith(
+        "answered through the native Task route only (perf_serving POST /v1/tasks/answer_video): "
+    )
+    assert row.status == "blocked" and stages["aiperf"].status == "blocked"
+    assert row.status_reason.startswith("aiperf: AIPerf speaks OpenAI chat, and trtmc-server's chat refused")
+    assert row.status_evidence == ["capability.json", "capability-native.json"]
+    assert "timing" not in stages and row.identity is None  # nothing measured is claimed
+    evidence = NativeCapability.model_validate_json(
+        (chat_refuses_video / "vidqa-2b-native/capability-native.json").read_text()
+    )
+    assert evidence.chat_refusal.startswith("HTTP 400") and evidence.answer.http_status == 200
+    assert evidence.answer.answer and repr(evidence.answer.answer) in stages["capability"].detail
+    assert evidence.sampling is not None and evidence.sampling.startswith("the family's: every frame")
+    log = chat_refuses_video / "vidqa-2b-native/native-scratch/video-task-requests.jsonl"
+    (received,) = [json.loads(line) for line in log.read_text().splitlines()]  # one request: the first pair
+    clip = decode_timed_frames(builtin_workload("synthetic").clip_path(evidence.clips[0].clip_id)).frames
+    assert received["frame_sha256"] == [rgb_sha256(frame.rgb) for frame in clip]
+
+
+def test_without_a_native_video_request_the_chat_refusal_stands(chat_refuses_video: Path) -> None:
+    row = ResultRow.model_validate_json((chat_refuses_video / "vidqa-2b/result.json").read_text())
+    assert row.status == "unsupported" and "Input should be 'text'" in row.status_reason
+    assert not (chat_refuses_video / "vidqa-2b/capability-native.json").exists()

@@ -4,7 +4,9 @@ It takes trtmc-server's flags, checks the bundle is a test-double bundle, and ru
 labelled test double) on the same host, port, body limit and records file.
 
 Fault knobs, from the environment: TRTMC_SERVER_DOUBLE_READY_AFTER_S (--ready-after-s),
-TRTMC_SERVER_DOUBLE_OMIT_TASK_TIME_RATE (--omit-task-time-rate), TRTMC_SERVER_DOUBLE_ANSWER_TEXT (--answer-text).
+TRTMC_SERVER_DOUBLE_OMIT_TASK_TIME_RATE (--omit-task-time-rate), TRTMC_SERVER_DOUBLE_ANSWER_TEXT (--answer-text),
+and TRTMC_SERVER_DOUBLE_TEXT_ONLY (serve text_only_server.py instead: chat that refuses any video part, as TRTMC's
+trtmc-server schema does today).
 """
 
 import argparse
@@ -29,6 +31,8 @@ def main() -> int:
     if not header.get("test_double"):
         print("trtmc-server test double: refusing a bundle that is not a test-double bundle", file=sys.stderr)
         return 2
+    if os.environ.get("TRTMC_SERVER_DOUBLE_TEXT_ONLY"):  # chat that takes text parts only
+        os.execv(sys.executable, [sys.executable, str(Path(__file__).with_name("text_only_server.py")), str(args.port)])
     argv = [
         sys.executable,
         "-m",

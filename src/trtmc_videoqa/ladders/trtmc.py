@@ -1,7 +1,8 @@
 """The TRTMC ladder: one capable checkpoint of a TRTMC checkout, planned -> aiperf-qualified.
 
-    plan -> build -> correctness (the family's own, same bundle) -> serve (trtmc-server) -> capability -> aiperf
-    -> timing -> grading -> output-check -> identity (trtmc-server's chat against perf_serving's Task route)
+    plan -> build -> correctness (the family's own, same bundle) -> serve (trtmc-server) -> capability (chat; a
+    video Task's native route where chat refuses the video) -> aiperf -> timing -> grading -> output-check -> identity
+    (trtmc-server's chat against perf_serving's Task route)
 
 The ladder is data: a tuple of steps, each a stage of stages/ with the one signature `(row, climb) -> Climb | Stop`.
 The row is written once, here, by whichever stage ended it.
@@ -18,7 +19,6 @@ from ..results import CheckpointEntry, Inventory, Provenance, ResultRow
 from ..rows.finish import finish_row, measured_row, run_provenance
 from ..stages.aiperf import aiperf
 from ..stages.build import build
-from ..stages.capability import capability
 from ..stages.checkpoint import Checkpoint
 from ..stages.correctness import correctness
 from ..stages.grading import grading
@@ -28,6 +28,7 @@ from ..stages.plan_checks import check_plan, planned
 from ..stages.protocol import Climb, Gates, Measurement, Step, Stop, climb_ladder, measured_end
 from ..stages.serve import serve
 from ..stages.timing import timing
+from ..stages.trtmc_capability import trtmc_capability
 from ..trtmc.commands import Toolchain
 
 TRTMC_LADDER: tuple[Step[Checkpoint], ...] = (
@@ -35,7 +36,7 @@ TRTMC_LADDER: tuple[Step[Checkpoint], ...] = (
     Step("build", build),
     Step("correctness", correctness),
     Step("serve", serve),
-    Step("capability", capability),
+    Step("capability", trtmc_capability),
     Step("aiperf", aiperf),
     Step("timing", timing),
     Step("grading", grading),

@@ -64,6 +64,7 @@ from .rows import (  # noqa: F401
     IdentityVerdict,
     LatencyStats,
     Mode,
+    NativeCapability,
     OutputCheck,
     Provenance,
     QualificationStatus,

@@ -1,6 +1,7 @@
 """Every artifact path and file name of an output folder, in one place: where a run writes and a report reads.
 
-<out>/checkpoints/<row>/result.json, command.txt, capability.json, identity.json, execution.jsonl, aiperf/
+<out>/checkpoints/<row>/result.json, command.txt, capability.json (and capability-native.json), identity.json,
+    execution.jsonl, aiperf/
 <out>/checkpoints/<row>/private/   raw logs and records, never published (nor is <out>/private/)
 """
 
@@ -13,6 +14,7 @@ CHECKPOINTS_DIR = "checkpoints"
 RESULT_FILE = "result.json"
 COMMAND_FILE = "command.txt"
 CAPABILITY_FILE = "capability.json"
+NATIVE_CAPABILITY_FILE = "capability-native.json"  # a video Task's one request through its native route
 IDENTITY_FILE = "identity.json"
 EXECUTION_FILE = "execution.jsonl"
 AIPERF_DIR = "aiperf"

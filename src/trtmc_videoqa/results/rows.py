@@ -180,6 +180,18 @@ class SentClip(_Model):
     frames: str = Field(description="where its frames were written as PNG files, with times.json beside (row-relative)")
 
 
+class NativeCapability(_Model):
+    """A video-to-text Task's one capability request through its native Task route, tried because the HTTP chat
+    route refused the video: the only route left."""
+
+    chat_refusal: str = Field(description="what the chat route answered to the video request (capability.json)")
+    native_route: str
+    request_source: str | None = Field(default=None, description="where the request's shape is defined (file:line)")
+    answer: IdentityAnswer
+    sampling: str | None = None
+    clips: list[SentClip] = Field(default_factory=list)
+
+
 class IdentityCheck(_Model):
     """The native Task path and HTTP chat on the same served bundle, once per (question, clip), both greedy."""
 

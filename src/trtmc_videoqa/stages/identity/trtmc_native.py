@@ -32,7 +32,10 @@ TRTMC_CHAT = (
 )
 
 if TYPE_CHECKING:
+    from ...serving.process import ServerProcess
     from ..checkpoint import Checkpoint
+    from .frame_choice import FrameChoice
+    from .video_request import FrameFiles
 
 
 def trtmc_identity(cp: Checkpoint, climb: Climb) -> Climb | Stop:
@@ -51,57 +54,78 @@ def trtmc_identity(cp: Checkpoint, climb: Climb) -> Climb | Stop:
 def native_identity(cp: Checkpoint, bundle: Bundle, chat: list[IdentityAnswer]) -> tuple[IdentityCheck, dict]:
     """perf_serving on the same bundle file with its own worker, the Task's own request fields, the comparison;
     blocked, with the reason, where the checkout or this machine lacks what that needs."""
-    from ...serving.process import ServerProblem, ServerProcess, free_loopback_port
+    from ...serving.process import ServerProblem
     from .compare import blocked, clip_request_problem
 
-    job, entry = cp.job, cp.entry
-    problem = perf_serving_problem(cp.toolchain, cp.checkout) or clip_request_problem(entry.native_request)
-    if problem is not None or entry.native_request is None:
+    job, entry, request = cp.job, cp.entry, cp.entry.native_request
+    problem = perf_serving_problem(cp.toolchain, cp.checkout) or clip_request_problem(request)
+    if problem is not None or request is None:
         return blocked(problem or "the Task defines no native request"), {}
-    port = free_loopback_port()
-    private = cp.row_dir / PRIVATE_DIR  # its log and records are raw: never published
-    private.mkdir(parents=True, exist_ok=True)
-    records = private / NATIVE_RECORDS
-    argv = perf_serving_argv(
-        cp.toolchain,
-        cp.checkout,
-        bundle.path,
-        profile=entry.profile,
-        port=port,
-        records=records,
-        scratch=cp.row_dir / "native-scratch",
-        request_timeout_s=job.settings.request_timeout_s,
-    )
-    commands = {"native": reproducible_command(argv)}
-    frames, choice = None, None
-    if entry.native_request.template is not None:
-        from .frame_choice import frame_choice
-        from .video_request import FrameFiles, asks_for_frames
-
-        choice = frame_choice(entry, job.workload) if asks_for_frames(entry.native_request) else None
-        frames = FrameFiles(private / NATIVE_FRAMES, cp.row_dir, choice)
+    native = NativeRoute(cp, bundle)
     job.progress(f"{entry.profile}: identity: the native Task route (perf_serving)")
-    url = f"http://127.0.0.1:{port}"
     try:
-        with ServerProcess(
-            argv,
-            url=url,
-            log_path=private / "native-server.log",
-            startup_timeout_s=job.stage_timeouts["startup"],
-            env=perf_serving_env(cp.checkout, dict(os.environ)),
-        ):
-            native = native_side(job, url, entry.native_request, frames)
+        with native.process():
+            answers = native_side(job, native.url, request, native.frames)
     except ServerProblem as error:
-        return IdentityCheck(verdict="failed", reason=f"perf_serving did not start: {error}"), commands
-    route = f"perf_serving POST /v1/tasks/{entry.native_request.operation}"
-    check = with_native_records(compared(job, chat, native, route, entry.native_request), records)
-    if frames is not None:
+        return IdentityCheck(verdict="failed", reason=f"perf_serving did not start: {error}"), native.commands
+    check = with_native_records(compared(job, chat, answers, native.route, request), native.records)
+    if native.frames is not None:
+        check = check.model_copy(update={"clips": native.frames.sent(), "sampling": native.sampling()})
+    return check, native.commands
+
+
+class NativeRoute:
+    """perf_serving on a row's bundle, on a free loopback port, its log and --records under private/; and, for a
+    video-to-text Task, the frames its requests carry (each clip decoded once)."""
+
+    def __init__(self, cp: Checkpoint, bundle: Bundle) -> None:
+        from ...serving.process import free_loopback_port
+
+        request = cp.entry.native_request
+        assert request is not None, "a native route needs the Task's native request"
+        self.cp, self.request = cp, request
+        self.private = cp.row_dir / PRIVATE_DIR  # its log and records are raw: never published
+        self.private.mkdir(parents=True, exist_ok=True)
+        self.records = self.private / NATIVE_RECORDS
+        port = free_loopback_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.route = f"perf_serving POST /v1/tasks/{request.operation}"
+        self.argv = perf_serving_argv(
+            cp.toolchain,
+            cp.checkout,
+            bundle.path,
+            profile=cp.entry.profile,
+            port=port,
+            records=self.records,
+            scratch=cp.row_dir / "native-scratch",
+            request_timeout_s=cp.job.settings.request_timeout_s,
+        )
+        self.commands = {"native": reproducible_command(self.argv)}
+        self.frames: FrameFiles | None = None
+        self.choice: FrameChoice | None = None
+        if request.template is not None:
+            from .frame_choice import frame_choice
+            from .video_request import FrameFiles, asks_for_frames
+
+            self.choice = frame_choice(cp.entry, cp.job.workload) if asks_for_frames(request) else None
+            self.frames = FrameFiles(self.private / NATIVE_FRAMES, cp.row_dir, self.choice)
+
+    def process(self) -> ServerProcess:
+        """The server, to be entered (ServerProblem while it starts)."""
+        from ...serving.process import ServerProcess
+
+        return ServerProcess(
+            self.argv,
+            url=self.url,
+            log_path=self.private / "native-server.log",
+            startup_timeout_s=self.cp.job.stage_timeouts["startup"],
+            env=perf_serving_env(self.cp.checkout, dict(os.environ)),
+        )
+
+    def sampling(self) -> str | None:
         from .video_request import sampling_source
 
-        sent = frames.sent()
-        sampling = sampling_source(entry.native_request, sent, choice)
-        check = check.model_copy(update={"clips": sent, "sampling": sampling})
-    return check, commands
+        return None if self.frames is None else sampling_source(self.request, self.frames.sent(), self.choice)
 
 
 def with_native_records(check: IdentityCheck, records: Path) -> IdentityCheck:
