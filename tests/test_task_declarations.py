@@ -554,3 +554,112 @@ def test_the_inventory_command_prints_the_group_line(tmp_path: Path, capsys: pyt
     done = run_main(capsys, "inventory", "--trtmc", str(tree), "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     assert "but no family declares or binds it\n" in done.stdout and "Group: blocked: " in done.stdout
+
+
+# --- constructs of the real headers and support.py files the hand-written trees above lacked ----------------------
+# Each snippet is written here, shaped like the construct it stands for; no identifier is TRTMC's.
+
+STAMPED_H = """\
+namespace trtmc::internal {
+#define TRTMC_CLIP_TASK(Name, Id, Method, Input)                 \\
+    class I##Name {                                              \\
+      public:                                                    \\
+        static constexpr std::string_view kTask = Id;            \\
+        virtual Tracks Method(ClipView, const Input&) = 0;       \\
+    };
+TRTMC_CLIP_TASK(ClipPointsToTracks, "clip_points_to_tracks", track_points, Points)
+TRTMC_CLIP_TASK(ClipCaptionToTracks,
+                "clip_caption_to_tracks", track_caption, Caption)
+#undef TRTMC_CLIP_TASK
+#define TRTMC_EDITOR(Name, Method) class I##Name { virtual void Method() = 0; };
+TRTMC_EDITOR(PointsEditor, edit_points)
+}
+"""
+
+
+def test_interfaces_a_header_macro_stamps_out_are_declared_at_their_id(tmp_path: Path) -> None:
+    write(tmp_path, "core/runtime/include/trtmc/internal/clips.h", STAMPED_H)
+    declared = read_task_declarations(tmp_path)
+    assert [(d.task, d.interface, d.where) for d in declared.tasks] == [
+        ("clip_points_to_tracks", "IClipPointsToTracks", "core/runtime/include/trtmc/internal/clips.h:8"),
+        ("clip_caption_to_tracks", "IClipCaptionToTracks", "core/runtime/include/trtmc/internal/clips.h:10"),
+    ]  # the macro's own `kTask = Id;` declares nothing; a macro without kTask stamps out no Task interface
+    first = declared.first("clip_points_to_tracks")
+    assert first is not None and first.contract.inputs == ("frames",) and first.contract.output == "tracks"
+    assert declared.interface_tasks() == {
+        "IClipPointsToTracks": "clip_points_to_tracks",
+        "IClipCaptionToTracks": "clip_caption_to_tracks",
+    }
+
+
+GUARDED_SUPPORT = """\
+from tensorrt_model_connect.model_support import family_support
+
+OLDER = family_support(model_types=("older3",), tasks=("text_generation",), default_task="text_generation")
+
+
+def describe(meta):
+    if meta.config.get("model_type") not in {"newer4", "newer4_unified"}:
+        return OLDER(meta)
+    if meta.model_type == "newer4_video":
+        raise ValueError("not this one")
+    tasks = ["text_generation", "text_continuation"]
+    has_vision = bool(meta.config.get("vision_config"))
+    if has_vision:
+        tasks.append("images_text_to_text")
+    chosen = "images_text_to_text" if has_vision else "text_continuation"
+    return family_support(model_types=("newer4",), tasks=tuple(tasks), default_task=chosen)(meta)
+"""
+
+
+def test_an_if_that_returns_early_conditions_the_rest_and_a_chosen_default_is_read(tmp_path: Path) -> None:
+    from trtmc_videoqa.inventory.family_declarations import read_family_declaration
+
+    write(tmp_path, "families/guarded/support.py", GUARDED_SUPPORT)
+    found = read_family_declaration(tmp_path, "guarded")
+    assert found.problem is None and not found.unreadable
+    newer = "when `meta.config.get('model_type') in {'newer4', 'newer4_unified'}`"
+    not_video = "when `meta.model_type != 'newer4_video'`"  # a model type named "video" asks for no video part
+    vision = "when the config has a vision part (`has_vision`)"
+    assert [(d.task, d.line, d.default, d.condition, d.config_parts) for d in found.declared] == [
+        ("text_generation", 3, True, None, ()),
+        ("text_generation", 11, False, f"{newer} and {not_video}", ()),
+        ("text_continuation", 11, False, f"{newer} and {not_video}", ()),
+        ("images_text_to_text", 14, False, f"{newer} and {not_video} and {vision}", ("vision",)),
+        ("images_text_to_text", 16, True, f"{newer} and {not_video} and {vision}", ("vision",)),
+        ("text_continuation", 16, True, f"{newer} and {not_video} and unless `has_vision`", ()),
+    ]
+    write(tmp_path, "families/odd/support.py", "def describe(m):\n    return FamilySupport(('a',), pick(m))\n")
+    odd = read_family_declaration(tmp_path, "odd")
+    assert odd.tasks == ["a"]
+    assert odd.unreadable == [
+        "families/odd/support.py:2: the default_task of FamilySupport(...) cannot be read statically"
+    ]
+
+
+def test_a_base_named_on_a_later_line_of_the_class_head_is_cited_there(tmp_path: Path) -> None:
+    from trtmc_videoqa.inventory.runtime_bindings import bound_tasks, read_runtime_bindings
+    from trtmc_videoqa.inventory.task_registry import interface_map
+
+    head = (
+        "class ClipPipeline final : public internal::IModel,\n"
+        "                           public internal::IClipPointsToTracks {\n"
+        "};\n"
+    )
+    write(tmp_path, "families/clipper/runtime/pipeline.h", head)
+    bindings, _ = read_runtime_bindings(tmp_path, "clipper")
+    assert [(b.interface, b.line, b.excerpt) for b in bindings] == [
+        ("IModel", 1, "class ClipPipeline final : public internal::IModel,"),
+        ("IClipPointsToTracks", 2, "public internal::IClipPointsToTracks {"),
+    ]
+    write(tmp_path, "core/runtime/include/trtmc/internal/clips.h", STAMPED_H)
+    tasks = bound_tasks(bindings, interface_map(read_task_declarations(tmp_path)))
+    assert tasks["clip_points_to_tracks"][0].line == 2
+
+
+def test_video_generation_tasks_whose_names_say_frames_have_their_real_inputs() -> None:
+    boundary, source = contract_for("boundary_frames_text_to_video", older_layout=False)
+    assert not source.startswith("inferred") and boundary.inputs == ("images", "text") and boundary.output == "video"
+    assert "frames" not in contract_for("boundary_frames_text_to_audio_video", older_layout=False)[0].inputs
+    references = contract_for("references_text_to_audio_video", older_layout=False)[0]
+    assert set(references.inputs) == {"images", "frames", "audio", "text"} and references.output == "video"

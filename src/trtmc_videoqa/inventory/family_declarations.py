@@ -4,13 +4,16 @@ Read: the `model_types`, `tasks` and `default_task` of every `family_support(...
 (keyword or, for `FamilySupport(tasks, default_task, precision)`, positional); the `architectures`,
 `pipeline_classes` and `required_files` it matches checkpoints on; and Task names a function adds to a task list
 under an `if` (a `describe(config)` adding `images_text_to_text` when the config has a vision part), each with its
-line and its condition in words. A call or task list whose Tasks are not literal is reported as unreadable
+line and its condition in words. An `if` that leaves the function (`if model_type not in {...}: return ...`) holds
+the rest of its block under the opposite condition; a `default_task` chosen by a conditional expression is read as
+each of its choices under its branch. A call or task list whose Tasks are not literal is reported as unreadable
 statically, never guessed. A family without support.py has no declaration, and says so.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,14 +96,52 @@ def _strings(node: ast.expr | None, names: dict[str, tuple[str, ...]]) -> tuple[
 
 
 def condition_words(test: ast.expr) -> tuple[str, tuple[str, ...]]:
-    """An `if` test in words, and the config parts it needs."""
+    """An `if` test in words, and the config parts it needs (none for a comparison with literal names, such as a
+    model type: `model_type == "x_video"` asks for no video part)."""
     source = ast.unparse(test)
     lowered = source.lower()
-    parts = tuple(word for word in CONFIG_PARTS if word in lowered)
+    parts = () if _compares_to_literals(test) else tuple(word for word in CONFIG_PARTS if word in lowered)
     negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
     if parts and not negated:
         return f"when the config has {' and '.join(CONFIG_PARTS[p] for p in parts)} (`{source}`)", parts
     return f"when `{source}`", ()
+
+
+_INVERSE = {ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot}
+
+
+def negated_words(test: ast.expr) -> tuple[str, tuple[str, ...]]:
+    """The words of the opposite of an `if` test: `not x` and one inverted comparison read plainly, else "unless"."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return condition_words(test.operand)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _INVERSE:
+        return condition_words(ast.Compare(test.left, [_INVERSE[type(test.ops[0])]()], test.comparators))
+    return f"unless `{ast.unparse(test)}`", ()
+
+
+def _compares_to_literals(test: ast.expr) -> bool:
+    return isinstance(test, ast.Compare) and all(_strings(c, {}) is not None for c in test.comparators)
+
+
+def _leaves(body: list[ast.stmt]) -> bool:
+    """Whether a block always leaves the function (its last statement returns or raises)."""
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
+
+
+Words = tuple[str, tuple[str, ...]]  # a condition in words, and the config parts it needs
+Choices = list[tuple[str, list[Words]]]  # each possible value with the branch choosing it
+
+
+def _choices(node: ast.expr | None, names: dict[str, tuple[str, ...]]) -> Choices | None:
+    """A single Task name, or a conditional expression of them: each name with the conditions that choose it."""
+    if isinstance(node, ast.IfExp):
+        yes, no = _choices(node.body, names), _choices(node.orelse, names)
+        if yes is None or no is None:
+            return None
+        when, unless = condition_words(node.test), negated_words(node.test)
+        return [(t, [when, *c]) for t, c in yes] + [(t, [unless, *c]) for t, c in no]
+    values = _strings(node, names)
+    return [(values[0], [])] if values is not None and len(values) == 1 else None
 
 
 class _Reader(ast.NodeVisitor):
@@ -111,24 +152,37 @@ class _Reader(ast.NodeVisitor):
         self.consts = consts
         self.conditions: list[tuple[str, tuple[str, ...]]] = []
         self.lists: dict[str, tuple[str, ...]] = {}  # task lists a function builds, by variable name
+        self.choices: dict[str, Choices] = {}  # names a function binds to one Task name or a choice of them
         self.depth = 0  # functions entered: a module-level tuple of Task names declares nothing by itself
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        saved, self.lists = self.lists, {}
+        saved = self.lists, self.choices
+        self.lists, self.choices = {}, {}
         self.depth += 1
-        self.generic_visit(node)
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        self._block(node.body)
         self.depth -= 1
-        self.lists = saved
+        self.lists, self.choices = saved
 
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
         self.conditions.append(condition_words(node.test))
-        for child in node.body:
-            self.visit(child)
-        self.conditions[-1] = (f"unless {self.conditions[-1][0].removeprefix('when ')}", ())
-        for child in node.orelse:
-            self.visit(child)
+        self._block(node.body)
+        self.conditions[-1] = negated_words(node.test)
+        self._block(node.orelse)
         self.conditions.pop()
+
+    def _block(self, body: list[ast.stmt]) -> None:
+        """Statements in order; after an `if` that always leaves (return or raise) and has no else, the rest of the
+        block holds only when its test is false."""
+        guards = 0
+        for child in body:
+            self.visit(child)
+            if isinstance(child, ast.If) and not child.orelse and _leaves(child.body):
+                self.conditions.append(negated_words(child.test))
+                guards += 1
+        del self.conditions[len(self.conditions) - guards :]
 
     def visit_Assign(self, node: ast.Assign) -> None:
         target = node.targets[0] if len(node.targets) == 1 else None
@@ -137,6 +191,8 @@ class _Reader(ast.NodeVisitor):
             if value is not None:
                 self.lists[target.id] = ()
                 self._add(value, node.lineno)
+        if self.depth and isinstance(target, ast.Name) and (choices := _choices(node.value, self.consts)):
+            self.choices[target.id] = choices
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
@@ -172,7 +228,6 @@ class _Reader(ast.NodeVisitor):
         tasks_node = args.get("tasks")
         if isinstance(tasks_node, ast.Call) and isinstance(tasks_node.func, ast.Name) and len(tasks_node.args) == 1:
             tasks_node = tasks_node.args[0] if tasks_node.func.id in ("tuple", "list") else tasks_node
-        default = _strings(args.get("default_task"), self.consts)
         if isinstance(tasks_node, ast.Name) and tasks_node.id in self.lists:
             tasks: tuple[str, ...] | None = ()  # its Tasks were recorded where the list was built
         else:
@@ -181,10 +236,23 @@ class _Reader(ast.NodeVisitor):
             self.out.unreadable.append(
                 f"{self.out.file}:{node.lineno}: the tasks of {name}(...) cannot be read statically"
             )
-        chosen = default[0] if default else None
-        self._add(tuple(t for t in tasks or () if t != chosen), node.lineno)
-        if chosen:
-            self._add((chosen,), node.lineno, default=True)
+        defaults = self._defaults(args.get("default_task"), node, name)
+        plain = {task for task, conditions in defaults if not conditions}
+        self._add(tuple(t for t in tasks or () if t not in plain), node.lineno)
+        for task, conditions in defaults:
+            self._add((task,), node.lineno, default=True, extra=conditions)
+
+    def _defaults(self, value: ast.expr | None, node: ast.Call, name: str) -> Choices:
+        """The call's default Task: a literal, a local name bound to one, or a conditional choice of them."""
+        if value is None:
+            return []
+        choices = self.choices.get(value.id) if isinstance(value, ast.Name) else None
+        choices = choices or _choices(value, self.consts)
+        if choices is None:
+            self.out.unreadable.append(
+                f"{self.out.file}:{node.lineno}: the default_task of {name}(...) cannot be read statically"
+            )
+        return choices or []
 
     def _add_or_unreadable(self, values: tuple[str, ...] | None, node: ast.AST, list_name: str) -> None:
         line = getattr(node, "lineno", 0)
@@ -195,8 +263,9 @@ class _Reader(ast.NodeVisitor):
         else:
             self._add(values, line)
 
-    def _add(self, tasks: tuple[str, ...], line: int, default: bool = False) -> None:
-        condition = " and ".join(words for words, _ in self.conditions) or None
-        parts = tuple(dict.fromkeys(p for _, needed in self.conditions for p in needed))
+    def _add(self, tasks: tuple[str, ...], line: int, default: bool = False, extra: Sequence[Words] = ()) -> None:
+        conditions = [*self.conditions, *extra]
+        condition = " and ".join(words for words, _ in conditions) or None
+        parts = tuple(dict.fromkeys(p for _, needed in conditions for p in needed))
         for task in tasks:
             self.out.declared.append(Declared(task, line, condition, parts, default))

@@ -69,9 +69,9 @@ def _bindings(rel: str, text: str) -> list[Binding]:
     lines = text.splitlines()
     found: list[Binding] = []
     for match in _CLASS.finditer(text):
-        line = text.count("\n", 0, match.start()) + 1
-        for base in _BASE.findall(match.group(2)):
-            found.append(Binding(base, "implements", match.group(1), rel, line, lines[line - 1].strip()))
+        for base in _BASE.finditer(match.group(2)):  # at the line naming it: a base list may span several lines
+            line = text.count("\n", 0, match.start(2) + base.start()) + 1
+            found.append(Binding(base.group(1), "implements", match.group(1), rel, line, lines[line - 1].strip()))
     for match in _BIND.finditer(text):
         line = text.count("\n", 0, match.start()) + 1
         found.append(Binding(match.group(1), "binds", "task_bindings()", rel, line, lines[line - 1].strip()))

@@ -6,7 +6,9 @@ Two places declare Task ids in the newer TRTMC layout (read as text, never compi
   line after a backslash, or built by a function-like macro of the same headers (`#define TRTMC_TASK_X MAKE(y)`
   where `MAKE(n)` is string literals and `#n`, as for the streaming Tasks);
 - the runtime, `core/runtime/include/trtmc/internal/*.h`: `kTask` constants (`kTask = "<id>"`, or naming a
-  `TRTMC_TASK_*` define), each under the interface class (`class IVideoTextToText`) that holds it.
+  `TRTMC_TASK_*` define), each under the interface class (`class IVideoTextToText`) that holds it; and interface
+  classes a function-like macro of the same header stamps out (`#define MAKE(Name, Id) class I##Name { ... kTask =
+  Id; ... }` with one `MAKE(FramesToTracks, "frames_to_tracks")` per Task), each at the line of its id.
 
 Every declared id gets its contract from tasks.py; an id the table does not know is listed as such with a contract
 inferred from its name, so a new Task is visible the day it appears.
@@ -30,6 +32,10 @@ _CALL = re.compile(r"^(\w+)\s*\(\s*(\w+)\s*\)$")
 _TASK_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 _KTASK = re.compile(r"\bkTask\w*\s*(?:\[\s*\])?\s*(?:=|\{)\s*(?:\"([^\"]+)\"|(TRTMC_TASK_\w+))")
 _CLASS = re.compile(r"^\s*(?:class|struct)\s+(I[A-Z]\w*)\b(?!\s*;)")
+# A macro body that stamps out an interface: `class <prefix>##<Param>` and `kTask = <Param>;`.
+_MACRO_CLASS = re.compile(r"\b(?:class|struct)\s+(\w*?)\s*##\s*(\w+)")
+_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_MACRO_KTASK = re.compile(r"\bkTask\w*\s*(?:=|\{)\s*(\w+)\s*[;}]")
 
 
 @dataclass(frozen=True)
@@ -184,7 +190,68 @@ def _runtime_tasks(rel: str, lines: list[str], defines: dict[str, str]) -> list[
         task = match.group(1) or _expand(match.group(2), defines)
         if task and _TASK_ID.match(task):
             found.append(_declared(task, rel, number, "runtime", interface))
+    found.extend(_macro_interfaces(rel, lines, defines))
+    return sorted(found, key=lambda d: d.line)
+
+
+def _interface_macros(lines: list[str]) -> dict[str, tuple[int, int, str]]:
+    """Function-like macros of the header whose body stamps out a Task interface: macro name to (index of its
+    interface-name parameter, index of its Task-id parameter, class name prefix)."""
+    macros: dict[str, tuple[int, int, str]] = {}
+    for _, text in _logical_lines(lines):
+        match = _DEFINE.match(text)
+        if match is None or not match.group(2):
+            continue
+        params = [p.strip() for p in match.group(2).strip("()").split(",")]
+        klass, ktask = _MACRO_CLASS.search(match.group(3)), _MACRO_KTASK.search(match.group(3))
+        if klass and ktask and klass.group(2) in params and ktask.group(1) in params:
+            macros[match.group(1)] = (params.index(klass.group(2)), params.index(ktask.group(1)), klass.group(1))
+    return macros
+
+
+def _macro_interfaces(rel: str, lines: list[str], defines: dict[str, str]) -> list[DeclaredTask]:
+    """Each use of such a macro (its arguments possibly over several lines), at the line of its Task id."""
+    macros = _interface_macros(lines)
+    if not macros:
+        return []
+    text = "\n".join(lines)
+    found: list[DeclaredTask] = []
+    for use in re.finditer(rf"^[ \t]*({'|'.join(map(re.escape, macros))})[ \t]*\(", text, re.MULTILINE):
+        args = _call_arguments(text, use.end())
+        name_at, id_at, prefix = macros[use.group(1)]
+        if args is None or max(name_at, id_at) >= len(args):
+            continue
+        (name, _), (value, offset) = args[name_at], args[id_at]
+        task = _expand(value, defines)
+        if task and _TASK_ID.match(task) and re.fullmatch(r"\w+", name):
+            line = text.count("\n", 0, offset) + 1
+            found.append(_declared(task, rel, line, "runtime", f"{prefix}{name}"))
     return found
+
+
+def _call_arguments(text: str, start: int) -> list[tuple[str, int]] | None:
+    """The top-level arguments of a macro call whose `(` ends just before `start`, each stripped, with its offset;
+    None when the call is not closed."""
+    args: list[tuple[str, int]] = []
+    depth, begin, index = 0, start, start
+    while index < len(text):
+        char = text[index]
+        if char == '"':  # a string literal: its commas and parentheses are text
+            closing = _LITERAL.match(text, index)
+            index = closing.end() if closing else index + 1
+            continue
+        if char in "([{":
+            depth += 1
+        elif char in ")]}" and depth:
+            depth -= 1
+        elif char in ",)" and not depth:
+            raw = text[begin:index]
+            args.append((raw.strip(), begin + len(raw) - len(raw.lstrip())))
+            if char == ")":
+                return args
+            begin = index + 1
+        index += 1
+    return None
 
 
 def _declared(task: str, rel: str, line: int, side: str, interface: str | None) -> DeclaredTask:

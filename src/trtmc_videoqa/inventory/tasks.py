@@ -33,6 +33,8 @@ _VIDEO_VIEW = (
     "the request's messages carry text and a video view: the clip's frames in order with one time in seconds per "
     "frame (core/api/include/trtmc/language.h, video.h)"
 )
+_BOUNDARY = "the request's first and last frames are two still images, not a clip with times"
+_REFERENCES = "each reference is an image, a clip (with its own soundtrack or none) or audio; the video has its audio"
 _VIDEO_TO_TEXT = {
     "video_text_to_text": "text frames",
     "image_video_text_to_text": "text image frames",
@@ -52,6 +54,11 @@ TASKS: dict[str, Contract] = {
     "images_text_to_text": _c("text image", "text", "despite the plural name, " + _SINGLE_IMAGE),
     "structured_decision": _c("text images frames", "decision", "answers are schema-option probabilities, not text"),
     "text_to_video": _c("text", "video"),
+    # core/runtime/include/trtmc/internal/video.h: a name's "frames" is not always a clip. Boundary frames are the
+    # first and the last frame as two still images (no clip, no time), and references mix images, clips and audio.
+    "boundary_frames_text_to_video": _c("images text", "video", _BOUNDARY),
+    "boundary_frames_text_to_audio_video": _c("images text", "video", _BOUNDARY + "; the video has its audio"),
+    "references_text_to_audio_video": _c("images frames audio text", "video", _REFERENCES),
     "image_text_action_to_video": _c("image text", "video"),
     "world_model_generation": _c("text image", "image-or-video"),
     "image_generation": _c("text", "image-or-video", "video when the manifest asks for more than one frame"),
