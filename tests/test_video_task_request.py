@@ -296,6 +296,7 @@ def test_a_video_task_chat_refuses_answers_through_the_native_route_only(chat_re
         (chat_refuses_video / "vidqa-2b-native/capability-native.json").read_text()
     )
     assert evidence.chat_refusal.startswith("HTTP 400") and evidence.answer.http_status == 200
+    assert evidence.answer.request_id.startswith("capability-native-synthetic-")
     assert evidence.answer.answer and repr(evidence.answer.answer) in stages["capability"].detail
     assert evidence.sampling is not None and evidence.sampling.startswith("the family's: every frame")
     log = chat_refuses_video / "vidqa-2b-native/native-scratch/video-task-requests.jsonl"

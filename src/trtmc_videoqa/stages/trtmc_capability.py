@@ -105,6 +105,7 @@ def _one_native_answer(cp: Checkpoint, native: NativeRoute) -> IdentityAnswer:
                 timeout_s=cp.job.settings.request_timeout_s,
                 max_response_bytes=cp.job.settings.max_response_bytes,
                 frames=native.frames,
+                kind="capability-native",
             )
     except ServerProblem as error:
         return IdentityAnswer(route=f"POST /v1/tasks/{request.operation}", request_id="-", error=f"{error}")

@@ -71,9 +71,10 @@ def normalised(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def request_id(side: str, prompt: Prompt) -> str:
-    """``identity-<side>-<question>-<clip>-<8 hex>``, only ``[A-Za-z0-9._:-]``."""
-    raw = f"identity-{side}-{prompt.question_id[:60]}-{prompt.clip_id[:60]}-{uuid.uuid4().hex[:8]}"
+def request_id(kind: str, prompt: Prompt) -> str:
+    """``<kind>-<question>-<clip>-<8 hex>`` (kind: ``identity-chat``, ``identity-native``, ``capability-native``),
+    only ``[A-Za-z0-9._:-]``."""
+    raw = f"{kind}-{prompt.question_id[:60]}-{prompt.clip_id[:60]}-{uuid.uuid4().hex[:8]}"
     return _REQUEST_ID_UNSAFE.sub("_", raw)
 
 
@@ -117,7 +118,7 @@ def chat_answers(
     answers: list[IdentityAnswer] = []
     with BoundedClient(timeout_s=timeout_s, max_response_bytes=max_response_bytes) as client:
         for prompt in prompts:
-            rid = request_id("chat", prompt)
+            rid = request_id("identity-chat", prompt)
             answer = IdentityAnswer(route=CHAT_ROUTE, url=_shown_url(endpoint), request_id=rid)
             try:
                 clip = Path(prompt.clip_path)
@@ -175,16 +176,17 @@ def native_answers(
     timeout_s: float,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     frames: FrameFiles | None = None,
+    kind: str = "identity-native",
 ) -> list[IdentityAnswer]:
     """Each prompt once through ``POST {native_url}/v1/tasks/<operation>``; failures recorded, never raised (each
     answer read under `max_response_bytes`, decoded, and `timeout_s` for the whole request; a request carrying
-    frames takes them from `frames`, each clip decoded once)."""
+    frames takes them from `frames`, each clip decoded once; `kind` begins the request ids)."""
     path = f"/v1/tasks/{request.operation}"
     endpoint = native_url.rstrip("/") + path
     answers: list[IdentityAnswer] = []
     with BoundedClient(timeout_s=timeout_s, max_response_bytes=max_response_bytes) as client:
         for prompt in prompts:
-            rid = request_id("native", prompt)
+            rid = request_id(kind, prompt)
             answer = IdentityAnswer(route=f"POST {path}", url=_shown_url(endpoint), request_id=rid)
             try:
                 body = native_body(request, prompt, max_tokens=max_tokens, frames=frames)

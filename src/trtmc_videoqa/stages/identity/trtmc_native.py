@@ -1,5 +1,6 @@
 """The native side of a TRTMC row's identity check: perf_serving on the same bundle file with its own worker, asked
-each (question, clip) with the request fields the checkout's task adapter defines for the row's Task."""
+each (question, clip) with the request fields the checkout's task adapter defines for the row's Task (a video-to-text
+Task in its own shape: video_request.py). `NativeRoute` starts it, here and for the native capability check."""
 
 from __future__ import annotations
 
