@@ -270,14 +270,13 @@ def test_the_double_refuses_frames_whose_times_go_back(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def chat_refuses_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Both vidqa rows of the capable tree through the TRTMC doubles, trtmc-server's chat refusing any video part
-    (as TRTMC's schema does today): vidqa-2b-native's Task has a native video request, vidqa-2b's does not. No
-    AIPerf run: neither row gets that far."""
+    """vidqa-2b-native of the capable tree through the TRTMC doubles, trtmc-server's chat refusing any video part
+    (as TRTMC's schema does today). No AIPerf run: the row does not get that far."""
     where = tmp_path_factory.mktemp("chat-refuses")
     root = capable_tree(where / "trtmc")
     env = install_doubles(where / "bin") | {"TRTMC_SERVER_DOUBLE_TEXT_ONLY": "1"}
-    profiles = ("--profile", "vidqa-2b-native", "--profile", "vidqa-2b")
-    done = qualify("--trtmc", str(root), "--out", str(where / "out"), *profiles, *QUICK, env=env, timeout=600)
+    profile = ("--profile", "vidqa-2b-native")
+    done = qualify("--trtmc", str(root), "--out", str(where / "out"), *profile, *QUICK, env=env, timeout=600)
     assert "Traceback" not in done.stdout + done.stderr
     return where / "out" / "checkpoints"
 
@@ -305,7 +304,21 @@ def test_a_video_task_chat_refuses_answers_through_the_native_route_only(chat_re
     assert received["frame_sha256"] == [rgb_sha256(frame.rgb) for frame in clip]
 
 
-def test_without_a_native_video_request_the_chat_refusal_stands(chat_refuses_video: Path) -> None:
-    row = ResultRow.model_validate_json((chat_refuses_video / "vidqa-2b/result.json").read_text())
-    assert row.status == "unsupported" and "Input should be 'text'" in row.status_reason
-    assert not (chat_refuses_video / "vidqa-2b/capability-native.json").exists()
+def test_without_a_native_video_request_the_chat_refusal_stands(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rejected chat request stays the row's end where the Task has no native video request (a clip-file route, or
+    none): nothing else is tried and nothing is stopped."""
+    from types import SimpleNamespace
+
+    import trtmc_videoqa.stages.trtmc_capability as stage
+    from trtmc_videoqa.results import StageResult
+    from trtmc_videoqa.stages.protocol import Stop
+
+    refusal = Stop(at=None, stage=StageResult(name="capability", status="rejected", detail="HTTP 400"))  # type: ignore[arg-type]
+    monkeypatch.setattr(stage, "capability", lambda cp, climb: refusal)  # a TEST DOUBLE of the chat check's outcome
+    clip_route = native_requests(FIXTURE)["vision_language_generation"]
+    closed: list[bool] = []
+    resources = SimpleNamespace(close=lambda: closed.append(True))  # trtmc-server stays up: nothing is stopped
+    for request in (None, clip_route):
+        cp = SimpleNamespace(entry=SimpleNamespace(native_request=request), resources=resources)
+        assert stage.trtmc_capability(cp, None) is refusal  # type: ignore[arg-type]
+    assert closed == []
