@@ -238,6 +238,8 @@ def test_a_capable_row_reaches_identity_with_every_frame_in_order(capable_run: P
         assert record["timestamps_seconds"] == [frame.seconds for frame in frames]
         assert record["timestamps_seconds"] == sorted(record["timestamps_seconds"])
     assert all(pair.native.server_task_ms is not None for pair in identity.pairs)  # its --records, joined by id
+    report = (capable_run.parents[1] / "report.md").read_text()
+    assert f"Frames sent: {identity.sampling}" in report  # the report says whose sampling, too
 
 
 def test_the_double_refuses_frames_whose_times_go_back(tmp_path: Path) -> None:

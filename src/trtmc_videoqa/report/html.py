@@ -184,6 +184,8 @@ def _identity(identity: IdentityCheck) -> str:
             f"<p>Native route <code>{escape(identity.native_route)}</code>; request fields {fields}{source}; "
             f"compared {escape(identity.normalisation)}; pairs: {escape(pair_counts(identity))}</p>"
         )
+    if identity.sampling:
+        parts.append(f"<p>Frames sent: {escape(identity.sampling)}</p>")
     if identity.pairs:
         body = "".join(
             f"<tr><td>{escape(p.question_id)}</td><td>{escape(p.clip_id)}</td>"

@@ -150,6 +150,8 @@ def _identity_lines(identity: IdentityCheck) -> list[str]:
         fields = f"; request fields {_cell(', '.join(identity.request_fields))}" if identity.request_fields else ""
         source = f" ({_code(identity.request_source)})" if identity.request_source else ""
         out.append(f"  - Native route: {_code(identity.native_route)}{fields}{source}")
+    if identity.sampling:
+        out.append(f"  - Frames sent: {_cell(identity.sampling)}")
     if identity.pairs:
         counts = _cell(pair_counts(identity))
         out.append(f"  - Pairs: {len(identity.pairs)} ({counts}); compared {_cell(identity.normalisation)}")
