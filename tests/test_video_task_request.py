@@ -229,7 +229,7 @@ def test_a_capable_row_reaches_identity_with_every_frame_in_order(capable_run: P
     decoded = {c.id: decode_timed_frames(workload.clip_path(c.id)).frames for c in workload.spec.clips}
     assert {c.clip_id: c.frame_count for c in identity.clips} == {k: len(v) for k, v in decoded.items()}
     # what the perf_serving double received, request by request: every frame, in order, with PyAV's times
-    received = [json.loads(line) for line in (capable_run / "native-scratch/video-task-requests.jsonl").open()]
+    received = [json.loads(line) for line in (capable_run / "private/native-scratch/video-task-requests.jsonl").open()]
     by_id = {pair.native.request_id: pair.clip_id for pair in identity.pairs}
     assert sorted(r["request_id"] for r in received) == sorted(by_id)
     for record in received:
@@ -300,7 +300,7 @@ def test_a_video_task_chat_refuses_answers_through_the_native_route_only(chat_re
     assert evidence.answer.request_id.startswith("capability-native-synthetic-")
     assert evidence.answer.answer and repr(evidence.answer.answer) in stages["capability"].detail
     assert evidence.sampling is not None and evidence.sampling.startswith("the family's: every frame")
-    log = chat_refuses_video / "vidqa-2b-native/native-scratch/video-task-requests.jsonl"
+    log = chat_refuses_video / "vidqa-2b-native/private/native-scratch/video-task-requests.jsonl"
     (received,) = [json.loads(line) for line in log.read_text().splitlines()]  # one request: the first pair
     clip = decode_timed_frames(builtin_workload("synthetic").clip_path(evidence.clips[0].clip_id)).frames
     assert received["frame_sha256"] == [rgb_sha256(frame.rgb) for frame in clip]

@@ -27,6 +27,7 @@ from .live import chat_side, compared, identity_written, native_side
 
 NATIVE_RECORDS = "native-records.jsonl"
 NATIVE_FRAMES = "native-frames"  # under private/: a video-to-text Task's frames as sent, PNG files and times.json
+NATIVE_SCRATCH = "native-scratch"  # under private/: perf_serving's --scratch
 TRTMC_CHAT = (
     "trtmc-server POST /v1/chat/completions, started with --records; each task time joined by X-Request-ID "
     "(task_time_field names where it was read)"
@@ -98,7 +99,7 @@ class NativeRoute:
             profile=cp.entry.profile,
             port=port,
             records=self.records,
-            scratch=cp.row_dir / "native-scratch",
+            scratch=self.private / NATIVE_SCRATCH,  # the files its requests carried, as it wrote them: raw
             request_timeout_s=cp.job.settings.request_timeout_s,
         )
         self.commands = {"native": reproducible_command(self.argv)}
