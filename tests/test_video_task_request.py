@@ -90,6 +90,12 @@ def test_the_frame_and_time_names_are_the_checkouts(tmp_path: Path) -> None:
     both = native_requests(root)["video_text_to_text"]
     assert _roles(both)["frames"] == ["inputs", "video", "images"] and _roles(both)["times"][-1] == "times_s"
     assert clip_request_problem(both) is None
+    # only the frames renamed in the header: the adapter's frame files beside the view's times are the view under
+    # another name (perf_serving's frame lists with their times take the clip in complete order)
+    header.write_text((FIXTURE / VIDEO_H).read_text().replace("frames;", "pictures;"))
+    adapter.write_text((FIXTURE / ADAPTER).read_text())
+    beside = native_requests(root)["video_text_to_text"]
+    assert _roles(beside)["frames"] == ["inputs", "video", "frames"] and "frame-list" not in _roles(beside)
 
 
 def _request(template: object) -> NativeRequest:

@@ -9,7 +9,8 @@ expression read no further is ``{"$slot": {"unread": "<its source>"}}``, never g
 Roles come from names the checkout defines, never from the tool: the question is the slot reading one of the prompt
 fields (as for every Task), the frames and times are the slots named as the C API's video view members
 (video_view.py), and the generation settings are the request fields the identity check fills for every Task. A list
-of files that is not the view's frames is a ``frame-list``: a route that asks the caller to choose frames.
+of files that is not the view's frames, and has no times beside it, is a ``frame-list``: a route that asks the caller
+to choose frames.
 """
 
 from __future__ import annotations
@@ -138,15 +139,27 @@ class TemplateReader:
 
 
 def with_roles(tree: Any, prompt_fields: tuple[str, ...], settings: tuple[str, ...], view: VideoView | None) -> Any:
-    """The tree with each slot's role: question, frames, times, frame-list, or a generation setting's name."""
+    """The tree with each slot's role: question, frames, times, frame-list, or a generation setting's name. A list of
+    frame files beside the view's times is the view under another name (perf_serving's frame lists with their
+    times take the clip in complete order), so it carries the whole clip's frames too."""
+    tree = _with_roles(tree, prompt_fields, settings, view)
+    found = slots(tree)
+    if any(slot.get("role") == "times" for slot in found):
+        for slot in found:
+            if slot.get("role") == "frame-list":
+                slot["role"] = "frames"
+    return tree
+
+
+def _with_roles(tree: Any, prompt_fields: tuple[str, ...], settings: tuple[str, ...], view: VideoView | None) -> Any:
     if isinstance(tree, dict) and SLOT in tree:
         slot = dict(tree[SLOT])
         role = _role(slot, prompt_fields, settings, view)
         return {SLOT: slot | ({"role": role} if role else {})}
     if isinstance(tree, dict):
-        return {key: with_roles(value, prompt_fields, settings, view) for key, value in tree.items()}
+        return {key: _with_roles(value, prompt_fields, settings, view) for key, value in tree.items()}
     if isinstance(tree, list):
-        return [with_roles(value, prompt_fields, settings, view) for value in tree]
+        return [_with_roles(value, prompt_fields, settings, view) for value in tree]
     return tree
 
 
