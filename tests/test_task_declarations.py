@@ -663,3 +663,122 @@ def test_video_generation_tasks_whose_names_say_frames_have_their_real_inputs() 
     assert "frames" not in contract_for("boundary_frames_text_to_audio_video", older_layout=False)[0].inputs
     references = contract_for("references_text_to_audio_video", older_layout=False)[0]
     assert set(references.inputs) == {"images", "frames", "audio", "text"} and references.output == "video"
+
+
+# --- a model-type condition is checked on a local config, like a config part -------------------------------------
+
+MODEL_TYPES_SUPPORT = """\
+TYPES = ("kinda",)
+
+
+def describe(config, model_type):
+    if model_type == "plain":
+        return FamilySupport(("a",), "a", "bf16")
+    if config.model_type != "odd":
+        return FamilySupport(("b",), "b", "bf16")
+    if config["model_type"] in {"x", "y"}:
+        return FamilySupport(("c",), "c", "bf16")
+    if not (config.get("model_type") in ["z"]):
+        return FamilySupport(("d",), "d", "bf16")
+
+
+
+def other(config, model_type):
+    if model_type in TYPES:
+        tasks = ("e",)
+    if config.arch == "x":
+        tasks = ("f",)
+    if model_type in "abc":
+        tasks = ("g",)
+"""
+
+
+def test_a_model_type_test_keeps_the_names_it_allows_or_forbids(tmp_path: Path) -> None:
+    from trtmc_videoqa.inventory.family_declarations import ModelTypeTest, read_family_declaration
+
+    write(tmp_path, "families/typed/support.py", MODEL_TYPES_SUPPORT)
+    found = read_family_declaration(tmp_path, "typed")
+    tests = {d.task: (d.model_types, d.unchecked, d.checkable) for d in found.declared}
+    assert tests["a"] == ((ModelTypeTest(True, ("plain",)),), (), True)
+    assert tests["b"][0] == (ModelTypeTest(False, ("plain",)), ModelTypeTest(False, ("odd",)))
+    assert tests["c"][0][-1] == ModelTypeTest(True, ("x", "y")) and tests["c"][2]
+    assert tests["d"][0][-1] == ModelTypeTest(False, ("z",)) and tests["d"][2]  # `not (... in [...])`
+    for task in ("e", "f", "g"):  # a name bound to names, another name, a string: no model-type test
+        assert tests[task][0] == () and len(tests[task][1]) == 1 and not tests[task][2]
+    assert found.declares("d")[0].condition == (
+        "when `model_type != 'plain'` and when `config.model_type == 'odd'` and "
+        "when `config['model_type'] not in {'x', 'y'}` and when `not config.get('model_type') in ['z']`"
+    )
+
+
+# Written for these tests: vidqa declares video_text_to_text only for its video model types, returning early for others.
+TYPED_VIDQA_SUPPORT = """\
+from tensorrt_model_connect.model_support import FamilySupport
+
+
+def describe(config):
+    if config.get("model_type") not in {"vidqa", "vidqa_clip"}:
+        return FamilySupport(("vision_language_generation",), "vision_language_generation", "bf16")
+    tasks = ["vision_language_generation"]
+    tasks.append("video_text_to_text")
+    return FamilySupport(tuple(tasks), "vision_language_generation", "bf16")
+"""
+VIDQA_SNAPSHOT = "hub/models--example--VidQA-2B/snapshots/" + "1" * 40
+
+
+def test_a_model_type_conditioned_declaration_is_unchecked_without_a_local_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = capable_tree(tmp_path / "trtmc", TYPED_VIDQA_SUPPORT)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    _, row = _row(root, "vidqa-2b-native")
+    assert row.verdict == "partial" and row.gap is not None
+    assert (
+        "families/vidqa/support.py:8 declares it only when `config.get('model_type') in {'vidqa', 'vidqa_clip'}`; "
+        "unchecked: the checkpoint's config is not in the local hub cache"
+    ) in row.gap
+    assert "cannot check statically" not in row.gap
+
+
+def test_a_model_type_conditioned_declaration_counts_on_a_local_config_of_that_type(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = capable_tree(tmp_path / "trtmc", TYPED_VIDQA_SUPPORT)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    write(tmp_path, f"{VIDQA_SNAPSHOT}/config.json", '{"model_type": "vidqa_clip"}')
+    _, row = _row(root, "vidqa-2b-native")
+    assert row.verdict == "temporal-video-qa" and row.gap is None
+
+
+def test_a_local_config_of_another_model_type_names_the_mismatch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = capable_tree(tmp_path / "trtmc", TYPED_VIDQA_SUPPORT)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    write(tmp_path, f"{VIDQA_SNAPSHOT}/config.json", '{"model_type": "vidqa_lite", "vision_config": {}}')
+    _, row = _row(root, "vidqa-2b-native")
+    assert row.verdict == "partial" and row.gap is not None
+    assert (
+        "families/vidqa/support.py:8 declares it only when `config.get('model_type') in {'vidqa', 'vidqa_clip'}`, "
+        "and the local config's model_type is 'vidqa_lite', not one of {'vidqa', 'vidqa_clip'}"
+    ) in row.gap
+
+
+def test_a_condition_of_another_shape_among_checkable_ones_keeps_the_declaration_unchecked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model type and a vision part the local config satisfies, beside a test of its frame count: not counted."""
+    mixed = TYPED_VIDQA_SUPPORT.replace(
+        '    tasks.append("video_text_to_text")',
+        '    if config.get("frames_per_clip", 0) > 4:\n'
+        '        if config.get("vision_config"):\n'
+        '            tasks.append("video_text_to_text")',
+    )
+    root = capable_tree(tmp_path / "trtmc", mixed)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    config = '{"model_type": "vidqa", "frames_per_clip": 8, "vision_config": {"depth": 2}}'
+    write(tmp_path, f"{VIDQA_SNAPSHOT}/config.json", config)
+    _, row = _row(root, "vidqa-2b-native")
+    assert row.verdict == "partial" and row.gap is not None
+    assert "when `config.get('frames_per_clip', 0) > 4`" in row.gap
+    assert "which the audit cannot check statically" in row.gap

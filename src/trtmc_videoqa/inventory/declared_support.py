@@ -1,8 +1,10 @@
 """What TRTMC itself declares for one row: its family's support.py and runtime bindings, beside the manifest's Task.
 
-A declaration under a config condition ("when the config has a vision part") counts only where that config is
-available locally: the checkpoint's config.json at its pinned revision in the local Hugging Face hub cache (a look-up,
-never a download). Otherwise the condition is named as unchecked. A family without support.py has no declaration,
+A declaration under a config condition ("when the config has a vision part") or a model-type condition ("when
+`model_type in {'a', 'b'}`") counts only where that config is available locally and satisfies every condition: the
+checkpoint's config.json at its pinned revision in the local Hugging Face hub cache (a look-up, never a download),
+its keys for a part and its top-level `model_type` for a model type. Otherwise the condition is named as unchecked;
+a condition of any other shape cannot be checked statically. A family without support.py has no declaration,
 and the row is judged as before, saying so.
 """
 
@@ -47,17 +49,34 @@ def hub_config(checkpoint: str | None, revision: str | None, environ: Mapping[st
     return path if path.is_file() else None
 
 
-def _config_has(config: Path, parts: tuple[str, ...]) -> bool | None:
-    """Whether the config has every part (a top-level key naming it, with a value); None when unreadable."""
+def _config_data(config: Path) -> dict[str, object] | None:
+    """The local config.json as a mapping; None when it cannot be read as one."""
     try:
         if config.stat().st_size > MAX_CONFIG_BYTES:
             return None
         data = json.loads(config.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
-    if not isinstance(data, dict):
-        return None
-    return all(any(part in str(key).lower() and value for key, value in data.items()) for part in parts)
+    return data if isinstance(data, dict) else None
+
+
+def _unmet(hit: Declared, data: dict[str, object] | None) -> str | None:
+    """What of the declaration's conditions the local config does not satisfy, in words; None when it satisfies all.
+    A part is a top-level key naming it, with a value; a model type is the config's top-level `model_type`."""
+    if data is None:
+        return "the local config could not be read"
+    if not all(any(part in str(key).lower() and value for key, value in data.items()) for part in hit.config_parts):
+        return "the local config has no such part"
+    model_type = data.get("model_type")
+    for test in hit.model_types:
+        if not isinstance(model_type, str):
+            return "the local config names no model_type"
+        if not test.holds(model_type):
+            names = "{" + ", ".join(repr(name) for name in test.names) + "}"
+            return (
+                f"the local config's model_type is {model_type!r}, {'not one of' if test.allowed else 'one of'} {names}"
+            )
+    return None
 
 
 def row_declaration(
@@ -97,21 +116,24 @@ def _condition(hits: list[Declared]) -> str:
 
 
 def _counted(family: FamilyDeclaration, hits: list[Declared], config: Path | None) -> tuple[bool, str | None]:
-    """An unconditional declaration counts; a config-conditioned one only when a local config satisfies it."""
+    """An unconditional declaration counts; one under config-part and model-type conditions only when a local config
+    satisfies them all; one under any other condition never."""
     if any(hit.condition is None for hit in hits):
         return True, None
-    for hit in hits:
-        if hit.config_parts and config is not None and _config_has(config, hit.config_parts):
-            return True, None
-    hit = hits[0]
-    if not hit.config_parts:
-        return False, f"the declaration holds only {hit.condition}, which the audit cannot check statically"
+    checkable = [hit for hit in hits if hit.checkable]
+    if not checkable:
+        return False, f"the declaration holds only {hits[0].condition}, which the audit cannot check statically"
+    hit = checkable[0]
     if config is None:
         return False, (
             f"{family.file}:{hit.line} declares it only {hit.condition}; unchecked: the checkpoint's config is not "
             "in the local hub cache"
         )
-    return False, f"{family.file}:{hit.line} declares it only {hit.condition}, and the local config has no such part"
+    data = _config_data(config)
+    unmet = [_unmet(each, data) for each in checkable]
+    if None in unmet:
+        return True, None
+    return False, f"{family.file}:{hit.line} declares it only {hit.condition}, and {unmet[0]}"
 
 
 def _declared_evidence(family: FamilyDeclaration, hit: Declared) -> Evidence:

@@ -6,7 +6,9 @@ Read: the `model_types`, `tasks` and `default_task` of every `family_support(...
 under an `if` (a `describe(config)` adding `images_text_to_text` when the config has a vision part), each with its
 line and its condition in words. An `if` that leaves the function (`if model_type not in {...}: return ...`) holds
 the rest of its block under the opposite condition; a `default_task` chosen by a conditional expression is read as
-each of its choices under its branch. A call or task list whose Tasks are not literal is reported as unreadable
+each of its choices under its branch. A test of a model type against literal names (`model_type in {...}`,
+`config.get("model_type") != "x"`) also keeps the names it allows or forbids, so that a local config can check it.
+A call or task list whose Tasks are not literal is reported as unreadable
 statically, never guessed. A family without support.py has no declaration, and says so.
 """
 
@@ -16,12 +18,33 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 SUPPORT_CALLS = ("family_support", "FamilySupport")
 MATCH_NAMES = ("model_types", "architectures", "pipeline_classes", "required_files")
 MAX_SUPPORT_BYTES = 1024 * 1024
 # Config parts a condition may ask for, by a word of its source; checked against a local config.json's keys.
 CONFIG_PARTS = {"vision": "a vision part", "audio": "an audio part", "video": "a video part"}
+
+
+@dataclass(frozen=True)
+class ModelTypeTest:
+    """A condition on the config's model type: it must be one of `names` (allowed) or none of them (forbidden)."""
+
+    allowed: bool
+    names: tuple[str, ...]
+
+    def holds(self, model_type: str) -> bool:
+        return (model_type in self.names) == self.allowed
+
+
+class Condition(NamedTuple):
+    """An `if` test in words, the config parts it needs, and the model types it allows or forbids (None: no such
+    test). A condition with neither is one the audit cannot check."""
+
+    words: str
+    parts: tuple[str, ...] = ()
+    model_type: ModelTypeTest | None = None
 
 
 @dataclass(frozen=True)
@@ -33,6 +56,13 @@ class Declared:
     condition: str | None = None  # in words
     config_parts: tuple[str, ...] = ()  # the config parts the condition needs ("vision", "audio")
     default: bool = False
+    model_types: tuple[ModelTypeTest, ...] = ()  # one per model-type condition around it; all must hold
+    unchecked: tuple[str, ...] = ()  # the words of its conditions that are neither of those (not checkable)
+
+    @property
+    def checkable(self) -> bool:
+        """Whether a local config.json can decide every condition (config parts and model types only)."""
+        return self.condition is not None and not self.unchecked
 
 
 @dataclass
@@ -95,32 +125,65 @@ def _strings(node: ast.expr | None, names: dict[str, tuple[str, ...]]) -> tuple[
     return None
 
 
-def condition_words(test: ast.expr) -> tuple[str, tuple[str, ...]]:
+def condition_words(test: ast.expr) -> Condition:
     """An `if` test in words, and the config parts it needs (none for a comparison with literal names, such as a
-    model type: `model_type == "x_video"` asks for no video part)."""
+    model type: `model_type == "x_video"` asks for no video part) or the model types it allows or forbids."""
     source = ast.unparse(test)
     lowered = source.lower()
     parts = () if _compares_to_literals(test) else tuple(word for word in CONFIG_PARTS if word in lowered)
     negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
     if parts and not negated:
-        return f"when the config has {' and '.join(CONFIG_PARTS[p] for p in parts)} (`{source}`)", parts
-    return f"when `{source}`", ()
+        return Condition(f"when the config has {' and '.join(CONFIG_PARTS[p] for p in parts)} (`{source}`)", parts)
+    return Condition(f"when `{source}`", (), model_type_test(test))
 
 
 _INVERSE = {ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot}
 
 
-def negated_words(test: ast.expr) -> tuple[str, tuple[str, ...]]:
+def negated_words(test: ast.expr) -> Condition:
     """The words of the opposite of an `if` test: `not x` and one inverted comparison read plainly, else "unless"."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return condition_words(test.operand)
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _INVERSE:
         return condition_words(ast.Compare(test.left, [_INVERSE[type(test.ops[0])]()], test.comparators))
-    return f"unless `{ast.unparse(test)}`", ()
+    return Condition(f"unless `{ast.unparse(test)}`")
 
 
 def _compares_to_literals(test: ast.expr) -> bool:
     return isinstance(test, ast.Compare) and all(_strings(c, {}) is not None for c in test.comparators)
+
+
+def model_type_test(test: ast.expr) -> ModelTypeTest | None:
+    """`<x> in {literals}`, `<x> not in (...)`, `<x> == "lit"` or `<x> != "lit"` (or `not` one of them), where `<x>`
+    is a name, attribute, subscript or `.get(...)` whose name ends in `model_type`; None for any other test."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = model_type_test(test.operand)
+        return ModelTypeTest(not inner.allowed, inner.names) if inner else None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and _names_model_type(test.left)):
+        return None
+    op, other = test.ops[0], test.comparators[0]
+    if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(other, ast.Constant) and isinstance(other.value, str):
+        return ModelTypeTest(isinstance(op, ast.Eq), (other.value,))
+    names = _strings(other, {}) if isinstance(other, (ast.Tuple, ast.List, ast.Set)) else None
+    if isinstance(op, (ast.In, ast.NotIn)) and names is not None:
+        return ModelTypeTest(isinstance(op, ast.In), tuple(dict.fromkeys(names)))
+    return None
+
+
+def _names_model_type(node: ast.expr) -> bool:
+    """Whether `node` reads something named ...model_type: `model_type`, `config.model_type`,
+    `config["model_type"]` or `config.get("model_type")`."""
+    name = ""
+    if isinstance(node, ast.Name):
+        name = node.id
+    elif isinstance(node, ast.Attribute):
+        name = node.attr
+    elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        name = str(node.slice.value)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+        key = node.args[0] if node.args else None
+        name = str(key.value) if isinstance(key, ast.Constant) else ""
+    return name.lower().endswith("model_type")
 
 
 def _leaves(body: list[ast.stmt]) -> bool:
@@ -128,8 +191,7 @@ def _leaves(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
 
 
-Words = tuple[str, tuple[str, ...]]  # a condition in words, and the config parts it needs
-Choices = list[tuple[str, list[Words]]]  # each possible value with the branch choosing it
+Choices = list[tuple[str, list[Condition]]]  # each possible value with the branch choosing it
 
 
 def _choices(node: ast.expr | None, names: dict[str, tuple[str, ...]]) -> Choices | None:
@@ -150,7 +212,7 @@ class _Reader(ast.NodeVisitor):
     def __init__(self, out: FamilyDeclaration, consts: dict[str, tuple[str, ...]]) -> None:
         self.out = out
         self.consts = consts
-        self.conditions: list[tuple[str, tuple[str, ...]]] = []
+        self.conditions: list[Condition] = []
         self.lists: dict[str, tuple[str, ...]] = {}  # task lists a function builds, by variable name
         self.choices: dict[str, Choices] = {}  # names a function binds to one Task name or a choice of them
         self.depth = 0  # functions entered: a module-level tuple of Task names declares nothing by itself
@@ -263,9 +325,11 @@ class _Reader(ast.NodeVisitor):
         else:
             self._add(values, line)
 
-    def _add(self, tasks: tuple[str, ...], line: int, default: bool = False, extra: Sequence[Words] = ()) -> None:
+    def _add(self, tasks: tuple[str, ...], line: int, default: bool = False, extra: Sequence[Condition] = ()) -> None:
         conditions = [*self.conditions, *extra]
-        condition = " and ".join(words for words, _ in conditions) or None
-        parts = tuple(dict.fromkeys(p for _, needed in conditions for p in needed))
+        condition = " and ".join(c.words for c in conditions) or None
+        parts = tuple(dict.fromkeys(p for c in conditions for p in c.parts))
+        model_types = tuple(c.model_type for c in conditions if c.model_type is not None)
+        unchecked = tuple(c.words for c in conditions if not c.parts and c.model_type is None)
         for task in tasks:
-            self.out.declared.append(Declared(task, line, condition, parts, default))
+            self.out.declared.append(Declared(task, line, condition, parts, default, model_types, unchecked))
