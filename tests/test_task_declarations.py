@@ -726,42 +726,35 @@ def describe(config):
 VIDQA_SNAPSHOT = "hub/models--example--VidQA-2B/snapshots/" + "1" * 40
 
 
-def test_a_model_type_conditioned_declaration_is_unchecked_without_a_local_config(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+TYPED_WHEN = "families/vidqa/support.py:8 declares it only when `config.get('model_type') in {'vidqa', 'vidqa_clip'}`"
+
+
+@pytest.mark.parametrize(
+    ("config", "verdict", "gap"),
+    [
+        (None, "partial", f"{TYPED_WHEN}; unchecked: the checkpoint's config is not in the local hub cache"),
+        ('{"model_type": "vidqa_clip"}', "temporal-video-qa", None),
+        (
+            '{"model_type": "vidqa_lite", "vision_config": {}}',
+            "partial",
+            f"{TYPED_WHEN}, and the local config's model_type is 'vidqa_lite', not one of {{'vidqa', 'vidqa_clip'}}",
+        ),
+    ],
+)
+def test_a_model_type_conditioned_declaration_is_checked_on_the_local_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str | None, verdict: str, gap: str | None
 ) -> None:
+    """Unchecked without a local config, counted on one of that model type, the mismatch named on another."""
     root = capable_tree(tmp_path / "trtmc", TYPED_VIDQA_SUPPORT)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    if config is not None:
+        write(tmp_path, f"{VIDQA_SNAPSHOT}/config.json", config)
     _, row = _row(root, "vidqa-2b-native")
-    assert row.verdict == "partial" and row.gap is not None
-    assert (
-        "families/vidqa/support.py:8 declares it only when `config.get('model_type') in {'vidqa', 'vidqa_clip'}`; "
-        "unchecked: the checkpoint's config is not in the local hub cache"
-    ) in row.gap
-    assert "cannot check statically" not in row.gap
-
-
-def test_a_model_type_conditioned_declaration_counts_on_a_local_config_of_that_type(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = capable_tree(tmp_path / "trtmc", TYPED_VIDQA_SUPPORT)
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    write(tmp_path, f"{VIDQA_SNAPSHOT}/config.json", '{"model_type": "vidqa_clip"}')
-    _, row = _row(root, "vidqa-2b-native")
-    assert row.verdict == "temporal-video-qa" and row.gap is None
-
-
-def test_a_local_config_of_another_model_type_names_the_mismatch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = capable_tree(tmp_path / "trtmc", TYPED_VIDQA_SUPPORT)
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    write(tmp_path, f"{VIDQA_SNAPSHOT}/config.json", '{"model_type": "vidqa_lite", "vision_config": {}}')
-    _, row = _row(root, "vidqa-2b-native")
-    assert row.verdict == "partial" and row.gap is not None
-    assert (
-        "families/vidqa/support.py:8 declares it only when `config.get('model_type') in {'vidqa', 'vidqa_clip'}`, "
-        "and the local config's model_type is 'vidqa_lite', not one of {'vidqa', 'vidqa_clip'}"
-    ) in row.gap
+    assert row.verdict == verdict
+    if gap is None:
+        assert row.gap is None
+    else:
+        assert row.gap is not None and gap in row.gap and "cannot check statically" not in row.gap
 
 
 def test_a_condition_of_another_shape_among_checkable_ones_keeps_the_declaration_unchecked(
