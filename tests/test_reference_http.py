@@ -88,13 +88,16 @@ def test_health_and_models_are_labelled_as_the_test_double(server):
         assert response.json().get("label", TEST_DOUBLE_LABEL) == TEST_DOUBLE_LABEL
 
 
-def test_slow_readiness_says_503_until_ready_and_refuses_chat_meanwhile(video):
-    # Ready 3 s after it starts: the early looks come well before that even on a busy machine.
-    with ReferenceServer(ReferenceConfig(faults=FaultKnobs(ready_after_s=3.0))) as slow:
+def test_slow_readiness_says_503_until_ready_and_refuses_chat_meanwhile(video, tmp_path):
+    # Ready only once the test says so (the file appears): no clock to race, however busy the machine.
+    trigger = tmp_path / "ready"
+    with ReferenceServer(ReferenceConfig(faults=FaultKnobs(ready_when_file=trigger))) as slow:
         early = httpx.get(slow.url + "/health/ready")
         assert early.status_code == 503 and early.json()["ready"] is False
         assert_refused(post(slow, chat_body(video)), 503, "not ready")
-        assert eventually(lambda: httpx.get(slow.url + "/health/ready").status_code == 200, within_s=60, every_s=0.2)
+        assert httpx.get(slow.url + "/health/ready").status_code == 503  # still, until the file appears
+        trigger.touch()
+        assert eventually(lambda: httpx.get(slow.url + "/health/ready").status_code == 200, within_s=60, every_s=0.05)
         late = httpx.get(slow.url + "/health/ready")
         assert late.status_code == 200 and late.json()["status"] == "ready"
         assert post(slow, chat_body(video)).status_code == 200
@@ -305,6 +308,7 @@ def test_flags_carry_a_config_to_a_subprocess_unchanged(tmp_path):
             error_rate=0.1,
             crash_after=3,
             ready_after_s=2.0,
+            ready_when_file=tmp_path / "ready",
             identity_drift_rate=0.25,
             answer_text="-- I cannot tell from this clip.",  # a text that looks like a flag survives too
             omit_task_time_rate=0.5,

@@ -75,6 +75,7 @@ def _add_fault_arguments(parser: argparse.ArgumentParser) -> None:
         help="--added-task-ms only from request N+1 of each route on (the first N answer at once)",
     )
     faults.add_argument("--ready-after-s", type=float, default=0.0, help="/health/ready says 503 until then")
+    faults.add_argument("--ready-when-file", type=Path, help="/health/ready says 503 until this file exists")
     faults.add_argument(
         "--identity-drift-rate",
         type=float,
@@ -132,6 +133,7 @@ def config_from_arguments(options: Mapping[str, Any]) -> ReferenceConfig:
             crash_after=options["crash_after"],
             slow_after=options["slow_after"],
             ready_after_s=options["ready_after_s"],
+            ready_when_file=options["ready_when_file"],
             identity_drift_rate=options["identity_drift_rate"],
             answer_text=options["answer_text"],
             omit_task_time_rate=options["omit_task_time_rate"],
@@ -179,6 +181,8 @@ def argv_from_config(config: ReferenceConfig) -> list[str]:
         argv += ["--crash-after", str(config.faults.crash_after)]
     if config.faults.slow_after is not None:
         argv += ["--slow-after", str(config.faults.slow_after)]
+    if config.faults.ready_when_file is not None:
+        argv += ["--ready-when-file", str(config.faults.ready_when_file)]
     if config.faults.answer_text is not None:
         argv += [f"--answer-text={config.faults.answer_text}"]  # one token, even for a text that starts with '-'
     return argv

@@ -64,6 +64,11 @@ class FaultKnobs(BaseModel):
         "warmup answer at once, the measured requests run slow)",
     )
     ready_after_s: float = Field(default=0.0, ge=0.0, description="/health/ready says 503 until this long after start")
+    ready_when_file: Path | None = Field(
+        default=None,
+        description="/health/ready says 503 until this file exists (a test makes the server ready when it chooses, "
+        "with no clock to race)",
+    )
     identity_drift_rate: float = Field(
         default=0.0,
         ge=0.0,

@@ -55,6 +55,8 @@ class FaultPlan:
         return next(self._native_sequence)
 
     def is_ready(self) -> bool:
+        if self.knobs.ready_when_file is not None and not self.knobs.ready_when_file.exists():
+            return False
         return time.monotonic() - self._started >= self.knobs.ready_after_s
 
     def injects_error(self, sequence: int) -> bool:
