@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import restore_bytecode  # noqa: F401 - before any test module is imported
 import shared_runs
 from media_clips import Clips, build_clips
 
