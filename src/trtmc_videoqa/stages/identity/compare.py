@@ -139,7 +139,9 @@ def native_body(
 ) -> dict[str, Any]:
     """``{"request": {...}}`` with only the fields the Task's native request defines (ClipError/OSError on the clip);
     a request that carries a clip's frames, in its own shape, with the frames `frames` decoded."""
-    if request.template is not None and frames is not None:
+    if request.template is not None:
+        if frames is None:  # a wiring error, told as the pair's error rather than a body without its clip
+            raise ValueError("a video Task's request carries the clip's frames, and none were given")
         return video_task_body(request, prompt, frames.of(prompt), max_tokens=max_tokens)
     fields = set(request.fields)
     values: dict[str, Any] = {}

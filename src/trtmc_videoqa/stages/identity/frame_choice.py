@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...media.sampling import SamplingPolicy
@@ -49,7 +50,7 @@ def frame_choice(entry: CheckpointEntry, workload: Workload) -> FrameChoice:
     )
 
 
-def _read(path: Any) -> dict[str, Any] | None:
+def _read(path: Path) -> dict[str, Any] | None:
     try:
         if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
             return None
