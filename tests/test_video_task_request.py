@@ -10,12 +10,15 @@ import io
 import json
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 from doubles.toolchain import install_doubles
-from helpers import QUICK, qualify
+from helpers import QUICK, eventually, qualify
 from PIL import Image
 from test_task_declarations import FIXTURE, capable_tree
 
@@ -248,10 +251,32 @@ def test_a_capable_row_reaches_identity_with_every_frame_in_order(capable_run: P
     assert f"Frames sent: {identity.sampling}" in report  # the report says whose sampling, too
 
 
+@contextmanager
+def _served(app: object) -> Iterator[str]:
+    """An ASGI app on a loopback port, in a thread of this process, while the block runs; its base URL."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        assert eventually(lambda: server.started or not thread.is_alive()) and server.started
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
+
+
 def test_the_double_refuses_frames_whose_times_go_back(tmp_path: Path) -> None:
     """The perf_serving double checks order, so a held identity means the frames arrived in order."""
     from starlette.applications import Starlette
-    from starlette.testclient import TestClient
 
     sys.path.insert(0, str(FIXTURE / "apps/perf_serving"))
     try:
@@ -264,12 +289,13 @@ def test_the_double_refuses_frames_whose_times_go_back(tmp_path: Path) -> None:
     body = video_task_body(request, prompt, clip, max_tokens=8)
     (tmp_path / "records.jsonl").touch()
     app = Starlette(routes=[video_task_route(tmp_path / "records.jsonl", tmp_path)])
-    with TestClient(app) as client:
-        good = client.post("/v1/tasks/answer_video", json=body, headers={"X-Request-ID": "r1"})
+    with _served(app) as url:
+        route = url + "/v1/tasks/answer_video"
+        good = httpx.post(route, json=body, headers={"X-Request-ID": "r1"}, timeout=60)
         assert good.status_code == 200 and good.json()["text"]
         video = body["request"]["messages"][0]["content"][1]
         video["timestamps_seconds"] = list(reversed(video["timestamps_seconds"]))
-        back = client.post("/v1/tasks/answer_video", json=body)
+        back = httpx.post(route, json=body, timeout=60)
         assert back.status_code == 400 and "nondecreasing" in back.json()["error"]["message"]
 
 
