@@ -302,17 +302,21 @@ def test_the_double_refuses_frames_whose_times_go_back(tmp_path: Path) -> None:
 # --- where chat refuses the video: the Task's native route is the only one ---------------------------------------
 
 
-@pytest.fixture(scope="module")
-def chat_refuses_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _chat_refuses_video(where: Path, **knobs: str) -> Path:
     """vidqa-2b-native of the capable tree through the TRTMC doubles, trtmc-server's chat refusing any video part
-    (as TRTMC's schema does today). No AIPerf run: the row does not get that far."""
-    where = tmp_path_factory.mktemp("chat-refuses")
+    (as TRTMC's schema does today), with the doubles' `knobs`; its checkpoints folder. No AIPerf run: the row does
+    not get that far."""
     root = capable_tree(where / "trtmc")
-    env = install_doubles(where / "bin") | {"TRTMC_SERVER_DOUBLE_TEXT_ONLY": "1"}
+    env = install_doubles(where / "bin") | {"TRTMC_SERVER_DOUBLE_TEXT_ONLY": "1"} | knobs
     profile = ("--profile", "vidqa-2b-native")
     done = qualify("--trtmc", str(root), "--out", str(where / "out"), *profile, *QUICK, env=env, timeout=600)
     assert "Traceback" not in done.stdout + done.stderr
     return where / "out" / "checkpoints"
+
+
+@pytest.fixture(scope="module")
+def chat_refuses_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _chat_refuses_video(tmp_path_factory.mktemp("chat-refuses"))
 
 
 def test_a_video_task_chat_refuses_answers_through_the_native_route_only(chat_refuses_video: Path) -> None:
@@ -356,3 +360,19 @@ def test_without_a_native_video_request_the_chat_refusal_stands(monkeypatch: pyt
         cp = SimpleNamespace(entry=SimpleNamespace(native_request=request), resources=resources)
         assert stage.trtmc_capability(cp, None) is refusal  # type: ignore[arg-type]
     assert closed == []
+
+
+def test_a_native_route_that_does_not_answer_leaves_the_row_unsupported(tmp_path: Path) -> None:
+    """Chat refused the video and so did the native route: the refusal stands, with the native try beside it."""
+    checkpoints = _chat_refuses_video(tmp_path, TRTMC_PERF_SERVING_DOUBLE_NO_VIDEO_ROUTE="1")
+    row = ResultRow.model_validate_json((checkpoints / "vidqa-2b-native/result.json").read_text())
+    assert row.status == "unsupported" and row.status_evidence == ["capability.json"]
+    (capability,) = [stage for stage in row.stages if stage.name == "capability"]
+    assert capability.status == "rejected" and capability.evidence == ["capability.json", "capability-native.json"]
+    assert "the native Task route was tried too (perf_serving POST /v1/tasks/answer_video): HTTP 400" in (
+        capability.detail
+    )
+    assert [stage.name for stage in row.stages][-1] == "capability"  # nothing after it, nothing measured
+    native = checkpoints / "vidqa-2b-native/capability-native.json"
+    evidence = NativeCapability.model_validate_json(native.read_text())
+    assert evidence.answer.http_status == 400 and evidence.answer.answer is None

@@ -70,7 +70,8 @@ def _native_only(cp: Checkpoint, refused: Stop) -> Stop:
     files = [CAPABILITY_FILE, NATIVE_CAPABILITY_FILE]
     if answer.error is not None or answer.answer is None:
         detail = f"{refused.stage.detail}; the native Task route was tried too ({native.route}): {answer.error}"
-        return Stop(climb, refused.stage.model_copy(update={"detail": detail, "evidence": files}))
+        still = refused.stage.model_copy(update={"detail": detail, "evidence": files})
+        return _stopped(recorded(climb, measurement, still, stops=True))
     shown = repr(answer.answer[:200])
     passed = StageResult(
         name="capability",
@@ -83,9 +84,12 @@ def _native_only(cp: Checkpoint, refused: Stop) -> Stop:
     blocked = StageResult(
         name="aiperf", status="blocked", detail=AIPERF_UNREACHABLE.format(chat=CAPABILITY_FILE), evidence=files
     )
-    stop = recorded(climb, measurement, blocked, stops=True)
-    assert isinstance(stop, Stop)
-    return stop
+    return _stopped(recorded(climb, measurement, blocked, stops=True))
+
+
+def _stopped(end: Climb | Stop) -> Stop:
+    assert isinstance(end, Stop), "recorded(..., stops=True) ends the row"
+    return end
 
 
 def _one_native_answer(cp: Checkpoint, native: NativeRoute) -> IdentityAnswer:
