@@ -66,3 +66,20 @@ def test_a_gate_that_does_not_apply_is_named_in_the_reason_never_passed_silently
     status, reason, failed, _ = status_from_stages(stages, "endpoint-qualified")
     assert (status, failed) == ("endpoint-qualified", None)
     assert NOT_REPORTED in reason and "identity: not-applicable: no native route" in reason
+
+
+def test_a_row_with_no_outcome_for_a_gate_is_never_qualified() -> None:
+    """Whatever its stages say, a measured row that lacks a gate's outcome (a ladder that ended early) fails there."""
+    from trtmc_videoqa.results import Provenance, ResultRow
+    from trtmc_videoqa.rows.finish import measured_row
+    from trtmc_videoqa.stages.protocol import Measurement
+
+    row = ResultRow(profile="p", status="planned", status_reason="planned")
+    provenance = Provenance(tool_versions={}, workload="w", workload_digest="d", mode="trtmc")
+    measurement = Measurement()
+    measurement.stages += [_stage("capability", "passed"), _stage("aiperf", "passed"), _stage("identity", "passed")]
+    lacking = measured_row(row, measurement, "aiperf-qualified", provenance)
+    assert (lacking.status, lacking.failed_stage) == ("failed", "output-check")
+    assert lacking.status_reason.startswith("output-check: the row ended with no outcome for this gate")
+    measurement.stages.insert(2, _stage("output-check", "passed"))
+    assert measured_row(row, measurement, "aiperf-qualified", provenance).status == "aiperf-qualified"

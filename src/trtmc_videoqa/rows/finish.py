@@ -117,6 +117,10 @@ def status_from_stages(
     return qualified, earned_reason(stages), None, QUALIFIED_EVIDENCE
 
 
+# The gates a qualified row must show an outcome for: a ladder that ended without one of them earns nothing.
+GATES_OF_A_QUALIFIED_ROW: tuple[StageName, ...] = ("capability", "aiperf", "output-check", "identity")
+
+
 def measured_row(
     row: ResultRow,
     measurement: Measurement,
@@ -125,9 +129,15 @@ def measured_row(
     qualified_note: str | None = None,
 ) -> ResultRow:
     """The row with the measurement's figures and the status its stages earn; `qualified_note` goes before the
-    reason of a qualified row (the self-test's declared no-answer)."""
+    reason of a qualified row (the self-test's declared no-answer). A row missing a gate's outcome is never
+    qualified, whatever the stages it has say: it fails at the first gate it lacks."""
     fields = measured_fields(row, measurement)
     status, reason, failed, evidence = status_from_stages(fields["stages"], qualified)
+    shown = {stage.name for stage in fields["stages"]}
+    missing = [gate for gate in GATES_OF_A_QUALIFIED_ROW if gate not in shown]
+    if status == qualified and missing:
+        status, failed, evidence = "failed", missing[0], []
+        reason = f"{missing[0]}: the row ended with no outcome for this gate, so nothing shows it passed"
     if qualified_note and status == qualified:
         reason = f"{qualified_note}; {reason}"
     return row.model_copy(
