@@ -10,12 +10,11 @@ and the row is judged as before, saying so.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..common.hub_paths import json_object, snapshot_dir
 from ..results import Evidence
 from .family_declarations import Declared, FamilyDeclaration, read_family_declaration
 from .runtime_bindings import Binding, bound_tasks, read_runtime_bindings
@@ -40,24 +39,9 @@ class RowDeclaration:
 
 def hub_config(checkpoint: str | None, revision: str | None, environ: Mapping[str, str] | None = None) -> Path | None:
     """The checkpoint's config.json in the local hub cache at its pinned revision, when it is there."""
-    if not checkpoint or not revision or checkpoint.count("/") != 1 or not revision.isalnum():
-        return None
-    env = os.environ if environ is None else environ
-    home = Path(env.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
-    cache = Path(env.get("HF_HUB_CACHE") or home / "hub")
-    path = cache / f"models--{checkpoint.replace('/', '--')}" / "snapshots" / revision / "config.json"
-    return path if path.is_file() else None
-
-
-def _config_data(config: Path) -> dict[str, object] | None:
-    """The local config.json as a mapping; None when it cannot be read as one."""
-    try:
-        if config.stat().st_size > MAX_CONFIG_BYTES:
-            return None
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    snapshot = snapshot_dir(checkpoint, revision, environ)
+    path = snapshot / "config.json" if snapshot is not None else None
+    return path if path is not None and path.is_file() else None
 
 
 def _unmet(hit: Declared, data: dict[str, object] | None) -> str | None:
@@ -129,7 +113,7 @@ def _counted(family: FamilyDeclaration, hits: list[Declared], config: Path | Non
             f"{family.file}:{hit.line} declares it only {hit.condition}; unchecked: the checkpoint's config is not "
             "in the local hub cache"
         )
-    data = _config_data(config)
+    data = json_object(config, MAX_CONFIG_BYTES)
     unmet = [_unmet(each, data) for each in checkable]
     if None in unmet:
         return True, None

@@ -3,12 +3,10 @@ that is the revision a build read, and the checkpoint's own tokenizer."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..common.safe_names import plain_revision, safe_name
+from ..common.hub_paths import snapshot_dir
 from ..results import CheckpointEntry
 
 if TYPE_CHECKING:
@@ -17,22 +15,7 @@ if TYPE_CHECKING:
 
 def hub_snapshot(entry: CheckpointEntry, environ: dict[str, str] | None = None) -> Path | None:
     """Where the hub cache keeps this checkpoint at its pinned revision (the build fetched it there), or None."""
-    env = os.environ if environ is None else environ
-    if (
-        not entry.checkpoint
-        or not entry.revision
-        or entry.checkpoint.count("/") != 1
-        or not plain_revision(entry.revision)
-        or not all(map(safe_name, entry.checkpoint.split("/")))
-    ):
-        return None
-    return hub_cache_dir(env) / f"models--{entry.checkpoint.replace('/', '--')}" / "snapshots" / entry.revision
-
-
-def hub_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The Hugging Face hub cache this environment uses (HF_HUB_CACHE, else HF_HOME/hub, else the default)."""
-    env = os.environ if environ is None else environ
-    return Path(env.get("HF_HUB_CACHE") or Path(env.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "hub")
+    return snapshot_dir(entry.checkpoint, entry.revision, environ)
 
 
 def revision_check(entry: CheckpointEntry) -> str:

@@ -188,8 +188,8 @@ def publish_run(
     check (PublicCheckFailed names file:line for anything left). `trtmc` is the run's TRTMC checkout, `bundle_cache`
     where its bundles were kept (default: out/bundles), `server_urls` the servers the user named (a host that is not
     loopback is never written), `warn` what hears the check's warnings. The number of public text files scanned."""
+    from ..common.hub_paths import hub_cache_dir
     from ..common.scrub import known_secrets
-    from ..plan.hub_cache import hub_cache_dir
     from ..workloads.artifacts import restamp_prepared, workload_dir
 
     for workload in workloads.values():

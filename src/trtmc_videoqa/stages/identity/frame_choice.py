@@ -9,11 +9,10 @@ is there, the workload's own first policy is used, and the row says the family d
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...common.hub_paths import json_object
 from ...media.sampling import SamplingPolicy
 from ...plan.hub_cache import hub_snapshot
 
@@ -36,7 +35,7 @@ def frame_choice(entry: CheckpointEntry, workload: Workload) -> FrameChoice:
     snapshot = hub_snapshot(entry)
     for name in PROCESSOR_CONFIGS:
         path = snapshot / name if snapshot is not None else None
-        config = _read(path) if path is not None else None
+        config = json_object(path, MAX_CONFIG_BYTES) if path is not None else None
         policy, keys = _family_policy(config) if config is not None else (None, "")
         if policy is not None:
             where = f"{name} of {entry.checkpoint}@{(entry.revision or '?')[:12]}"
@@ -48,16 +47,6 @@ def frame_choice(entry: CheckpointEntry, workload: Workload) -> FrameChoice:
         f"the workload's policy {workload_policy.spec}: the family declares none (no video processor configuration "
         f"of {entry.checkpoint or 'the checkpoint'} at its pinned revision in the local hub cache)",
     )
-
-
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _count(value: object) -> int | None:
