@@ -10,15 +10,13 @@ import io
 import json
 import shutil
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 from doubles.toolchain import install_doubles
-from helpers import QUICK, eventually, qualify
+from helpers import QUICK, qualify
 from PIL import Image
 from test_task_declarations import FIXTURE, capable_tree
 
@@ -26,6 +24,7 @@ from trtmc_videoqa.aiperf.dataset import Prompt
 from trtmc_videoqa.inventory.request_template import SLOT, slots
 from trtmc_videoqa.inventory.task_requests import native_requests
 from trtmc_videoqa.media.frames import decode_frames, decode_timed_frames, rgb_sha256
+from trtmc_videoqa.reference import ReferenceServer
 from trtmc_videoqa.results import CheckpointEntry, NativeCapability, NativeRequest, ResultRow
 from trtmc_videoqa.stages.identity.compare import clip_request_problem, sent_fields
 from trtmc_videoqa.stages.identity.frame_choice import frame_choice
@@ -251,29 +250,6 @@ def test_a_capable_row_reaches_identity_with_every_frame_in_order(capable_run: P
     assert f"Frames sent: {identity.sampling}" in report  # the report says whose sampling, too
 
 
-@contextmanager
-def _served(app: object) -> Iterator[str]:
-    """An ASGI app on a loopback port, in a thread of this process, while the block runs; its base URL."""
-    import socket
-    import threading
-
-    import uvicorn
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
-    server = uvicorn.Server(uvicorn.Config(app, log_config=None, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        assert eventually(lambda: server.started or not thread.is_alive()) and server.started
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        sock.close()
-
-
 def test_the_double_refuses_frames_whose_times_go_back(tmp_path: Path) -> None:
     """The perf_serving double checks order, so a held identity means the frames arrived in order."""
     from starlette.applications import Starlette
@@ -289,8 +265,8 @@ def test_the_double_refuses_frames_whose_times_go_back(tmp_path: Path) -> None:
     body = video_task_body(request, prompt, clip, max_tokens=8)
     (tmp_path / "records.jsonl").touch()
     app = Starlette(routes=[video_task_route(tmp_path / "records.jsonl", tmp_path)])
-    with _served(app) as url:
-        route = url + "/v1/tasks/answer_video"
+    with ReferenceServer(app=app) as server:  # its socket and uvicorn, serving the double's route alone
+        route = server.url + "/v1/tasks/answer_video"
         good = httpx.post(route, json=body, headers={"X-Request-ID": "r1"}, timeout=60)
         assert good.status_code == 200 and good.json()["text"]
         video = body["request"]["messages"][0]["content"][1]

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import uvicorn
 
@@ -21,6 +22,9 @@ from ..common.atomic_write import write_text_atomic
 from .app import create_app
 from .cli_args import argv_from_config
 from .config import ReferenceConfig, check_loopback
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
 
 STARTUP_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 10.0
@@ -55,11 +59,11 @@ def write_url_file(path: Path, url: str) -> None:
     write_text_atomic(path, url + "\n", make_parents=False)
 
 
-def _uvicorn_server(config: ReferenceConfig) -> uvicorn.Server:
+def _uvicorn_server(config: ReferenceConfig, app: ASGIApp | None = None) -> uvicorn.Server:
     # No logging config and no access log: library code prints nothing; warnings reach stderr via logging.
     return uvicorn.Server(
         uvicorn.Config(
-            create_app(config),
+            app if app is not None else create_app(config),
             log_config=None,
             log_level="warning",
             access_log=False,
@@ -76,8 +80,10 @@ class ReferenceServer:
     use ``argv_for_subprocess`` for that.
     """
 
-    def __init__(self, config: ReferenceConfig | None = None) -> None:
+    def __init__(self, config: ReferenceConfig | None = None, app: ASGIApp | None = None) -> None:
+        """`app`: another ASGI app to serve the same way (a test double built on this one's); default its own."""
         self.config = config or ReferenceConfig()
+        self.app = app
         self._socket: socket.socket | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -91,7 +97,7 @@ class ReferenceServer:
 
     def start(self) -> ReferenceServer:
         self._socket = bind_socket(self.config)
-        self._server = _uvicorn_server(self.config)
+        self._server = _uvicorn_server(self.config, self.app)
         self._thread = threading.Thread(
             target=self._server.run,
             kwargs={"sockets": [self._socket]},
@@ -129,12 +135,15 @@ class ReferenceServer:
         self.stop()
 
 
-def serve(config: ReferenceConfig, on_listening: Callable[[str], None] | None = None) -> int:
-    """Serve in the foreground until interrupted (SIGINT/SIGTERM stop it gracefully); returns the exit code."""
+def serve(
+    config: ReferenceConfig, on_listening: Callable[[str], None] | None = None, app: ASGIApp | None = None
+) -> int:
+    """Serve in the foreground until interrupted (SIGINT/SIGTERM stop it gracefully); returns the exit code.
+    `app`: another ASGI app to serve on the config's host and port (a test double built on this one's)."""
     sock = bind_socket(config)
     try:
         url = socket_url(sock)
-        server = _uvicorn_server(config)
+        server = _uvicorn_server(config, app)
         if config.url_file is not None:
             write_url_file(config.url_file, url)
         if on_listening is not None:
