@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -159,10 +158,8 @@ def test_runner_ends_the_whole_group_past_its_wall_limit(tmp_path: Path) -> None
         f"import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; "
         f"time.sleep(60)']); open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)"
     )
-    start = time.monotonic()
     outcome = run_with_wall_limit([sys.executable, "-c", script], wall_limit_s=1.5, log_path=tmp_path / "log")
-    # Ended by the 1.5 s limit, not by the script's own 60 s: the bound is a hang guard, far above the limit.
-    assert outcome.timed_out and time.monotonic() - start < 30
+    assert outcome.timed_out  # ended by the 1.5 s limit: a script left to its own 60 s ends untimed
     child = int(pid_file.read_text())
 
     def gone() -> bool:  # gone (or a zombie awaiting its reaper), never left running

@@ -189,12 +189,10 @@ def _peak_mib(call: Callable[[], Any]) -> tuple[Any, float]:
 
 def test_a_gzip_bomb_stops_at_the_cap_and_the_failure_names_it() -> None:
     with RawServer(lambda n, request: gzip_bomb(1024)) as bomb:  # 1 GiB inflated, about 1 MB on the wire
-        started = time.monotonic()
         result, peak = _peak_mib(lambda: capability(bomb.url))
     assert not result.accepted and result.http_status is None
     assert "16 MiB once decoded (--max-response-bytes" in result.detail, result.detail
-    assert peak < 64, f"{peak:.0f} MiB held for a 16 MiB cap"
-    assert time.monotonic() - started < 20
+    assert peak < 64, f"{peak:.0f} MiB held for a 16 MiB cap"  # stopped at the cap, never inflated it all
 
 
 def test_a_plain_answer_longer_than_the_cap_is_refused_naming_the_option() -> None:

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import QUICK, row, unrecorded_aiperf_stage
+from helpers import QUICK, eventually, row, unrecorded_aiperf_stage
 
 from trtmc_videoqa.aiperf.runner import ADDRESS_SPACE_HEADROOM, run_with_wall_limit
 from trtmc_videoqa.common import child_groups
@@ -74,15 +74,6 @@ def _carrying(token: str) -> list[int]:
     return found
 
 
-def _gone_within(check, seconds: float) -> float:
-    """Seconds until check() is empty; fails after `seconds`."""
-    start = time.monotonic()
-    while check():
-        assert time.monotonic() - start < seconds, check()
-        time.sleep(0.05)
-    return time.monotonic() - start
-
-
 def _start_tool(out: Path, marked_by: str = "env") -> tuple[subprocess.Popen[str], int, str, int]:
     tool = subprocess.Popen([sys.executable, "-c", TOOL, str(out), marked_by], stdout=subprocess.PIPE, text=True)
     assert tool.stdout is not None
@@ -99,8 +90,8 @@ def test_kill_9_of_the_tool_ends_every_group_it_registered(tmp_path: Path) -> No
     assert f"group {pgid} " in (tmp_path / "out" / LOCK_NAME).read_text()  # recorded with the lock
     tool.kill()  # SIGKILL: no finally of the tool runs
     tool.wait()
-    assert _gone_within(lambda: _carrying(token), 5.0) < 5.0
-    assert _gone_within(lambda: [watcher] if Path(f"/proc/{watcher}").exists() else [], 5.0) < 5.0
+    assert eventually(lambda: not _carrying(token)), _carrying(token)  # every process of the run ends on its own
+    assert eventually(lambda: not Path(f"/proc/{watcher}").exists())  # and so does the watcher
 
 
 @pytest.mark.parametrize("marked_by", ["env", "log"])
@@ -246,12 +237,12 @@ def test_kill_9_during_aiperf_leaves_no_process_and_a_re_run_counts_only_its_own
         assert len(_processes_of(groups)) >= 5  # the reference server and AIPerf's services
         tool.kill()  # kill -9 of the tool alone: its children are in groups of their own
         tool.wait()
-        waited = _gone_within(lambda: _processes_of(groups), 8.0)
+        ended = eventually(lambda: not _processes_of(groups))  # on their own: the run's watcher ends its groups
     finally:
         if tool.poll() is None:
             tool.kill()
             tool.wait()
-    assert waited < 8.0
+    assert ended, _processes_of(groups)
     again = subprocess.run([*argv], capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     measured = row(out, PROFILE)
