@@ -180,6 +180,14 @@ def _gap(profile: str, reason: str, evidence: str) -> ResultRow:
     return _trtmc(profile, "unsupported", verdict="image-only", status_reason=reason, status_evidence=[evidence])
 
 
+def _one_row_report(row: ResultRow) -> Report:
+    """A report of this row alone, rendered without any folder."""
+    return Report(
+        title="t", generated_by="g", sources=[], reference_self_test=False, group=group_line([row]), rows=[row],
+        counts={},
+    )  # fmt: skip
+
+
 def _report(tmp_path: Path, rows: list[ResultRow]) -> Report:
     return build_report([_write(tmp_path / "run", rows)])
 
@@ -319,15 +327,7 @@ def _ran(status: str = "endpoint-qualified", **extra) -> ResultRow:
 
 def test_a_task_time_the_server_did_not_report_is_said_and_client_latency_stands_alone() -> None:
     row = _ran(timing_scope="not reported by this server")
-    report = Report(
-        title="t",
-        generated_by="g",
-        sources=[],
-        reference_self_test=False,
-        group=group_line([row]),
-        rows=[row],
-        counts={},
-    )
+    report = _one_row_report(row)
     markdown = render_markdown(report)
     assert "- server task time: not reported by this server; client latency stands alone" in markdown
     assert "Server task time (`" not in markdown
@@ -356,15 +356,7 @@ def _pair(question: str, chat: str, native: str) -> IdentityPair:
 def test_identity_is_shown_as_it_is_and_not_applicable_is_never_a_pass() -> None:
     reason = "no native route named (--native-url)"
     row = _ran(identity=IdentityCheck(verdict="not-applicable", reason=reason))
-    report = Report(
-        title="t",
-        generated_by="g",
-        sources=[],
-        reference_self_test=False,
-        group=group_line([row]),
-        rows=[row],
-        counts={},
-    )
+    report = _one_row_report(row)
     markdown = render_markdown(report)
     assert f"identity: not-applicable ({reason}); not a pass" in markdown
     table_row = next(line for line in markdown.splitlines() if line.startswith("| served |"))
@@ -402,15 +394,7 @@ def test_output_check_counts_and_examples_are_shown() -> None:
         passed=False, checked=8, by_outcome={"resolved": 6, "unparseable": 1, "cut-off": 1}, examples=examples
     )
     row = _ran(status="failed", failed_stage="output-check", output_check=check)
-    report = Report(
-        title="t",
-        generated_by="g",
-        sources=[],
-        reference_self_test=False,
-        group=group_line([row]),
-        rows=[row],
-        counts={},
-    )
+    report = _one_row_report(row)
     markdown = render_markdown(report)
     assert "- Output check: failed, 8 answer(s) checked: resolved 6, unparseable 1, cut-off 1" in markdown
     assert "  - unparseable: `q0.forward.r00` (question q0, clip forward): `zebra | banana`" in markdown
@@ -506,10 +490,7 @@ def test_the_questions_show_as_a_grid_a_time_blind_model_right_forward_and_wrong
         "first",
     ]
     assert (grid.both.right, grid.both.pairs) == (3, 7)  # colour's three repeats; direction 0 of 3; first 0 of 1
-    report = Report(
-        title="t", generated_by="g", sources=[], reference_self_test=False, group=group_line([row]), rows=[row],
-        counts={},
-    )  # fmt: skip
+    report = _one_row_report(row)
     markdown = render_markdown(report)
     assert "| direction | ✓ A ×3 · accepted A | ✗ A ×3 · accepted B | ✗ 0/3 |" in markdown
     assert "| colour | ✓ B ×3 · accepted B | ✓ C ×3 · accepted C | ✓ 3/3 |" in markdown
@@ -524,10 +505,7 @@ def test_the_questions_show_as_a_grid_a_time_blind_model_right_forward_and_wrong
 
 def test_the_summary_is_short_and_the_stage_story_moves_to_the_rows_section() -> None:
     row = _time_blind()
-    report = Report(
-        title="t", generated_by="g", sources=[], reference_self_test=False, group=group_line([row]), rows=[row],
-        counts={},
-    )  # fmt: skip
+    report = _one_row_report(row)
     markdown = render_markdown(report)
     cells = [
         cell.strip()
@@ -550,10 +528,7 @@ def test_the_summary_is_short_and_the_stage_story_moves_to_the_rows_section() ->
 
 def test_latency_is_a_distribution_in_the_page_and_percentiles_in_the_markdown() -> None:
     row = _time_blind()
-    report = Report(
-        title="t", generated_by="g", sources=[], reference_self_test=False, group=group_line([row]), rows=[row],
-        counts={},
-    )  # fmt: skip
+    report = _one_row_report(row)
     markdown = render_markdown(report)
     assert "  - client end-to-end (AIPerf): p50 47.0 ms, p90 54.0 ms, p99 – (needs n≥100), n=9" in markdown
     assert "  - server task time: p50 35.0 ms, p90 40.0 ms, p99 – (needs n≥100), n=9" in markdown
