@@ -57,9 +57,6 @@ ENDPOINT_NATIVE_REQUEST = NativeRequest(
     evidence=None,
 )
 ENDPOINT_REQUEST_SOURCE = "perf_serving's request shape, taken for the --native-url server (no task adapter to read)"
-# Fields the identity check fills, besides the clip and the prompt: greedy, with the run's token limit.
-_GREEDY = GREEDY_FIELDS
-_TOKEN_LIMIT = TOKEN_LIMIT_FIELD
 _EXCERPT = 200
 _SHOWN = 120
 _REQUEST_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
@@ -153,9 +150,9 @@ def native_body(
         values[request.clip_field] = {"$file": {"suffix": clip.suffix, "b64": data}}
     if request.prompt_field is not None:
         values[request.prompt_field] = prompt.text
-    if _TOKEN_LIMIT in fields:
-        values[_TOKEN_LIMIT] = max_tokens
-    values.update({name: value for name, value in _GREEDY.items() if name in fields})
+    if TOKEN_LIMIT_FIELD in fields:
+        values[TOKEN_LIMIT_FIELD] = max_tokens
+    values.update({name: value for name, value in GREEDY_FIELDS.items() if name in fields})
     return {"request": values}
 
 
@@ -165,7 +162,7 @@ def sent_fields(request: NativeRequest) -> list[str]:
         return sorted(request.template)
     fields = set(request.fields)
     named = {request.clip_field, request.prompt_field} - {None}
-    filled = {name for name in (_TOKEN_LIMIT, *_GREEDY) if name in fields}
+    filled = {name for name in (TOKEN_LIMIT_FIELD, *GREEDY_FIELDS) if name in fields}
     return sorted({name for name in named if name is not None} | filled)
 
 
