@@ -20,7 +20,8 @@ from trtmc_videoqa.aiperf.command import (
 from trtmc_videoqa.aiperf.dataset import Prompt, input_file_lines, plan_requests
 from trtmc_videoqa.aiperf.exports import read_client_records, scrub_exports
 from trtmc_videoqa.aiperf.locate import AiperfProblem, locate_aiperf
-from trtmc_videoqa.aiperf.runner import run_with_wall_limit
+from trtmc_videoqa.common.processes import run_in_group
+from trtmc_videoqa.common.shell_quoting import reproducible_command
 from trtmc_videoqa.stages.stats import latency_stats, min_samples, requests_per_second
 
 PROMPTS = [
@@ -76,6 +77,7 @@ def test_argv_sets_counts_timeout_and_hides_the_key_when_reproduced() -> None:
     config = key_config_yaml("/in.jsonl")
     assert "api_key: ${TRTMC_SERVE_TOKEN}" in config and "s3cret" not in config and 'path: "/in.jsonl"' in config
     assert API_KEY_PLACEHOLDER == "$TRTMC_SERVE_TOKEN"
+    assert reproducible_command(["aiperf", API_KEY_PLACEHOLDER, "$HOME"]) == "aiperf $TRTMC_SERVE_TOKEN '$HOME'"
     with pytest.raises(ValueError, match="config file"):
         profile_argv("/bin/aiperf", settings.model_copy(update={"config_file": None}))
     assert "--config" not in profile_argv("/bin/aiperf", settings.model_copy(update={"api_key": None}))
@@ -158,7 +160,7 @@ def test_runner_ends_the_whole_group_past_its_wall_limit(tmp_path: Path) -> None
         f"import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; "
         f"time.sleep(60)']); open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(60)"
     )
-    outcome = run_with_wall_limit([sys.executable, "-c", script], wall_limit_s=1.5, log_path=tmp_path / "log")
+    outcome = run_in_group([sys.executable, "-c", script], wall_limit_s=1.5, log_path=tmp_path / "log")
     assert outcome.timed_out  # ended by the 1.5 s limit: a script left to its own 60 s ends untimed
     child = int(pid_file.read_text())
 

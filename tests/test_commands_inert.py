@@ -23,9 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from trtmc_videoqa.aiperf.command import ESCAPED_NOTE, AiperfSettings, profile_argv, reproducible_command
+from trtmc_videoqa.aiperf.command import AiperfSettings, profile_argv
 from trtmc_videoqa.aiperf.dataset import Prompt, plan_requests, write_input_file
 from trtmc_videoqa.cli.main import main
+from trtmc_videoqa.common.shell_quoting import ESCAPED_NOTE, reproducible_command
 from trtmc_videoqa.rows.finish import NOT_RECORDED, command_file_text
 from trtmc_videoqa.stages.aiperf import HTTP_INPUTS_NOTE
 from trtmc_videoqa.trtmc.commands import Toolchain, build_argv, correctness_argv, server_argv

@@ -27,9 +27,10 @@ from pathlib import Path
 import pytest
 from helpers import QUICK, eventually, row, unrecorded_aiperf_stage
 
-from trtmc_videoqa.aiperf.runner import ADDRESS_SPACE_HEADROOM, run_with_wall_limit
+from trtmc_videoqa.aiperf.runner import run_with_wall_limit
 from trtmc_videoqa.common import child_groups
 from trtmc_videoqa.common.output_lock import LOCK_NAME, OutputBusy, OutputLock
+from trtmc_videoqa.common.processes import ADDRESS_SPACE_HEADROOM
 from trtmc_videoqa.plan.settings import MIB
 
 TOOL = textwrap.dedent(

@@ -11,14 +11,17 @@ another kind, so the file declares the same file dataset the flags name; the fla
 from __future__ import annotations
 
 import json
-import re
-import shlex
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-API_KEY_ENV = "TRTMC_SERVE_TOKEN"  # the variable AIPerf reads the key from, through its config file
-API_KEY_PLACEHOLDER = f"${API_KEY_ENV}"
+from ..common.scrub import SERVER_TOKEN_ENV
+
+# Its old home: cli/run_tools.py and cli/compare.py still import it from here.
+from ..common.shell_quoting import reproducible_command  # noqa: F401
+
+API_KEY_ENV = SERVER_TOKEN_ENV  # the variable AIPerf reads the key from, through its config file: the server's own
+API_KEY_PLACEHOLDER = f"${API_KEY_ENV}"  # in common/shell_quoting.py's SECRET_PLACEHOLDERS
 
 
 class AiperfSettings(BaseModel):
@@ -104,48 +107,6 @@ def key_config_yaml(input_file: str) -> str:
 def key_environment(settings: AiperfSettings) -> dict[str, str]:
     """The variable that carries the key to AIPerf (empty when the run has none)."""
     return {API_KEY_ENV: settings.api_key} if settings.api_key else {}
-
-
-# What a recorded value may not hold as it is: C0 and C1 controls (a newline or carriage return ends the line and
-# lets the rest of the value be read as a command of its own), DEL, the line and paragraph separators, and the
-# bidirectional and invisible formatting characters (which make the line read otherwise than it runs).
-UNSAFE_IN_COMMAND = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200b-\u200f\u2060-\u2064\ufeff\ud800-\udfff]"
-)
-ESCAPED_NOTE = (
-    "# a value holds a line break, control or invisible character: it is written in bash's $'...' quoting, so the"
-    " command stays one line and bash passes the value as it was"
-)
-_ANSI_C = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _ansi_c_quoted(part: str) -> str:
-    """`part` in bash's $'...' quoting, every character UNSAFE_IN_COMMAND matches written as an escape."""
-    out = []
-    for char in part:
-        if char in _ANSI_C:
-            out.append(_ANSI_C[char])
-        elif 0xDC80 <= ord(char) <= 0xDCFF:  # a byte of a file name that is not UTF-8 (surrogateescape): that byte
-            out.append(f"\\x{ord(char) - 0xDC00:02x}")
-        elif UNSAFE_IN_COMMAND.match(char):
-            out.append(f"\\x{ord(char):02x}" if ord(char) < 0x80 else f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return "$'" + "".join(out) + "'"
-
-
-def quoted(part: str) -> str:
-    """One argument as a shell reads it back: shlex's quoting, or bash's $'...' where the value holds a character
-    no line of command.txt may hold."""
-    return _ansi_c_quoted(part) if UNSAFE_IN_COMMAND.search(part) else shlex.quote(part)
-
-
-def reproducible_command(argv: list[str]) -> str:
-    """For command.txt and reports: one line, each argument quoted so the shell passes it back exactly (a
-    placeholder, never a secret, left for the shell to expand). A value with a line break or control character is
-    written in $'...' quoting, with a note line before the command that says so: no value can start a line."""
-    line = " ".join(API_KEY_PLACEHOLDER if part == API_KEY_PLACEHOLDER else quoted(part) for part in argv)
-    return f"{ESCAPED_NOTE}\n{line}" if any(UNSAFE_IN_COMMAND.search(part) for part in argv) else line
 
 
 def artifact_path(settings: AiperfSettings, name: str) -> Path:

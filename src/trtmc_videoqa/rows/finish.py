@@ -10,12 +10,12 @@ import itertools
 import re
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..aiperf.command import UNSAFE_IN_COMMAND
 from ..aiperf_qual.execution_file import write_execution
 from ..aiperf_qual.verdicts import with_verdict
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.pins import tool_versions
 from ..common.scrub import known_secrets, scrub_secrets
+from ..common.shell_quoting import UNSAFE_IN_COMMAND
 from ..machine.provenance import hardware_provenance
 from ..results import Mode, Provenance, QualificationStatus, ResultRow, StageName, StageResult
 from ..results.layout import CAPABILITY_FILE, COMMAND_FILE, IDENTITY_FILE, RESULT_FILE
@@ -182,7 +182,7 @@ def finish_row(job: QualifyJob, row: ResultRow, commands: dict[str, str]) -> Res
 
 # command.txt: a section per command, in order: its marker `# NAME` on a line of its own, the notes we wrote
 # (`# ...`), then exactly one command line, which never starts with `#`. No value can start a line (a recorded value
-# holds no line break: aiperf/command.py's quoting), so no value can forge a marker, and the first line after a
+# holds no line break: common/shell_quoting.py's quoting), so no value can forge a marker, and the first line after a
 # marker that does not start with `#` is that section's command: docs/public-evidence.md's recipe picks it so.
 COMMAND_FILE_HEADER = (
     "# The commands that made this row, a section each: '# NAME', its notes, then one command line. Pick one with\n"

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..aiperf.command import AiperfSettings, key_config_yaml, key_environment, profile_argv, reproducible_command
+from ..aiperf.command import AiperfSettings, key_config_yaml, key_environment, profile_argv
 from ..aiperf.dataset import Prompt, RequestPlan, plan_requests, write_input_file
 from ..aiperf.exports import ClientRecord, read_client_records, scrub_export_file, scrub_exports
 from ..aiperf.progress import AiperfCount
@@ -30,6 +30,7 @@ from ..aiperf.tokenizer import aiperf_environment
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.progress import watching
 from ..common.scrub import known_secrets
+from ..common.shell_quoting import reproducible_command
 from ..machine.gpu import gpu_busy_percent
 from ..plan.settings import RunSettings
 from ..results import RequestRow, StageResult, StageStatus

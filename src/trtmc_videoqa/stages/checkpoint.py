@@ -27,14 +27,14 @@ def run_step(
     argv: list[str], *, log: Path, timeout_s: float, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> tuple[int | None, float]:
     """(exit code, or None when it overstayed its wall limit; wall seconds)."""
-    from ..aiperf.runner import run_with_wall_limit
+    from ..common.processes import run_in_group
 
-    outcome = run_with_wall_limit(argv, wall_limit_s=timeout_s, log_path=log, cwd=cwd, env=env)
-    return (None if outcome.timed_out else outcome.exit_code), outcome.wall_s
+    run = run_in_group(argv, wall_limit_s=timeout_s, log_path=log, cwd=cwd, env=env)
+    return (None if run.timed_out else run.exit_code), run.wall_s
 
 
 def redacted(argv: list[str]) -> str:
     """The command as a row records it: one shell-quoted line, secrets as placeholders."""
-    from ..aiperf.command import reproducible_command
+    from ..common.shell_quoting import reproducible_command
 
     return reproducible_command(argv)

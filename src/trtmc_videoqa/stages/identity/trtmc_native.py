@@ -9,8 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...aiperf.command import reproducible_command
 from ...aiperf_qual.execution import EVIDENCE
+from ...common.shell_quoting import reproducible_command
 from ...results import IdentityAnswer, IdentityCheck, ServingMechanics
 from ...results.layout import PRIVATE_DIR
 from ...trtmc.commands import (

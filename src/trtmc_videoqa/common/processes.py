@@ -1,0 +1,138 @@
+"""Run a command under our own wall limit, in its own process group, ending the whole group when it overstays.
+
+What TRTMC's commands (build, correctness) and the AIPerf client (aiperf/runner.py) share. A command that spawns
+processes of its own (AIPerf starts about seven, and its controller can hang on SIGINT) is ended as a group: SIGTERM,
+then SIGKILL; our own Ctrl-C ends the group too before it is passed on. The group is registered with
+`child_groups`, so it dies with the tool even after `kill -9` of the tool.
+
+An optional memory limit bounds the group from outside: a sampler sums the proportional set size of every process of
+the group twice a second and ends the group at the limit, and each process gets an address-space limit (RLIMIT_AS)
+of the limit plus ADDRESS_SPACE_HEADROOM as a backstop against a spike between two samples (an idle AIPerf service
+maps about 3.6 GB of address space, mostly libraries, and uses a tenth of it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import child_groups
+from .atomic_write import open_for_writing
+from .stop_signals import stop_signals_ignored
+
+GRACE_S = 10.0
+SAMPLE_S = 0.5  # how often the group's memory is summed
+ADDRESS_SPACE_HEADROOM = 8 << 30  # each process's RLIMIT_AS is the group's memory limit plus this
+
+
+@dataclass(frozen=True)
+class GroupRun:
+    """How a command run in its own group ended."""
+
+    exit_code: int | None  # None where it gave none (ended by us)
+    timed_out: bool  # ended at its wall limit
+    wall_s: float
+    memory_exceeded: bool = False  # ended past its memory limit
+    peak_memory_bytes: int = 0  # the most the group held at a sample (0 without a memory limit: none taken)
+
+
+def run_in_group(
+    argv: list[str],
+    *,
+    wall_limit_s: float,
+    log_path: Path,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    memory_limit_bytes: int | None = None,
+) -> GroupRun:
+    """`argv` in a process group of its own, its stdout and stderr to `log_path`, ended at its wall limit (and its
+    memory limit, when one is given); nothing of its group outlives this call."""
+    start = time.monotonic()
+    with open_for_writing(log_path) as log:
+        process = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            env=child_groups.child_environment(env),
+            start_new_session=True,
+        )
+        child_groups.register(process.pid)
+        if memory_limit_bytes:
+            _limit_address_space(process.pid, memory_limit_bytes + ADDRESS_SPACE_HEADROOM)
+        try:
+            ended, peak = _wait(process, wall_limit_s, memory_limit_bytes)
+            if ended == "memory":  # no grace while memory grows: the whole group at once
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            elif ended is not None:
+                _end_group(process)
+            exit_code = process.returncode
+        except BaseException:  # Ctrl-C or a crash of ours: leave no orphaned group behind
+            # A second Ctrl-C (or SIGTERM) while the group is being ended must not leave it half-ended.
+            with stop_signals_ignored():
+                _end_group(process)
+            raise
+        finally:
+            # The main process may be gone while children linger: end the rest of the group, and wait (a second at
+            # most) until none of it is left, so nothing of it outlives this call.
+            child_groups.end_groups({process.pid: 0}, grace_s=0.0)
+            child_groups.unregister(process.pid)
+    return GroupRun(
+        exit_code=exit_code,
+        timed_out=ended == "timed-out",
+        wall_s=time.monotonic() - start,
+        memory_exceeded=ended == "memory",
+        peak_memory_bytes=peak,
+    )
+
+
+def _end_group(process: subprocess.Popen[bytes]) -> None:
+    for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, GRACE_S)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _wait(process: subprocess.Popen[bytes], wall_limit_s: float, memory_limit: int | None) -> tuple[str | None, int]:
+    """Wait for the process: ("timed-out" | "memory" | None when it exited, the peak group memory sampled)."""
+    if not memory_limit:
+        try:
+            process.wait(timeout=wall_limit_s)
+            return None, 0
+        except subprocess.TimeoutExpired:
+            return "timed-out", 0
+    deadline, peak = time.monotonic() + wall_limit_s, 0
+    while True:
+        try:
+            process.wait(timeout=max(0.0, min(SAMPLE_S, deadline - time.monotonic())))
+            return None, peak
+        except subprocess.TimeoutExpired:
+            used = child_groups.group_memory(process.pid)
+            peak = max(peak, used)
+            if used > memory_limit:
+                return "memory", peak
+            if time.monotonic() >= deadline:
+                return "timed-out", peak
+
+
+def _limit_address_space(pid: int, limit: int) -> None:
+    """RLIMIT_AS of the process (its children inherit it); never above the hard limit it already has."""
+    with contextlib.suppress(OSError, ValueError):
+        _, hard = resource.prlimit(pid, resource.RLIMIT_AS)
+        value = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        resource.prlimit(pid, resource.RLIMIT_AS, (value, hard))
