@@ -57,6 +57,18 @@ def test_the_qualification_key_and_argv() -> None:
     assert dagger_plan.bundle_volume(PINS, "90") == f"trtmc-videoqa-bundles-{PINS.trtmc.commit[:12]}-sm90"
 
 
+def test_the_plan_s_transport_choices_are_the_transport_table_s() -> None:
+    """dagger_plan.py may import only common/ and results/layout.py, so it keeps a copy of --video-transport's
+    choices: held equal to results/transports.py here, as is the Dagger module's word for the parameter."""
+    from trtmc_videoqa.results.transports import CHOICES, DEFAULT_CHOICE
+
+    assert tuple(CHOICES) == dagger_plan.VIDEO_TRANSPORTS
+    assert dagger_plan.DEFAULT_VIDEO_TRANSPORT == DEFAULT_CHOICE
+    module = (REPO / "src" / "trtmc_videoqa" / "dagger_module.py").read_text()
+    doc = next(line for line in module.splitlines() if line.startswith("Transport = "))
+    assert all(choice in doc for choice in CHOICES) and f"{DEFAULT_CHOICE} (default)" in doc
+
+
 def test_labels_say_whether_the_base_is_pinned() -> None:
     for name, image in PINS.images.items():
         labels = dagger_plan.image_labels(name, image, PINS)

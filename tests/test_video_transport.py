@@ -10,19 +10,32 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from helpers import QUICK, qualify, reference, row, run_main
 from shared_runs import NUM_FRAMES, SharedRun, with_extra_body
 
 from trtmc_videoqa.aiperf.dataset import input_file_lines, plan_requests
-from trtmc_videoqa.plan.settings import RunSettings
+from trtmc_videoqa.plan.settings import Flag, RunSettings
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, FaultKnobs, ReferenceConfig, ReferenceServer
 from trtmc_videoqa.reference.video_url import DATA_URL_REFUSAL
 from trtmc_videoqa.report.html import render_html
 from trtmc_videoqa.report.junit import render_junit
 from trtmc_videoqa.report.markdown import render_markdown
 from trtmc_videoqa.results import Report, ResultRow, StageResult, TransportAttempt
+from trtmc_videoqa.results.transports import (
+    CHOICES,
+    DEFAULT_CHOICE,
+    FALLBACK_TRANSPORT,
+    TRANSPORTS,
+    TransportChoice,
+    VideoTransport,
+    body_limit_checked,
+    needs_clip_server,
+    over_body_limit_refused,
+    used_transport,
+)
 from trtmc_videoqa.serving.clip_server import ClipServer, ServedFile
 from trtmc_videoqa.stages.capability import CapabilityRequest, check_over_transports, clip_routes, clip_urls
 from trtmc_videoqa.stages.prompts import workload_prompts
@@ -39,6 +52,24 @@ def records(path: Path) -> list[dict]:
 
 def endpoint(url: str, out: Path, *extra: str):
     return qualify("--endpoint", url, "--model", MODEL, *QUICK, "--out", str(out), *extra)
+
+
+# --- the one table -----------------------------------------------------------------------------------------------
+
+
+def test_one_table_holds_every_transport_and_every_choice() -> None:
+    """results/transports.py: its rows are the types' values, each choice tries transports of it, the option's help
+    is its words, and what a choice needs (a clip server, the body limit) is read off its tries."""
+    assert tuple(TRANSPORTS) == get_args(VideoTransport) and tuple(CHOICES) == get_args(TransportChoice)
+    assert all(transport in TRANSPORTS for choice in CHOICES.values() for transport in choice.tries)
+    assert all(row.instead != name for name, row in TRANSPORTS.items())
+    assert RunSettings().video_transport == DEFAULT_CHOICE == next(iter(CHOICES))
+    assert used_transport(None) == FALLBACK_TRANSPORT and used_transport("http") == "http"
+    flag = next(m for m in RunSettings.model_fields["video_transport"].metadata if isinstance(m, Flag))
+    assert flag.choices == {name: choice.help for name, choice in CHOICES.items()}
+    assert [c for c in CHOICES if needs_clip_server(c)] == ["http", "auto"]
+    assert [c for c in CHOICES if body_limit_checked(c)] == ["data-url", "auto"]
+    assert [c for c in CHOICES if over_body_limit_refused(c)] == ["data-url"]
 
 
 # --- the capability check over transports, without AIPerf --------------------------------------------------------
@@ -164,7 +195,7 @@ def test_the_body_limit_holds_for_data_urls_only(capsys: pytest.CaptureFixture[s
     refused = run_main(capsys, *args, "--dry-run")
     assert refused.returncode == 2 and "--video-transport http" in refused.stderr
     http = run_main(capsys, *args, "--dry-run", "--video-transport", "http")
-    assert http.returncode == 0 and "video transport: http" in http.stdout
+    assert http.returncode == 0 and f"video transport: http ({CHOICES['http'].dry_run})" in http.stdout
     auto = run_main(capsys, *args, "--dry-run", "--video-transport", "auto")
     assert auto.returncode == 0 and "note: workload 'synthetic': clip 'forward' as a data URL" in auto.stdout
     assert "its data-url try is not sent, http is tried" in auto.stdout

@@ -71,7 +71,8 @@ def plan_requests(
 ) -> RequestPlan:
     """Warmup rows (real requests, kept apart) cycle over the prompts; then every prompt `repeats` times.
 
-    `videos` maps a clip id to the URL its rows carry instead of the clip's path (the http transport)."""
+    `videos` maps a clip id to the URL its rows carry instead of the clip's path: a transport that carries the clip
+    by URL (results/transports.py; stages/capability.py's `aiperf_videos`)."""
     if not prompts:
         raise ValueError("a request plan needs at least one prompt")
     if repeats < 1 or warmup < 0:

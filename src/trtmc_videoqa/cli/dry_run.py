@@ -8,23 +8,18 @@ from typing import TYPE_CHECKING
 from ..common.errors import EXIT_OK, BadInput
 from ..common.text_escape import one_line, shown_name
 from ..results import STAGE_ORDER
+from ..results.transports import CHOICES
 
 if TYPE_CHECKING:
     from ..workloads import Workload
     from .requests import QualifyRequest
-
-_TRANSPORT_WORDS = {
-    "data-url": "each clip as a base64 data URL in the body",
-    "http": "each clip as an http URL of a loopback clip server this run starts",
-    "auto": "data-url first, http if the server refuses it (the first accepted kept for the row)",
-}
 
 
 def dry_run(request: QualifyRequest, workloads: list[Workload], notes: list[str]) -> int:
     """The plan the real run would follow, by the same rules (variant holds, unknown profiles refused)."""
     settings = request.settings
     print(f"workload(s): {', '.join(f'{shown_name(w.name)} ({w.digest[:12]})' for w in workloads)}")
-    print(f"video transport: {settings.video_transport} ({_TRANSPORT_WORDS[settings.video_transport]})")
+    print(f"video transport: {settings.video_transport} ({CHOICES[settings.video_transport].dry_run})")
     for note in notes:
         print(f"note: {one_line(note)}")
     for workload in workloads:

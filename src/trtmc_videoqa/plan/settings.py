@@ -10,6 +10,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..results import TransportChoice
+from ..results.transports import CHOICES
 
 MIB = 1 << 20
 
@@ -65,13 +66,5 @@ class RunSettings(BaseModel):
     )
     video_transport: Annotated[
         TransportChoice,
-        Flag(
-            "--video-transport",
-            choices={
-                "data-url": "base64 in the body, under --body-limit",
-                "http": "an http://127.0.0.1 URL of a clip server this run starts; no body limit",
-                "auto": "data-url first, then http if the capability check is refused; the first accepted is kept "
-                "for the row",
-            },
-        ),
+        Flag("--video-transport", choices={name: choice.help for name, choice in CHOICES.items()}),
     ] = Field(default="data-url", description="how requests carry the clip")

@@ -77,8 +77,7 @@ from .rows import (  # noqa: F401
     StageResult,
     StageStatus,
     TransportAttempt,
-    TransportChoice,
     UnreadableRow,
-    VideoTransport,
     json_schemas,
 )
+from .transports import TransportChoice, VideoTransport  # noqa: F401

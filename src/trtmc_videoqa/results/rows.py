@@ -9,6 +9,7 @@ from pydantic import Field
 from .base import _Model
 from .clips import ClipManifest, NoSampling, SamplingFacts
 from .inventory import Inventory, VariantKind
+from .transports import VideoTransport
 
 RESULT_SCHEMA: Final = "trtmc-videoqa.result/v1"
 REPORT_SCHEMA: Final = "trtmc-videoqa.report/v1"
@@ -47,10 +48,6 @@ StageName = Literal[
 STAGE_ORDER: tuple[str, ...] = StageName.__args__  # type: ignore[attr-defined]
 StageStatus = Literal["passed", "failed", "blocked", "skipped", "rejected", "not-run"]
 Mode = Literal["trtmc", "endpoint"]
-# How a request carries its clip: a base64 data URL in the body, or an http URL of our own loopback clip server.
-VideoTransport = Literal["data-url", "http"]
-# What --video-transport asks for: one of them, or auto (data-url first, then http, the first accepted kept).
-TransportChoice = Literal["data-url", "http", "auto"]
 
 
 class StageResult(_Model):

@@ -35,6 +35,7 @@ from ..machine.gpu import gpu_busy_percent
 from ..plan.settings import RunSettings
 from ..results import RequestRow, StageResult, StageStatus
 from ..results.layout import AIPERF_DIR, GUARD_FILE, PRIVATE_DIR
+from ..results.transports import TRANSPORTS, used_transport
 from ..serving.forward_proxy import GRACE_S, ForwardProxy, GuardTally
 from ..workloads import Workload
 from .capability import aiperf_videos
@@ -76,14 +77,14 @@ def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
     target, job = served(climb), row.job
     workload, settings = job.workload, job.settings
     max_tokens = settings.max_tokens or workload.spec.generation.max_tokens
-    transport = result.video_transport or "data-url"
+    transport = used_transport(result.video_transport)
     plan = result.plan = _plan(
         workload_prompts(workload), settings, max_tokens, workload, aiperf_videos(transport, job.clip_urls)
     )
     with _guard(row, climb, target) as guard:
         url = guard.url if guard else target.url
         run = run_aiperf(row, replace(target, url=url), plan, recorded_url=target.url if guard else None)
-    notes = (HTTP_INPUTS_NOTE if transport == "http" else "") + (GUARD_NOTE if guard else "")
+    notes = (HTTP_INPUTS_NOTE if TRANSPORTS[transport].by_url else "") + (GUARD_NOTE if guard else "")
     result.commands["aiperf"] = notes + run.command
     result.aiperf_exit, result.interrupted = run.outcome.exit_code, run.interrupted
     joined = join_requests(plan, run.clients, read_server_records(target.records), workload, max_tokens)

@@ -1,11 +1,10 @@
-"""The video transports: how a request carries its clip, and the capability check tried over them.
+"""The capability check tried over the video transports, and what a request carries by each.
 
-- `data-url` (the default): the clip's bytes as a base64 data URL in the body. AIPerf's input row names the clip's
-  path and AIPerf encodes it; the body must fit the server's body limit.
-- `http`: the clip's URL on the run's own loopback clip server (serving/clip_server.py), in AIPerf's row and in our
-  own chat bodies alike; AIPerf passes such a URL through unchanged. No body limit applies to the clip.
-- `auto`: the capability check tries data-url, then http on any refusal; the first accepted transport is the row's
-  for the rest of it (AIPerf, identity), and every try is evidence on the row.
+The transports, the choices of --video-transport and what each choice tries are one table, results/transports.py.
+Here: the routes and URLs of the run's loopback clip server (serving/clip_server.py), the video part of a chat body
+and of AIPerf's rows by transport (a data URL, or the clip's URL on that server), and the check: one request per
+transport the choice tries, in order, until one is accepted. The first accepted transport is the row's for the rest
+of it (AIPerf, identity), and every try is evidence on the row.
 
 When no transport is accepted, a refusal of the video content (a 4xx, see serving/capability.py) on any try makes
 the stage `rejected` (the row `unsupported`); otherwise the stage `failed`, naming each transport tried and, where
@@ -22,8 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..aiperf.dataset import Prompt
 from ..common.atomic_write import write_model_atomic
-from ..results import StageResult, StageStatus, TransportAttempt, TransportChoice, VideoTransport
+from ..results import StageResult, StageStatus, TransportAttempt, VideoTransport
 from ..results.layout import CAPABILITY_FILE
+from ..results.transports import CHOICES, TRANSPORTS
+from ..results.transports import needs_clip_server as needs_clip_server  # re-exported: cli/run_tools.py asks it here
 from ..serving.clip_server import ServedFile
 from .prompts import workload_prompts
 from .protocol import Climb, RowJob, Stop, measuring, recorded, served
@@ -32,17 +33,6 @@ if TYPE_CHECKING:
     from ..plan.settings import RunSettings
     from ..serving.capability import CapabilityResult
     from ..workloads import Workload
-
-TRIED: dict[TransportChoice, tuple[VideoTransport, ...]] = {
-    "data-url": ("data-url",),
-    "http": ("http",),
-    "auto": ("data-url", "http"),
-}
-OTHER: dict[VideoTransport, VideoTransport] = {"data-url": "http", "http": "data-url"}
-
-
-def needs_clip_server(choice: TransportChoice) -> bool:
-    return "http" in TRIED[choice]
 
 
 def clip_route(workload: Workload, clip_id: str) -> str:
@@ -66,9 +56,9 @@ def clip_urls(base_url: str, workload: Workload) -> dict[str, str]:
 
 def chat_video_url(transport: VideoTransport, prompt: Prompt, urls: dict[str, str]) -> str:
     """What a chat body's video part carries: the clip as a data URL, or its http URL (ClipError, OSError)."""
-    if transport == "http":
+    if TRANSPORTS[transport].by_url:
         if prompt.clip_id not in urls:
-            raise ValueError(f"no clip server URL for clip {prompt.clip_id!r}: the http transport needs one")
+            raise ValueError(f"no clip server URL for clip {prompt.clip_id!r}: the {transport} transport needs one")
         return urls[prompt.clip_id]
     from ..media.payload import video_data_url  # PyAV comes with it
 
@@ -77,7 +67,7 @@ def chat_video_url(transport: VideoTransport, prompt: Prompt, urls: dict[str, st
 
 def aiperf_videos(transport: VideoTransport, urls: dict[str, str]) -> dict[str, str]:
     """Clip id -> what AIPerf's `video` field carries instead of the clip's path: the http URLs, or nothing."""
-    return dict(urls) if transport == "http" else {}
+    return dict(urls) if TRANSPORTS[transport].by_url else {}
 
 
 @dataclass
@@ -129,7 +119,7 @@ def check_over_transports(request: CapabilityRequest, settings: RunSettings, row
     accepted; capability.json holds the decisive try and every attempt."""
     outcome = CapabilityOutcome(stage=StageResult(name="capability", status="failed"))
     sent: list[CapabilityResult] = []
-    for transport in TRIED[settings.video_transport]:
+    for transport in CHOICES[settings.video_transport].tries:
         result, not_sent = _try(request, transport, settings)
         if result is None:
             outcome.attempts.append(TransportAttempt(transport=transport, accepted=False, detail=not_sent))
@@ -194,7 +184,7 @@ def _stage(outcome: CapabilityOutcome, sent: list[CapabilityResult]) -> StageRes
         detail = f"{attempt.detail} (video as {attempt.transport})"
         refusal = next((r for r in sent if r.transport_refused), None)
         if refusal is not None and refusal.video_transport is not None:
-            other = OTHER[refusal.video_transport]
+            other = TRANSPORTS[refusal.video_transport].instead
             detail = (
                 f"the server could not take the clip as {refusal.video_transport}: {attempt.detail}; this transport "
                 f"failed, not video as such: try --video-transport {other} (or auto, which tries both)"

@@ -22,6 +22,7 @@ from ...results import (
     StageResult,
     VideoTransport,
 )
+from ...results.transports import used_transport
 from ..prompts import workload_prompts
 from ..protocol import Climb, EndpointRow, Stop, measuring, recorded, served
 
@@ -114,7 +115,7 @@ def endpoint_identity_stage(row: EndpointRow, climb: Climb) -> Climb | Stop:
     identity.json written."""
     climb, result = measuring(climb)
     target = served(climb)
-    transport = result.video_transport or "data-url"
+    transport = used_transport(result.video_transport)
     check = endpoint_identity(
         row.job, url=target.url, model=target.model, native_url=row.native_url, transport=transport
     )

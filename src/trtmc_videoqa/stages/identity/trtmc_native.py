@@ -13,6 +13,7 @@ from ...aiperf_qual.execution import EVIDENCE
 from ...common.shell_quoting import reproducible_command
 from ...results import IdentityAnswer, IdentityCheck, ServingMechanics
 from ...results.layout import PRIVATE_DIR
+from ...results.transports import used_transport
 from ...trtmc.commands import (
     PERF_SERVING_PACKAGE,
     PERF_SERVING_ROOT,
@@ -46,7 +47,7 @@ def trtmc_identity(cp: Checkpoint, climb: Climb) -> Climb | Stop:
     the GPU); identity.json written."""
     climb, result = measuring(climb)
     target = served(climb)
-    chat = chat_side(cp.job, target.url, target.model, result.video_transport or "data-url")
+    chat = chat_side(cp.job, target.url, target.model, used_transport(result.video_transport))
     cp.resources.close()  # trtmc-server stops here: perf_serving takes the GPU next
     check, commands = native_identity(cp, built(climb), chat)
     climb = replace(climb, row=climb.row.model_copy(update={"identity": check}), commands=climb.commands | commands)
