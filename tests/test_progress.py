@@ -1,4 +1,4 @@
-"""Progress during long work (common/progress.py, aiperf/progress.py, cli/run_tools.py's wiring), without AIPerf:
+"""Progress during long work (common/progress.py, aiperf/progress.py, cli/run_output.py's wiring), without AIPerf:
 the cadence proven with an injected clock, AIPerf's count read from a records export written here a piece at a
 time, the in-place line of a terminal, the escaping and the scrubbing of every line."""
 
@@ -253,7 +253,7 @@ class _Terminal(io.StringIO):
 
 
 def test_the_cli_wiring(monkeypatch: pytest.MonkeyPatch) -> None:
-    from trtmc_videoqa.cli.run_tools import _progress
+    from trtmc_videoqa.cli.run_output import progress_line as _progress
 
     assert not isinstance(_progress(True, None), Progress)  # --quiet: nothing
     monkeypatch.delenv("CI", raising=False)

@@ -74,6 +74,38 @@ def imports_anywhere(name: str, path: Path, modules: dict[str, Path]) -> set[str
     return {target for target in targets if target in modules and target != name}
 
 
+# What the command line may never import: it parses, builds the typed request, calls the run (runs/) and prints.
+CLI_NEVER_IMPORTS = ("ladders", "stages", "serving")
+
+
+def cli_imports_beyond_the_edge(modules: dict[str, Path]) -> list[str]:
+    """Each import by a module of `cli/` of a room only the run's owner may use, as `cli.x -> room.y`."""
+    found = []
+    for name, path in modules.items():
+        if name.split(".")[1:2] != ["cli"]:
+            continue
+        for target in sorted(imports_anywhere(name, path, modules)):
+            if target.split(".")[1:2] and target.split(".")[1] in CLI_NEVER_IMPORTS:
+                found.append(f"{name} -> {target}")
+    return found
+
+
+# The modules that may write to the terminal: the command line, and the rooms' own `__main__`-style tools.
+MAY_PRINT = ("trtmc_videoqa.reference.__main__", "trtmc_videoqa.workloads.seal", "trtmc_videoqa.workloads.recipe")
+
+
+def printing_modules(modules: dict[str, Path], root: Path = REPO) -> list[str]:
+    """Each `print(...)` call in a core room (not cli/, not a tool of MAY_PRINT), as `path:line`."""
+    found = []
+    for name, path in modules.items():
+        if name.split(".")[1:2] == ["cli"] or name in MAY_PRINT:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
 def root_modules(package: Path) -> list[str]:
     return sorted(path.name for path in package.glob("*.py"))
 
@@ -150,6 +182,41 @@ def test_no_function_is_over_60_lines() -> None:
 def test_the_package_has_no_import_cycle_of_any_kind() -> None:
     found = [" -> ".join(cycle) for cycle in import_cycles(MODULES)]
     assert not found, "import cycles (module level, in a function or under TYPE_CHECKING):\n" + "\n".join(found)
+
+
+def test_the_command_line_imports_no_ladder_stage_or_server() -> None:
+    """cli/ parses options, builds the request, calls the run and prints: the run's owner (runs/) climbs the
+    ladders and starts the servers."""
+    assert cli_imports_beyond_the_edge(MODULES) == []
+
+
+def test_core_rooms_never_print() -> None:
+    """Progress goes through the callback the command line gives; only cli/ and the rooms' own tools print."""
+    assert printing_modules(MODULES) == []
+
+
+def test_a_print_in_a_core_room_is_named(tmp_path: Path) -> None:
+    package = tmp_path / "trtmc_videoqa"
+    (package / "inventory").mkdir(parents=True)
+    (package / "inventory" / "refresh.py").write_text("def f():\n    print('x')\n")
+    modules = {"trtmc_videoqa.inventory.refresh": package / "inventory" / "refresh.py"}
+    assert printing_modules(modules, root=tmp_path) == ["trtmc_videoqa/inventory/refresh.py:2"]
+
+
+def test_a_command_that_imports_a_stage_is_named(tmp_path: Path) -> None:
+    package = tmp_path / "trtmc_videoqa"
+    for folder in ("cli", "stages", "runs"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "stages" / "aiperf.py").write_text("")
+    (package / "runs" / "owner.py").write_text("")
+    (package / "cli" / "qualify.py").write_text("def f():\n    from ..stages.aiperf import x\n")
+    (package / "cli" / "compare.py").write_text("from ..runs import owner\n")
+    modules = {
+        ".".join(p.relative_to(tmp_path).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in package.rglob("*.py")
+    }
+    assert cli_imports_beyond_the_edge(modules) == ["trtmc_videoqa.cli.qualify -> trtmc_videoqa.stages.aiperf"]
 
 
 def test_at_most_five_modules_at_the_package_root() -> None:

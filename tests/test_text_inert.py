@@ -208,13 +208,10 @@ def test_inventory_and_a_qualify_plan_print_no_forged_line(tmp_path: Path) -> No
 
 
 def test_a_row_printed_by_qualify_is_one_line(capsys) -> None:
-    from trtmc_videoqa.cli.run_tools import print_rows
+    from trtmc_videoqa.cli.run_output import print_outcome
+    from trtmc_videoqa.runs.owner import RunOutcome
 
-    class Request:
-        out = Path("out")
-        strict = False
-
-    print_rows(Request(), _hostile_report().rows)  # type: ignore[arg-type]
+    print_outcome(RunOutcome(_hostile_report().rows, Path("out") / "report.html", 0))
     printed = capsys.readouterr().out
     assert _forged_lines(printed) == [] and len(printed.splitlines()) == 2
     assert "\u202e" not in printed and "\u200b" not in printed and "x\\u202eevil\\u200bname" in printed

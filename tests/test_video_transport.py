@@ -204,7 +204,7 @@ def test_the_body_limit_holds_for_data_urls_only(capsys: pytest.CaptureFixture[s
 def test_the_transport_asked_for_joins_both_ladders_cache_keys(tmp_path: Path) -> None:
     from trtmc_videoqa.aiperf.locate import AiperfInstall
     from trtmc_videoqa.inventory import run_inventory
-    from trtmc_videoqa.ladders.endpoint import row_key
+    from trtmc_videoqa.ladders.endpoint import EndpointTarget, endpoint_key
     from trtmc_videoqa.plan.cache_keys import trtmc_key
     from trtmc_videoqa.plan.job import QualifyJob
 
@@ -214,17 +214,16 @@ def test_the_transport_asked_for_joins_both_ladders_cache_keys(tmp_path: Path) -
 
     def keys(transport: str, clip_server: str = "") -> tuple[str, str]:
         job = QualifyJob(
-            out=tmp_path,
             workload=SYNTHETIC,
             facts=None,  # type: ignore[arg-type]  # the keys never read it
-            settings=RunSettings(video_transport=transport),
+            settings=RunSettings(video_transport=transport, out=tmp_path),
             aiperf=aiperf,
             tokenizer=tmp_path,
             tokenizer_label="t",
             command="c",
             clip_urls={"forward": clip_server} if clip_server else {},
         )
-        endpoint = row_key(job, identity="u", model=MODEL, stated={}, native=None, declared=None)
+        endpoint = endpoint_key(job, EndpointTarget(profile="p", model=MODEL, identity="u"))
         return endpoint, trtmc_key(job, entry, inventory, "t")
 
     by_transport = {t: keys(t) for t in ("data-url", "http", "auto")}

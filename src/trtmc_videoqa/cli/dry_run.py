@@ -11,8 +11,8 @@ from ..results import STAGE_ORDER
 from ..results.transports import CHOICES
 
 if TYPE_CHECKING:
+    from ..runs.requests import QualifyRequest
     from ..workloads import Workload
-    from .requests import QualifyRequest
 
 
 def dry_run(request: QualifyRequest, workloads: list[Workload], notes: list[str]) -> int:

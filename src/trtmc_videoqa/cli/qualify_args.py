@@ -1,5 +1,5 @@
-"""The options of `trtmc-videoqa qualify` (and the run options `compare` shares): each run setting's option is
-derived from its `RunSettings` field (flag, default, help), so the command line and the settings cannot disagree."""
+"""The options of `trtmc-videoqa qualify` (and the run options `compare` shares): each run option is derived from
+its `RunSettings` field (flag, default, help), so the command line and the settings cannot disagree."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, get_args
 
 from pydantic.fields import FieldInfo
 
-from ..plan.settings import MIB, Flag, RunSettings
+from ..plan.settings import MIB, Flag, RunSettings, setting_flag
 
 
 def add_qualify_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,71 +47,32 @@ def _add_source_arguments(source: argparse._ArgumentGroup) -> None:
 
 
 def add_run_arguments(run: argparse._ArgumentGroup, defaults: Mapping[str, object] | None = None) -> None:
-    """The options of a run, shared by qualify and compare; `defaults` overrides a run setting's default (by field
-    name) for a command whose own default differs, and the help says the one in force."""
-    run.add_argument(
-        "--workload",
-        metavar="FILE|NAME",
-        help="a workload file, or a built-in name "
-        "(default: bigbuckbunny; the self-test uses synthetic and bigbuckbunny)",
-    )
-    run.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="artifact directory")
-    add_settings_arguments(run, defaults)
-    run.add_argument("--aiperf", metavar="PATH", help="the aiperf executable (default: $TRTMC_VIDEOQA_AIPERF, PATH)")
-    run.add_argument("--tokenizer", type=Path, metavar="DIR", help="a local tokenizer directory for AIPerf")
-    run.add_argument(
-        "--api-key-env",
-        default="TRTMC_SERVE_TOKEN",
-        metavar="NAME",
-        help="environment variable holding the server's API key, if any (never written anywhere)",
-    )
-    run.add_argument(
-        "--api-key-file",
-        type=Path,
-        metavar="PATH",
-        help="a file holding the server's API key (first line; never written anywhere); wins over --api-key-env",
-    )
-    run.add_argument(
-        "--startup-timeout",
-        type=float,
-        default=600.0,
-        metavar="S",
-        help="seconds a server we start may take to get ready (default 600)",
-    )
-    run.add_argument("--bundle-cache", type=Path, metavar="DIR", help="where built bundles are kept")
-    run.add_argument("--force", action="store_true", help="measure again even where inputs are unchanged")
-    run.add_argument("--dry-run", action="store_true", help="print the plan and run nothing")
-    run.add_argument(
-        "--quiet",
-        action="store_true",
-        help="no progress lines (without a terminal they are plain lines, one every 10 s and at each step's end)",
-    )
-    run.add_argument("--strict", action="store_true", help="exit 1 when an in-group row failed")
-
-
-def add_settings_arguments(run: argparse._ArgumentGroup, defaults: Mapping[str, object] | None = None) -> None:
-    """One option per RunSettings field, in the model's order: its flag, default, type or choices, and help, all from
-    the field (its range is the model's own: a value out of range is refused with the option's name)."""
+    """The options of a run, shared by qualify and compare: one per RunSettings field, in the model's order, its
+    flag, default, type or choices, and help all from the field (its range is the model's own: a value out of range
+    is refused with the option's name). `defaults` overrides a field's default (by name) for a command whose own
+    default differs, and the help says the one in force."""
     for name, info in RunSettings.model_fields.items():
-        flag = _flag(info)
+        flag = setting_flag(name)
         default = (defaults or {}).get(name, info.default)
-        if flag.choices:
-            choices = get_args(info.annotation)
-            run.add_argument(flag.name, dest=name, choices=choices, default=default, help=_help(info, flag, default))
-            continue
-        run.add_argument(
-            flag.name,
-            dest=name,
-            type=_value_type(info),
-            default=default,
-            metavar=flag.metavar or flag.name.removeprefix("--").replace("-", "_").upper(),
-            help=_help(info, flag, default),
-        )
+        helped = _help(info, flag, default)
+        if flag.action == "store_true":
+            run.add_argument(flag.name, dest=name, action="store_true", help=helped)
+        elif flag.choices:
+            run.add_argument(flag.name, dest=name, choices=get_args(info.annotation), default=default, help=helped)
+        else:
+            run.add_argument(
+                flag.name,
+                dest=name,
+                type=_value_type(info),
+                default=default,
+                metavar=flag.metavar or flag.name.removeprefix("--").replace("-", "_").upper(),
+                help=helped,
+            )
 
 
 def settings_options() -> dict[str, str]:
     """The option each RunSettings field comes from: a value the settings refuse is reported under its name."""
-    return {name: _flag(info).name for name, info in RunSettings.model_fields.items()}
+    return {name: setting_flag(name).name for name in RunSettings.model_fields}
 
 
 def settings_from(args: argparse.Namespace) -> RunSettings:
@@ -119,15 +80,8 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
     return RunSettings(**{name: getattr(args, name) for name in RunSettings.model_fields})
 
 
-def _flag(info: FieldInfo) -> Flag:
-    flags = [item for item in info.metadata if isinstance(item, Flag)]
-    if len(flags) != 1:
-        raise TypeError(f"a RunSettings field needs exactly one Flag, not {len(flags)}")
-    return flags[0]
-
-
 def _value_type(info: FieldInfo) -> Callable[[str], Any]:
-    """int or float: the field's type, without None."""
+    """int, float, str or Path: the field's type, without None."""
     kinds = [kind for kind in get_args(info.annotation) if kind is not type(None)] or [info.annotation]
     kind: Callable[[str], Any] = kinds[0]
     return kind
@@ -140,7 +94,7 @@ def _help(info: FieldInfo, flag: Flag, default: object) -> str:
             f"{choice} ({'default; ' if choice == default else ''}{words})" for choice, words in flag.choices.items()
         ]
         return f"{text}: {', '.join(named[:-1])} or {named[-1]}"
-    if not flag.show_default or default is None:
+    if not flag.show_default or default is None or flag.action == "store_true":
         return text
     if flag.in_mib and isinstance(default, int) and default % MIB == 0:
         return f"{text} (default {default // MIB} MiB)"

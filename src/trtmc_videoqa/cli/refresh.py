@@ -1,15 +1,17 @@
-"""`trtmc-videoqa refresh`: its options, and the typed request (`inventory.refresh.RefreshRequest`) made of them."""
+"""`trtmc-videoqa refresh`: its options, the typed request (`inventory.refresh.RefreshRequest`) made of them, and
+what it prints: the group's line, where the reconciliation is, and the exit code."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from ..inventory.refresh import EXIT_NEW_CAPABLE, RefreshRequest, run_refresh
+from ..common.text_escape import one_line
+from ..inventory.refresh import EXIT_NEW_CAPABLE, RefreshRequest, exit_code, run_refresh
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
-    return run_refresh(
+    reconciliation, markdown = run_refresh(
         RefreshRequest(
             out=args.out,
             ref=args.ref,
@@ -21,6 +23,9 @@ def cmd_refresh(args: argparse.Namespace) -> int:
             fail_on_new_capable=args.fail_on_new_capable,
         )
     )
+    print(reconciliation.line)
+    print(one_line(f"wrote {markdown}"))
+    return exit_code(reconciliation, fail_on_new_capable=args.fail_on_new_capable)
 
 
 def add_arguments(refresh: argparse.ArgumentParser) -> None:

@@ -1,117 +1,69 @@
-"""The typed requests `qualify` and `compare` make of their parsed options, once, at the edge: below `cli/`, nothing
-sees the command line. `RunRequest` holds the run options both share; `QualifyRequest` adds what to qualify (the
-compare command's own request, `CompareRequest`, lives beside its options in `compare.py`)."""
+"""The typed requests `qualify` and `compare` make of their parsed options, once, at the edge (the models are
+`runs/requests.py`'s): below `cli/`, nothing sees the command line. Every run option is a `RunSettings` field,
+checked by pydantic; what to qualify or compare is checked here, each refusal naming the option and the fix."""
 
 from __future__ import annotations
 
 import argparse
-import math
 import re
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
-
-from pydantic import BaseModel, ConfigDict
 
 from ..common.errors import BadInput
 from ..plan.settings import RunSettings
+from ..runs.requests import CompareRequest, QualifyRequest
 from .qualify_args import settings_from
 
 
-class RunRequest(BaseModel):
-    """The options of one run, shared by qualify and compare; the settings checked by `RunSettings` (a value out of
-    range is a ValidationError of the setting's field, which the command line names by its option)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    out: Path
-    workload: str | None  # a file or a built-in name; None: the command's own choice
-    settings: RunSettings
-    aiperf: str | None
-    tokenizer: Path | None
-    api_key_env: str
-    api_key_file: Path | None
-    startup_timeout_s: float
-    bundle_cache: Path | None
-    trtmc: Path | None  # the TRTMC checkout the run refers to (public files name it by placeholder)
-    force: bool
-    dry_run: bool
-    quiet: bool
-    strict: bool
-
-    @staticmethod
-    def run_fields(args: argparse.Namespace) -> dict[str, Any]:
-        """The shared fields from the parsed options, the settings and the startup timeout checked here."""
-        settings = settings_from(args)
-        plain_value("--workload", args.workload)
-        if not 0 < args.startup_timeout < math.inf:  # nan fails both comparisons
-            raise BadInput("--startup-timeout must be positive: the seconds a server we start may take to get ready")
-        return {
-            "out": args.out,
-            "workload": args.workload,
-            "settings": settings,
-            "aiperf": args.aiperf,
-            "tokenizer": args.tokenizer,
-            "api_key_env": args.api_key_env,
-            "api_key_file": args.api_key_file,
-            "startup_timeout_s": args.startup_timeout,
-            "bundle_cache": args.bundle_cache,
-            "trtmc": args.trtmc,
-            "force": args.force,
-            "dry_run": args.dry_run,
-            "quiet": args.quiet,
-            "strict": args.strict,
-        }
-
-    def server_urls(self) -> list[str]:
-        """The URLs of servers the user named (a public file never names a host of theirs that is not loopback)."""
-        return []
+def run_settings(args: argparse.Namespace) -> RunSettings:
+    """Every run option from the parsed options (a value out of range: a ValidationError of its field)."""
+    plain_value("--workload", args.workload)
+    return settings_from(args)
 
 
-class QualifyRequest(RunRequest):
-    """`trtmc-videoqa qualify`: a TRTMC checkout (`trtmc`), an endpoint, or neither (the self-test)."""
-
-    profiles: list[str] | None  # --profile, repeatable; None: every capable checkpoint
-    endpoint: str | None
-    model: str | None
-    server_records: Path | None
-    native_url: str | None
-    server_settings: dict[str, str]  # --server-setting KEY=VALUE, recorded as stated
-
-    @classmethod
-    def from_cli(cls, args: argparse.Namespace) -> QualifyRequest:
-        """The request, or a UserError (or a ValidationError of the settings) naming the option and the fix."""
-        if args.endpoint and not args.model:
-            raise BadInput("--endpoint needs --model NAME: the model name the server serves")
-        if args.trtmc and args.endpoint:
-            raise BadInput("give --trtmc or --endpoint, not both")
-        if args.native_url and not args.endpoint:
-            raise BadInput(
-                "--native-url goes with --endpoint (a --trtmc run starts the checkout's own perf_serving for it)"
-            )
-        for option, value in (("--model", args.model), *(("--profile", name) for name in args.profile or [])):
-            plain_value(option, value)
-        _checked_urls({"--endpoint": args.endpoint, "--native-url": args.native_url})
-        stated = _stated(args.server_setting)
-        fields = cls.run_fields(args)
-        _check_server_records(args.server_records, args.endpoint)
-        return cls(
-            **fields,
-            profiles=args.profile,
-            endpoint=args.endpoint,
-            model=args.model,
-            server_records=args.server_records,
-            native_url=args.native_url,
-            server_settings=stated,
+def qualify_request(args: argparse.Namespace) -> QualifyRequest:
+    """The request, or a UserError (or a ValidationError of the settings) naming the option and the fix."""
+    if args.endpoint and not args.model:
+        raise BadInput("--endpoint needs --model NAME: the model name the server serves")
+    if args.trtmc and args.endpoint:
+        raise BadInput("give --trtmc or --endpoint, not both")
+    if args.native_url and not args.endpoint:
+        raise BadInput(
+            "--native-url goes with --endpoint (a --trtmc run starts the checkout's own perf_serving for it)"
         )
+    for option, value in (("--model", args.model), *(("--profile", name) for name in args.profile or [])):
+        plain_value(option, value)
+    _checked_urls({"--endpoint": args.endpoint, "--native-url": args.native_url})
+    stated = _stated(args.server_setting)
+    settings = run_settings(args)
+    _check_server_records(args.server_records, args.endpoint)
+    return QualifyRequest(
+        settings=settings,
+        trtmc=args.trtmc,
+        profiles=args.profile,
+        endpoint=args.endpoint,
+        model=args.model,
+        server_records=args.server_records,
+        native_url=args.native_url,
+        server_settings=stated,
+    )
 
-    @property
-    def self_test(self) -> bool:
-        """Neither a checkout nor an endpoint: the self-test against the reference endpoint."""
-        return not self.trtmc and not self.endpoint
 
-    def server_urls(self) -> list[str]:
-        return [url for url in (self.endpoint, self.native_url) if url]
+def compare_request(args: argparse.Namespace) -> CompareRequest:
+    """The request, or a UserError (or a ValidationError of the settings) naming the option and the fix."""
+    for option in ("checkpoint", "revision", "profile", "device", "dtype"):
+        plain_value(f"--{option}", getattr(args, option))
+    return CompareRequest(
+        settings=run_settings(args),
+        trtmc=args.trtmc,
+        checkpoint=args.checkpoint,
+        revision=args.revision,
+        profile=args.profile,
+        device=args.device,
+        dtype=args.dtype,
+        transformers=args.transformers,
+        media_adaptation=args.media_adaptation,
+    )
 
 
 def _stated(items: list[str]) -> dict[str, str]:

@@ -151,9 +151,9 @@ def pinned_side(trtmc: Path | None, cache: Path, repository: str) -> Side:
     return Side(export_tree(cache, sha), sha, source, cached_tree(sha))
 
 
-def run_refresh(request: RefreshRequest) -> int:
-    """Both sides audited, the reconciliation written and its line printed; exit 3 with --fail-on-new-capable
-    when a capable checkpoint appeared on main."""
+def run_refresh(request: RefreshRequest) -> tuple[GroupReconciliation, Path]:
+    """Both sides audited and the reconciliation written: it, and where its Markdown is (the command line prints
+    its line and exits by `exit_code`)."""
     pins = load_pins()
     repository = request.main or pins.trtmc.repository
     cache = request.cache or default_cache()
@@ -177,10 +177,8 @@ def run_refresh(request: RefreshRequest) -> int:
     write_model_atomic(out / "inventory.pinned.json", pinned_inventory)
     write_model_atomic(out / "inventory.main.json", main_inventory)
     write_model_atomic(out / "reconciliation.json", reconciliation)
-    write_text_atomic(out / "reconciliation.md", render_reconciliation_markdown(reconciliation))
-    print(reconciliation.line)
-    print(f"wrote {out / 'reconciliation.md'}")
-    return exit_code(reconciliation, fail_on_new_capable=request.fail_on_new_capable)
+    markdown = write_text_atomic(out / "reconciliation.md", render_reconciliation_markdown(reconciliation))
+    return reconciliation, markdown
 
 
 def exit_code(reconciliation: GroupReconciliation, *, fail_on_new_capable: bool) -> int:

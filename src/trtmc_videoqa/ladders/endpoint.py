@@ -14,17 +14,27 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..plan.cache_keys import endpoint_key, reusable
+from ..plan.cache_keys import cache_key
 from ..plan.job import QualifyJob
 from ..plan.row_start import with_workload_facts
-from ..results import ComparisonFacts, OutputCheck, ResultRow, SamplingFacts, StageResult
-from ..rows.finish import finish_row, measured_row, run_provenance
+from ..results import ComparisonFacts, OutputCheck, Provenance, ResultRow, SamplingFacts, StageResult
+from ..rows.finish import crashed_row, finish_row, measured_row, run_provenance, stopped_row
 from ..stages.aiperf import aiperf
 from ..stages.capability import capability
 from ..stages.grading import grading
 from ..stages.identity.live import endpoint_identity_stage, endpoint_mechanics
 from ..stages.output_check import output_check
-from ..stages.protocol import Climb, EndpointRow, Gates, Served, Step, Stop, climb_ladder, measured_end
+from ..stages.protocol import (
+    Climb,
+    EndpointRow,
+    Gates,
+    Measurement,
+    Served,
+    Step,
+    Stop,
+    climb_ladder,
+    measured_end,
+)
 from ..stages.timing import timing
 
 if TYPE_CHECKING:
@@ -50,65 +60,75 @@ ENDPOINT_LADDER: tuple[Step[EndpointRow], ...] = (
 
 @dataclass(frozen=True, kw_only=True)
 class EndpointTarget:
-    """A running server as the run names it. `identity` names the server in the row's cache key where its URL
-    changes every run (the self-test's, a comparison's); `native_url` is its native Task route, if the user named
-    one (`native_key` names it in the key); `declared_no_answer` is the run plan's own declaration that this server
-    answers "cannot tell" here (the self-test's test double on a real clip), so such answers pass the output check
-    and the row says it is about transport and timing only; `comparison` marks an upstream server this run started
-    (`trtmc-videoqa compare`), never counted as TRTMC; `serve_command` is how this run started it."""
+    """A server as the run names it, fixed before it runs: what makes the row's cache key. `identity` names the
+    server (its URL where the user gave one; what it is where its URL changes every run: the self-test's, a
+    comparison's); `native_key` names the native Task route checked against, if any; `declared_no_answer` is the
+    run plan's own declaration that this server answers "cannot tell" here (the self-test's test double on a real
+    clip), so such answers pass the output check and the row says it is about transport and timing only;
+    `comparison` marks an upstream server this run starts (`trtmc-videoqa compare`), never counted as TRTMC."""
 
-    url: str
-    model: str
     profile: str
+    model: str
+    identity: str
     stated: dict[str, str] = field(default_factory=dict)
-    identity: str | None = None
-    reference_self_test: bool = False
-    server_records: Path | None = None
-    alive: Callable[[], bool] = lambda: True
-    native_url: str | None = None
     native_key: str | None = None
     declared_no_answer: DeclaredNoAnswer | None = None
+    reference_self_test: bool = False
     comparison: ComparisonFacts | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiveEndpoint:
+    """The server once it runs: its URL, per-request records, whether it still runs, its native Task route (if
+    any) and how this run started it (None: the user did)."""
+
+    url: str
+    records: Path | None = None
+    alive: Callable[[], bool] = lambda: True
+    native_url: str | None = None
     serve_command: str | None = None
 
 
-def qualify_endpoint(job: QualifyJob, target: EndpointTarget) -> ResultRow:
-    """An already running OpenAI-compatible video chat server: planned -> endpoint-qualified."""
-    key = row_key(
-        job,
-        identity=target.identity or target.url,
-        model=target.model,
-        stated=target.stated,
-        native=target.native_key or target.native_url,
-        declared=target.declared_no_answer,
-    )
-    previous = reusable(job.row_dir(target.profile), key, job.force)
-    if previous is not None:
-        job.progress(f"{target.profile}: unchanged inputs, result reused")
-        return previous
+def endpoint_key(job: QualifyJob, target: EndpointTarget) -> str:
+    """The row's cache key, made here only: the server, the model, its stated settings, the native route checked
+    against and the no-answer the plan declares."""
+    declared = target.declared_no_answer
+    extra = {"native_url": target.native_key or "", "declared": declared.phrase if declared else ""}
+    identity = {"mode": "endpoint", "endpoint": target.identity, "model": target.model, "stated": target.stated | extra}
+    return cache_key(identity, job)
+
+
+def qualify_endpoint(job: QualifyJob, target: EndpointTarget, live: LiveEndpoint, key: str) -> ResultRow:
+    """An already running OpenAI-compatible video chat server: planned -> endpoint-qualified; `key` is the row's
+    `endpoint_key`. Whatever raises while the row is measured is the row's `failed` at the stage it reached."""
+    planned = _planned_row(target, live, key)
+    commands = {"trtmc-videoqa": job.command, **({"serve": live.serve_command} if live.serve_command else {})}
+    try:
+        return _climbed(job, target, live, planned, commands)
+    except Exception as error:  # outside the steps (the row's start or finishing): still this row's outcome
+        return crashed_row(job, planned, "plan", error, commands)
+
+
+def _climbed(
+    job: QualifyJob, target: EndpointTarget, live: LiveEndpoint, planned: ResultRow, commands: dict[str, str]
+) -> ResultRow:
     row = EndpointRow(
         job=job,
         profile=target.profile,
         tokenizer=job.tokenizer,
         gates=Gates(require_task_time=False, declared_no_answer=target.declared_no_answer),
-        native_url=target.native_url,
+        native_url=live.native_url,
     )
-    planned = with_server_sampling(with_workload_facts(job, _planned_row(target, key)), job, target.stated)
-    commands = {"trtmc-videoqa": job.command, **({"serve": target.serve_command} if target.serve_command else {})}
-    served = Served(url=target.url, model=target.model, records=target.server_records, alive=target.alive)
-    end = climb_ladder(ENDPOINT_LADDER, row, Climb(row=planned, commands=commands, served=served))
+    start = with_server_sampling(with_workload_facts(job, planned), job, target.stated)
+    served = Served(url=live.url, model=target.model, records=live.records, alive=live.alive)
+    end = climb_ladder(ENDPOINT_LADDER, row, Climb(row=start, commands=commands, served=served))
+    if isinstance(end, Stop) and end.status is not None:  # ended before it measured (a crash in plan, ...)
+        return finish_row(job, stopped_row(end, _provenance(job, target, live)), end.at.commands)
     climb, measurement = measured_end(end)
     note = None
     if target.declared_no_answer and measurement.output_check is not None:
         note = _transport_only_reason(target.declared_no_answer, measurement.output_check)
-    provenance = run_provenance(
-        job,
-        mode="endpoint",
-        endpoint=target.url,
-        served_by=measurement.capability.served_by if measurement.capability else None,
-        settings={"server_stated": target.stated, "video_transport_used": measurement.video_transport},
-        tokenizer=job.tokenizer_label,
-    )
+    provenance = _provenance(job, target, live, measurement)
     measured = measured_row(climb.row, measurement, "endpoint-qualified", provenance, qualified_note=note)
     finished = finish_row(job, measured, climb.commands | measurement.commands)
     if measurement.interrupted:
@@ -116,7 +136,24 @@ def qualify_endpoint(job: QualifyJob, target: EndpointTarget) -> ResultRow:
     return finished
 
 
-def _planned_row(target: EndpointTarget, key: str) -> ResultRow:
+def _provenance(
+    job: QualifyJob, target: EndpointTarget, live: LiveEndpoint, measurement: Measurement | None = None
+) -> Provenance:
+    capability = measurement.capability if measurement else None
+    return run_provenance(
+        job,
+        mode="endpoint",
+        endpoint=live.url,
+        served_by=capability.served_by if capability else None,
+        settings={
+            "server_stated": target.stated,
+            "video_transport_used": measurement.video_transport if measurement else None,
+        },
+        tokenizer=job.tokenizer_label,
+    )
+
+
+def _planned_row(target: EndpointTarget, live: LiveEndpoint, key: str) -> ResultRow:
     comparison = target.comparison
     return ResultRow(
         profile=target.profile,
@@ -127,23 +164,8 @@ def _planned_row(target: EndpointTarget, key: str) -> ResultRow:
         checkpoint=comparison.checkpoint if comparison else None,
         revision=comparison.revision if comparison else None,
         cache_key=key,
-        stages=[StageResult(name="plan", status="passed", detail=f"endpoint {target.url}, model {target.model}")],
+        stages=[StageResult(name="plan", status="passed", detail=f"endpoint {live.url}, model {target.model}")],
     )
-
-
-def row_key(
-    job: QualifyJob,
-    *,
-    identity: str,
-    model: str,
-    stated: dict[str, str],
-    native: str | None,
-    declared: DeclaredNoAnswer | None,
-) -> str:
-    """The row's cache key: the server, the model, its stated settings, the native route checked against (named
-    by `native_key` where its URL changes every run) and the no-answer the plan declares."""
-    extra = {"native_url": native or "", "declared": declared.phrase if declared else ""}
-    return endpoint_key(job, identity=identity, model=model, stated=stated | extra)
 
 
 def _transport_only_reason(declared: DeclaredNoAnswer, check: OutputCheck) -> str:

@@ -16,7 +16,7 @@ from ..plan.cache_keys import reusable, trtmc_key
 from ..plan.hub_cache import checkpoint_tokenizer, revision_check
 from ..plan.job import QualifyJob
 from ..results import CheckpointEntry, Inventory, Provenance, ResultRow
-from ..rows.finish import finish_row, measured_row, run_provenance
+from ..rows.finish import finish_row, measured_row, run_provenance, stopped_row
 from ..stages.aiperf import aiperf
 from ..stages.build import build
 from ..stages.checkpoint import Checkpoint
@@ -70,7 +70,7 @@ def qualify_entry(
     with cp.resources:  # a server a stage started stops when the row ends, before the row is written
         end = climb_ladder(TRTMC_LADDER, cp, planned(cp, key))
     if isinstance(end, Stop) and end.status is not None:
-        return _stopped(cp, end)
+        return finish_row(cp.job, stopped_row(end, _provenance(cp, end.at)), end.at.commands)
     return _measured(cp, *measured_end(end))
 
 
@@ -85,21 +85,6 @@ def _measured(cp: Checkpoint, climb: Climb, measurement: Measurement) -> ResultR
     if measurement.interrupted:
         raise KeyboardInterrupt
     return row
-
-
-def _stopped(cp: Checkpoint, stop: Stop) -> ResultRow:
-    """The row ended by `stop`, written."""
-    row = stop.at.row.model_copy(
-        update=dict(
-            status=stop.status,
-            status_reason=stop.reason,
-            failed_stage=stop.failed,
-            stages=stop.at.row.stages + [stop.stage],
-            status_evidence=stop.stage.evidence,
-            provenance=_provenance(cp, stop.at),
-        )
-    )
-    return finish_row(cp.job, row, stop.at.commands)
 
 
 def _provenance(

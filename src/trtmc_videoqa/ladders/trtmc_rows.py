@@ -11,7 +11,7 @@ from ..plan.job import QualifyJob
 from ..plan.row_start import unsupported_row
 from ..plan.trtmc_checks import variant_hold
 from ..results import CheckpointEntry, Inventory, ResultRow
-from ..rows.finish import finish_row, run_provenance
+from ..rows.finish import crashed_row, finish_row, run_provenance
 from ..trtmc.commands import Toolchain
 from .trtmc import qualify_entry
 
@@ -20,8 +20,8 @@ def qualify_inventory(
     job: QualifyJob, inventory: Inventory, checkout: Path, toolchain: Toolchain, profiles: list[str] | None = None
 ) -> list[ResultRow]:
     """Every in-group row gets a result row; only capable ones run steps, and by default only the normal profile of
-    each checkpoint (the others are its variants: listed, run when named)."""
-    job.inventory_digest = inventory_digest(job.out / "inventory.json", inventory)
+    each checkpoint (the others are its variants: listed, run when named). The job carries the digest of the
+    inventory.json the run wrote (`inventory_digest`)."""
     normals = {(e.checkpoint, e.revision): e.profile for e in inventory.entries if e.normal_profile}
     selected = [e for e in inventory.entries if e.in_group and (not profiles or e.profile in profiles)]
     return [
@@ -53,18 +53,10 @@ def _qualify_row(
     held = variant_hold(entry, chosen=bool(profiles and entry.profile in profiles), normal=normal)
     if held is not None:
         return finish_row(job, _with_provenance(job, held, inventory), listed)
-    job.stage = "plan"
     try:
         return qualify_entry(job, entry, inventory, checkout, toolchain)
-    except Exception as error:  # one row's crash never stops the others; it is recorded at its stage
-        crashed = unsupported_row(entry).model_copy(
-            update=dict(
-                status="failed",
-                status_reason=f"internal error at {job.stage}: {type(error).__name__}: {error}",
-                failed_stage=job.stage,
-            )
-        )
-        return finish_row(job, _with_provenance(job, crashed, inventory), listed)
+    except Exception as error:  # outside the steps (the row's start or finishing): still this row's outcome
+        return crashed_row(job, _with_provenance(job, unsupported_row(entry), inventory), "plan", error, listed)
 
 
 def _with_provenance(job: QualifyJob, row: ResultRow, inventory: Inventory) -> ResultRow:

@@ -31,15 +31,10 @@ def cache_key(identity: dict[str, Any], job: QualifyJob) -> str:
         "workload": job.workload.digest,
         "tool": __version__,
         "aiperf": job.aiperf.version,
-        "settings": job.settings.model_dump(),
+        "settings": job.settings.measured(),
         "tokenizer": job.tokenizer_label,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def endpoint_key(job: QualifyJob, *, identity: str, model: str, stated: dict[str, str]) -> str:
-    """An endpoint is identified by what the user says it is (its URL by default), the model and its settings."""
-    return cache_key({"mode": "endpoint", "endpoint": identity, "model": model, "stated": stated}, job)
 
 
 def trtmc_key(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory, tokenizer_label: str) -> str:

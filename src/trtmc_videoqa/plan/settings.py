@@ -1,11 +1,14 @@
-"""The settings that shape a measurement, each defined once: its type, default, range and words here, and the
-command-line option it comes from (`Flag`), from which `cli/qualify_args.py` derives the option. A value out of
-range is refused with the field's name, which the command line maps to its option."""
+"""The run's settings, each defined once: its type, default, range and words here, and the command-line option it
+comes from (`Flag`), from which `cli/qualify_args.py` derives the option. A value out of range is refused with the
+field's name, which the command line maps to its option. The settings that shape a measurement join the cache key
+and the row's provenance (`RunSettings.measured`); the others (where to write, which tools, how to report) never
+do: a flag marks them `keyed=False`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,13 +29,24 @@ class Flag:
     show_default: bool = True
     in_mib: bool = False
     choices: dict[str, str] = field(default_factory=dict)
+    keyed: bool = True  # shapes the measurement: joins the cache key and the row's provenance
+    action: Literal["store", "store_true"] = "store"
 
 
 class RunSettings(BaseModel):
-    """Everything that shapes a measurement; all of it joins the cache key (field names and values as dumped)."""
+    """Every run option of `qualify` and `compare`, in the order `--help` lists them. The keyed ones shape a
+    measurement and join the cache key (`measured`: field names and values as dumped)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # a time limit of nan or inf: none
 
+    workload: Annotated[str | None, Flag("--workload", metavar="FILE|NAME", keyed=False)] = Field(
+        default=None,
+        description="a workload file, or a built-in name (default: bigbuckbunny; the self-test uses synthetic and "
+        "bigbuckbunny)",
+    )
+    out: Annotated[Path, Flag("--out", metavar="DIR", show_default=False, keyed=False)] = Field(
+        default=Path("artifacts"), description="artifact directory"
+    )
     repeats: Annotated[int, Flag("--repeats")] = Field(
         default=5, ge=1, description="times each (question, clip) is sent"
     )
@@ -68,3 +82,52 @@ class RunSettings(BaseModel):
         TransportChoice,
         Flag("--video-transport", choices={name: choice.help for name, choice in CHOICES.items()}),
     ] = Field(default="data-url", description="how requests carry the clip")
+    aiperf: Annotated[str | None, Flag("--aiperf", metavar="PATH", keyed=False)] = Field(
+        default=None, description="the aiperf executable (default: $TRTMC_VIDEOQA_AIPERF, PATH)"
+    )
+    tokenizer: Annotated[Path | None, Flag("--tokenizer", metavar="DIR", keyed=False)] = Field(
+        default=None, description="a local tokenizer directory for AIPerf"
+    )
+    api_key_env: Annotated[str, Flag("--api-key-env", metavar="NAME", show_default=False, keyed=False)] = Field(
+        default="TRTMC_SERVE_TOKEN",
+        description="environment variable holding the server's API key, if any (never written anywhere)",
+    )
+    api_key_file: Annotated[Path | None, Flag("--api-key-file", metavar="PATH", keyed=False)] = Field(
+        default=None,
+        description="a file holding the server's API key (first line; never written anywhere); wins over --api-key-env",
+    )
+    startup_timeout_s: Annotated[float, Flag("--startup-timeout", metavar="S", keyed=False)] = Field(
+        default=600.0, gt=0, description="seconds a server we start may take to get ready"
+    )
+    bundle_cache: Annotated[Path | None, Flag("--bundle-cache", metavar="DIR", keyed=False)] = Field(
+        default=None, description="where built bundles are kept"
+    )
+    force: Annotated[bool, Flag("--force", action="store_true", keyed=False)] = Field(
+        default=False, description="measure again even where inputs are unchanged"
+    )
+    dry_run: Annotated[bool, Flag("--dry-run", action="store_true", keyed=False)] = Field(
+        default=False, description="print the plan and run nothing"
+    )
+    quiet: Annotated[bool, Flag("--quiet", action="store_true", keyed=False)] = Field(
+        default=False,
+        description="no progress lines (without a terminal they are plain lines, one every 10 s and at each step's "
+        "end)",
+    )
+    strict: Annotated[bool, Flag("--strict", action="store_true", keyed=False)] = Field(
+        default=False, description="exit 1 when an in-group row failed"
+    )
+
+    def measured(self) -> dict[str, Any]:
+        """The settings that shape a measurement, as the cache key and the row's provenance record them."""
+        return self.model_dump(include=set(KEYED_SETTINGS))
+
+
+def setting_flag(name: str) -> Flag:
+    """The option a RunSettings field comes from (exactly one Flag per field)."""
+    flags = [item for item in RunSettings.model_fields[name].metadata if isinstance(item, Flag)]
+    if len(flags) != 1:
+        raise TypeError(f"the RunSettings field {name} needs exactly one Flag, not {len(flags)}")
+    return flags[0]
+
+
+KEYED_SETTINGS: tuple[str, ...] = tuple(name for name in RunSettings.model_fields if setting_flag(name).keyed)

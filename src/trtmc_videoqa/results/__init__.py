@@ -76,6 +76,7 @@ from .rows import (  # noqa: F401
     StageName,
     StageResult,
     StageStatus,
+    ToolError,
     TransportAttempt,
     UnreadableRow,
     json_schemas,

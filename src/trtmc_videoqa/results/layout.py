@@ -18,6 +18,9 @@ NATIVE_CAPABILITY_FILE = "capability-native.json"  # a video Task's one request 
 IDENTITY_FILE = "identity.json"
 EXECUTION_FILE = "execution.jsonl"
 AIPERF_DIR = "aiperf"
+INVENTORY_FILE = "inventory.json"  # at the top of --out (a --trtmc run, `inventory --out`)
+INVENTORY_MD = "inventory.md"
+REPORT_HTML = "report.html"  # beside report.json, report.md and junit.xml at the top of --out
 GUARD_FILE = "guard.json"  # under aiperf/: what the run's loopback guard forwarded and refused
 
 # Raw logs and records, relative to a row folder (or, for the clip server, to --out).
@@ -26,6 +29,7 @@ CORRECTNESS_LOG = f"{PRIVATE_DIR}/correctness.log"
 SERVER_LOG = f"{PRIVATE_DIR}/server.log"
 SERVER_RECORDS = f"{PRIVATE_DIR}/server-records.jsonl"
 CLIP_SERVER_LOG = f"{PRIVATE_DIR}/clip-server.log"
+TRACEBACK_FILE = f"{PRIVATE_DIR}/traceback.txt"  # an exception of ours that ended the row, in full
 
 
 def checkpoints_dir(out: Path) -> Path:

@@ -251,6 +251,15 @@ class ComparisonFacts(_Model):
     media_adaptation: str = Field(description="what was changed in the workload for this server, or 'none: ...'")
 
 
+class ToolError(_Model):
+    """An exception of ours that ended a row at a stage: a tool error, never the model's outcome (the run exits 1)."""
+
+    stage: StageName = Field(description="the stage the row was in when it raised")
+    type: str = Field(description="the exception's type")
+    message: str = Field(description="its message on one line, escaped")
+    traceback: str | None = Field(default=None, description="where the traceback was kept (row-relative, private)")
+
+
 class ResultRow(_Model):
     schema_version: Literal["trtmc-videoqa.result/v1"] = RESULT_SCHEMA
     profile: str
@@ -308,6 +317,9 @@ class ResultRow(_Model):
     commands: dict[str, str] = Field(default_factory=dict, description="ours and AIPerf's, secrets as placeholders")
     cache_key: str | None = None
     reused: bool = False
+    tool_error: ToolError | None = Field(
+        default=None, description="set when an exception of ours ended the row: its stage, type and message"
+    )
 
 
 # The group's status, one line at the top of every report; a run without TRTMC rows says what it is instead.

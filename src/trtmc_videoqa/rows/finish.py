@@ -22,7 +22,7 @@ from ..results.layout import CAPABILITY_FILE, COMMAND_FILE, IDENTITY_FILE, RESUL
 
 if TYPE_CHECKING:
     from ..plan.job import QualifyJob
-    from ..stages.protocol import Measurement
+    from ..stages.protocol import Measurement, Stop
 
 Qualified = Literal["aiperf-qualified", "endpoint-qualified"]
 
@@ -60,7 +60,7 @@ def run_provenance(
         server_version=server_version,
         hardware=hardware(),
         effective_precision=effective_precision,
-        settings=job.settings.model_dump() | settings,
+        settings=job.settings.measured() | settings,
         tokenizer=tokenizer,
         inventory_digest=job.inventory_digest,
     )
@@ -150,6 +150,62 @@ def measured_row(
             provenance=provenance,
         )
     )
+
+
+def stopped_row(stop: Stop, provenance: Provenance) -> ResultRow:
+    """The row a ladder's `Stop` with a status of its own ends with (before any measurement): its status, reason,
+    the stage that ended it and that stage's evidence."""
+    return stop.at.row.model_copy(
+        update=dict(
+            status=stop.status,
+            status_reason=stop.reason,
+            failed_stage=stop.failed,
+            stages=stop.at.row.stages + [stop.stage],
+            status_evidence=stop.stage.evidence,
+            provenance=provenance,
+        )
+    )
+
+
+def crashed_row(
+    job: QualifyJob, row: ResultRow, stage: StageName, error: Exception, commands: dict[str, str]
+) -> ResultRow:
+    """`row` ended `failed` at `stage` by an exception of ours raised outside any step (its start, its finishing):
+    the exception on the row as a tool error, the traceback in its private folder; written."""
+    from ..stages.protocol import tool_error
+
+    facts = tool_error(job.row_dir(row.profile), stage, error)
+    detail = f"internal error: {facts.type}: {facts.message}"
+    crashed = row.model_copy(
+        update=dict(
+            status="failed",
+            status_reason=f"{stage}: {detail}",
+            failed_stage=stage,
+            status_evidence=[],
+            stages=[s for s in row.stages if s.name != stage]
+            + [StageResult(name=stage, status="failed", detail=detail)],
+            tool_error=facts,
+        )
+    )
+    try:
+        return finish_row(job, crashed, commands)
+    except Exception:  # the row's own content would not write: the bare row, which says what raised, does
+        bare = ResultRow(
+            profile=row.profile,
+            family=row.family,
+            checkpoint=row.checkpoint,
+            revision=row.revision,
+            verdict=row.verdict,
+            in_group=row.in_group,
+            reference_self_test=row.reference_self_test,
+            comparison=row.comparison,
+            status="failed",
+            status_reason=crashed.status_reason,
+            failed_stage=stage,
+            stages=crashed.stages[-1:],
+            tool_error=facts,
+        )
+        return finish_row(job, bare, {})
 
 
 def earned_reason(stages: list[StageResult]) -> str:

@@ -50,7 +50,7 @@ def _run_build(cp: Checkpoint, bundle: Path) -> StageResult | None:
             code, wall = run_step(
                 build_argv(cp.toolchain, cp.entry, partial),
                 log=cp.row_dir / BUILD_LOG,
-                timeout_s=cp.job.stage_timeouts["build"],
+                timeout_s=cp.job.stage_timeouts.build,
             )
         if code == 0 and partial.is_file():
             partial.replace(bundle)

@@ -14,7 +14,7 @@ the server's error was about the clip's URL or format, the transport to try inst
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +54,7 @@ def clip_urls(base_url: str, workload: Workload) -> dict[str, str]:
     return {clip.id: base_url + clip_route(workload, clip.id) for clip in workload.spec.clips}
 
 
-def chat_video_url(transport: VideoTransport, prompt: Prompt, urls: dict[str, str]) -> str:
+def chat_video_url(transport: VideoTransport, prompt: Prompt, urls: Mapping[str, str]) -> str:
     """What a chat body's video part carries: the clip as a data URL, or its http URL (ClipError, OSError)."""
     if TRANSPORTS[transport].by_url:
         if prompt.clip_id not in urls:
@@ -65,7 +65,7 @@ def chat_video_url(transport: VideoTransport, prompt: Prompt, urls: dict[str, st
     return video_data_url(Path(prompt.clip_path))
 
 
-def aiperf_videos(transport: VideoTransport, urls: dict[str, str]) -> dict[str, str]:
+def aiperf_videos(transport: VideoTransport, urls: Mapping[str, str]) -> dict[str, str]:
     """Clip id -> what AIPerf's `video` field carries instead of the clip's path: the http URLs, or nothing."""
     return dict(urls) if TRANSPORTS[transport].by_url else {}
 

@@ -36,7 +36,7 @@ def correctness(cp: Checkpoint, climb: Climb) -> Climb | Stop:
         code, wall = run_step(
             argv,
             log=cp.row_dir / CORRECTNESS_LOG,
-            timeout_s=job.stage_timeouts["correctness"],
+            timeout_s=job.stage_timeouts.correctness,
             cwd=cp.checkout,
             env=correctness_env(cp.checkout, dict(os.environ)),
         )

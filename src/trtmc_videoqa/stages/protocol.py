@@ -9,12 +9,15 @@ the ladder does, once, whatever the outcome. What a stage starts and must outliv
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..common.atomic_write import write_text_atomic
+from ..common.text_escape import one_line
 from ..results import (
     Accuracy,
     OutputCheck,
@@ -23,9 +26,11 @@ from ..results import (
     ResultRow,
     StageName,
     StageResult,
+    ToolError,
     TransportAttempt,
     VideoTransport,
 )
+from ..results.layout import TRACEBACK_FILE
 
 if TYPE_CHECKING:
     from ..aiperf.dataset import RequestPlan
@@ -151,15 +156,44 @@ class Step(Generic[R]):
 
 
 def climb_ladder(steps: tuple[Step[R], ...], row: R, start: Climb) -> Climb | Stop:
-    """Each step in order, from `start`, until one stops the row; the stage a crash happens in is the job's."""
+    """Each step in order, from `start`, until one stops the row. Whatever a step raises (Ctrl-C aside) is that
+    row's `failed` at that step: the rows before and after it are measured and kept."""
     climb = start
     for step in steps:
-        row.job.stage = step.name
-        outcome = step.run(row, climb)
+        try:
+            outcome = step.run(row, climb)
+        except Exception as error:  # a bug of ours, or a input we did not foresee: this row's outcome, not the run's
+            return crashed(row, climb, step.name, error)
         if isinstance(outcome, Stop):
             return outcome
         climb = outcome
     return climb
+
+
+def crashed(row: RowJob, climb: Climb, stage: StageName, error: Exception) -> Stop:
+    """The row ended `failed` at `stage` by `error`: its type and one escaped line on the row (`tool_error`), the
+    traceback in the row's private folder. Once measuring, the failed stage joins the measurement's stages."""
+    facts = tool_error(row.row_dir, stage, error)
+    failed = StageResult(
+        name=stage, status="failed", detail=f"internal error: {facts.type}: {facts.message}", evidence=[]
+    )
+    at = replace(climb, row=climb.row.model_copy(update={"tool_error": facts}))
+    if at.measurement is not None:
+        at.measurement.stages.append(failed)
+        return Stop(at, failed)
+    return Stop(at, failed, status="failed", reason=f"{stage}: {failed.detail}", failed=stage)
+
+
+def tool_error(row_dir: Path, stage: StageName, error: BaseException) -> ToolError:
+    """What a row says of an exception of ours: type, one escaped line, and where its traceback was kept."""
+    kept: str | None = TRACEBACK_FILE
+    try:
+        text = "".join(traceback.format_exception(error))
+        write_text_atomic(row_dir / TRACEBACK_FILE, text.encode("utf-8", "backslashreplace").decode())
+    except OSError:  # the row still says what raised, where the traceback could not be kept
+        kept = None
+    message = one_line(str(error).encode("utf-8", "backslashreplace").decode("utf-8"))[:500]
+    return ToolError(stage=stage, type=type(error).__name__, message=message, traceback=kept)
 
 
 def measured_end(end: Climb | Stop) -> tuple[Climb, Measurement]:

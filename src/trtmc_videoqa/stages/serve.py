@@ -34,7 +34,7 @@ def serve(cp: Checkpoint, climb: Climb) -> Climb | Stop:
         port=port,
         body_limit=job.settings.body_limit,
         records=records,
-        startup_timeout_s=job.stage_timeouts["startup"],
+        startup_timeout_s=job.stage_timeouts.startup,
         request_timeout_s=job.settings.request_timeout_s,
     )
     climb = replace(climb, commands=climb.commands | {"serve": redacted(argv)})
@@ -44,7 +44,7 @@ def serve(cp: Checkpoint, climb: Climb) -> Climb | Stop:
     cp.progress("starting trtmc-server")
     started = time.monotonic()
     process = ServerProcess(
-        argv, url=url, log_path=cp.row_dir / SERVER_LOG, startup_timeout_s=job.stage_timeouts["startup"], env=env
+        argv, url=url, log_path=cp.row_dir / SERVER_LOG, startup_timeout_s=job.stage_timeouts.startup, env=env
     )
     try:
         with watched_log(job.progress, f"{cp.entry.profile}: serve", cp.row_dir / SERVER_LOG):  # until ready

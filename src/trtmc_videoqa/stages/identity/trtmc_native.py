@@ -121,7 +121,7 @@ class NativeRoute:
             self.argv,
             url=self.url,
             log_path=self.private / "native-server.log",
-            startup_timeout_s=self.cp.job.stage_timeouts["startup"],
+            startup_timeout_s=self.cp.job.stage_timeouts.startup,
             env=perf_serving_env(self.cp.checkout, dict(os.environ)),
         )
 

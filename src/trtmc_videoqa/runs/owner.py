@@ -1,16 +1,18 @@
-"""One run's machinery, shared by qualify and compare: find aiperf, then under the output lock the tokenizer, the
-workloads' artifacts and the clip server; the rows (made by the command's own function); the reports and the
-public-safe rewrite. Also each job's making and the rows' one-line summary with the exit code."""
+"""The owner of one run, whichever command asked for it: find aiperf, then under the output lock the tokenizer, the
+workloads' artifacts and the clip server; the rows (made by the command's own function, each row's failure kept in
+its row); and **always** the report, rebuilt from every row on disk, then the public-safe rewrite and its check:
+after a row crashed, after Ctrl-C, after a failure outside any row, and over rows earlier runs left in `--out`.
+
+Runs that may still end without a report: another run holds the output lock (refused before anything is written),
+and bad input refused before the lock is taken."""
 
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from ..aiperf.command import API_KEY_PLACEHOLDER, reproducible_command
@@ -18,10 +20,8 @@ from ..aiperf.locate import locate_aiperf
 from ..aiperf.tokenizer import choose_tokenizer
 from ..common.errors import EXIT_OK, EXIT_TOOL_ERROR
 from ..common.pins import load_pins
-from ..common.progress import Progress
-from ..common.scrub import known_secrets
-from ..common.text_escape import one_line, shown_name
 from ..results import ResultRow
+from ..results.layout import CHECKPOINTS_DIR, CLIP_SERVER_LOG, REPORT_HTML, RESULT_FILE
 
 if TYPE_CHECKING:
     from ..aiperf.locate import AiperfInstall
@@ -29,6 +29,15 @@ if TYPE_CHECKING:
     from ..workloads import Workload
     from ..workloads.artifacts import WorkloadFacts
     from .requests import RunRequest
+
+
+@dataclass(frozen=True)
+class RunConsole:
+    """How a run speaks, given by the command line (core rooms never print): `progress(api_key)` makes the run's
+    progress callback (the key is scrubbed from what it shows), `warn` says one line on stderr."""
+
+    progress: Callable[[str | None], Callable[[str], None]]
+    warn: Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,38 @@ class RunTools:
     facts: dict[str, WorkloadFacts]  # by workload name: the clip manifests and sampling its rows carry
     clip_server: str | None = None  # the base URL of the run's loopback clip server (http transport), if any
 
+    def job(self, settings_of: RunRequest, workload: Workload, inventory_digest: str | None = None) -> QualifyJob:
+        """The job every row on `workload` shares: built once, whole, before its first row."""
+        from ..plan.job import QualifyJob
+
+        clip_urls: dict[str, str] = {}
+        if self.clip_server is not None:
+            from ..stages.capability import clip_urls as urls_of
+
+            clip_urls = urls_of(self.clip_server, workload)
+        return QualifyJob(
+            workload=workload,
+            facts=self.facts[workload.name],
+            settings=settings_of.settings,
+            aiperf=self.aiperf,
+            tokenizer=self.tokenizer,
+            tokenizer_label=self.tokenizer_label,
+            command=self.command,
+            api_key=self.api_key,
+            progress=self.progress,
+            inventory_digest=inventory_digest,
+            clip_urls=MappingProxyType(clip_urls),
+        )
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a run ended with: its rows (this run's), the report it wrote, and the exit code they call for."""
+
+    rows: list[ResultRow]
+    report: Path
+    exit_code: int
+
 
 # The rows of a run, given the workloads it serves and its tools (the command's own ladder or ladders).
 MakeRows = Callable[[list["Workload"], RunTools], list[ResultRow]]
@@ -51,68 +92,46 @@ MakeRows = Callable[[list["Workload"], RunTools], list[ResultRow]]
 Adapt = Callable[[list["Workload"]], list["Workload"]]
 
 
-def make_job(request: RunRequest, workload: Workload, tools: RunTools) -> QualifyJob:
-    from ..plan.job import QualifyJob
-
-    job = QualifyJob(
-        out=request.out,
-        workload=workload,
-        facts=tools.facts[workload.name],
-        settings=request.settings,
-        aiperf=tools.aiperf,
-        tokenizer=tools.tokenizer,
-        tokenizer_label=tools.tokenizer_label,
-        command=tools.command,
-        force=request.force,
-        api_key=tools.api_key,
-        bundle_cache=request.bundle_cache,
-        progress=tools.progress,
-    )
-    job.stage_timeouts["startup"] = request.startup_timeout_s
-    if tools.clip_server is not None:
-        from ..stages.capability import clip_urls
-
-        job.clip_urls = clip_urls(tools.clip_server, workload)
-    return job
-
-
-def print_rows(request: RunRequest, rows: list[ResultRow]) -> int:
-    """Each row's status in one line, where the report is, and the exit code (--strict: 1 on a failed row)."""
-    for row in rows:
-        stage = f" at {row.failed_stage}" if row.failed_stage else ""
-        reused = " (reused)" if row.reused else ""
-        print(f"{shown_name(row.profile)}: {row.status}{stage}{reused} — {one_line(row.status_reason)}")
-    print(one_line(f"report: {request.out / 'report.html'}"))
-    if request.strict and any(row.status == "failed" and row.in_group for row in rows):
+def exit_code(rows: list[ResultRow], strict: bool) -> int:
+    """1 when a row crashed (a tool error, whatever --strict says) or, with --strict, an in-group row failed; else 0:
+    every row reached an honest status."""
+    if any(row.tool_error is not None for row in rows):
+        return EXIT_TOOL_ERROR
+    if strict and any(row.status == "failed" and row.in_group for row in rows):
         return EXIT_TOOL_ERROR
     return EXIT_OK
 
 
-def run_with_tools(
+def owned_run(
     request: RunRequest,
     workloads: list[Workload],
     api_key: str | None,
     make_rows: MakeRows,
+    console: RunConsole,
     *,
+    argv: list[str],
     adapt: Adapt | None = None,
-) -> list[ResultRow]:
-    """Find aiperf, then under the output lock: the tokenizer, the workloads' artifacts, the rows, the reports."""
+) -> RunOutcome:
+    """Find aiperf, then under the output lock: the tokenizer, the workloads' artifacts, the rows, and always the
+    reports and the public check. `argv` is our own command line as typed, recorded in command.txt."""
     from ..common.output_lock import OutputLock
     from ..common.stop_signals import stop_signals_ignored
-    from ..workloads.artifacts import prepare_workload_artifacts
 
+    settings = request.settings
     pins = load_pins()
-    aiperf = locate_aiperf(request.aiperf, expected_version=pins.aiperf.version)
-    progress = _progress(request.quiet, api_key)
-    command = _our_command(sys.argv[1:] if sys.argv[1:2] in (["qualify"], ["compare"]) else ["qualify"])
+    aiperf = locate_aiperf(settings.aiperf, expected_version=pins.aiperf.version)
+    progress = console.progress(api_key)
+    command = reproducible_command(["trtmc-videoqa", *argv])
     if api_key:
         command = command.replace(api_key, API_KEY_PLACEHOLDER)
     with OutputLock(request.out):
         try:
             if adapt is not None:  # the server is asked about the copy made for it
                 workloads = adapt(workloads)
-            candidates = [request.tokenizer] if request.tokenizer else []
+            candidates = [settings.tokenizer] if settings.tokenizer else []
             tokenizer, label = choose_tokenizer(candidates, request.out / "tokenizer")
+            from ..workloads.artifacts import prepare_workload_artifacts
+
             facts = {workload.name: prepare_workload_artifacts(request.out, workload) for workload in workloads}
             with _clip_server(request, workloads) as clip_server:
                 tools = RunTools(aiperf, tokenizer, label, command, progress, api_key, facts, clip_server)
@@ -121,32 +140,25 @@ def run_with_tools(
             with stop_signals_ignored():
                 if not _has_rows(request.out):  # before the first row: a report that says so
                     _write_interrupted_report(request.out)
-                _report_and_publish(request, workloads, aiperf.executable, api_key, rebuild=_has_rows(request.out))
+                _report_and_publish(
+                    request, workloads, aiperf.executable, api_key, console, rebuild=_has_rows(request.out)
+                )
             raise
-        _report_and_publish(request, workloads, aiperf.executable, api_key)
-    return rows
-
-
-def _progress(quiet: bool, api_key: str | None) -> Callable[[str], None]:
-    """The run's progress on stderr (common/progress.py): on a terminal a long step's line is rewritten in place;
-    without one (or with CI set) plain lines, a long step's every 10 s and at its end; --quiet: none."""
-    if quiet:
-        return lambda _: None
-    terminal = sys.stderr.isatty() and not os.environ.get("CI")
-    # main's stderr drops every control character, the one that rewrites a line too: on a terminal progress writes
-    # to the process's own stderr, each of its lines made inert (and scrubbed) by Progress itself.
-    stream = (sys.__stderr__ or sys.stderr) if terminal else sys.stderr
-    width = shutil.get_terminal_size().columns if terminal else 0
-    return Progress(stream, terminal=terminal, secrets=known_secrets(api_key), width=width)
-
-
-def _our_command(argv: list[str]) -> str:
-    """Our own command line as command.txt records it: one line, however its values were written."""
-    return reproducible_command(["trtmc-videoqa", *argv])
+        except Exception:  # outside any row (a server that never got ready, ...): the rows on disk still reported
+            if _has_rows(request.out):
+                _report_after_failure(request, workloads, aiperf.executable, api_key, console)
+            raise
+        _report_and_publish(request, workloads, aiperf.executable, api_key, console)
+    return RunOutcome(rows, request.out / REPORT_HTML, exit_code(rows, settings.strict))
 
 
 def _report_and_publish(
-    request: RunRequest, workloads: list[Workload], aiperf_executable: str, api_key: str | None, rebuild: bool = True
+    request: RunRequest,
+    workloads: list[Workload],
+    aiperf_executable: str,
+    api_key: str | None,
+    console: RunConsole,
+    rebuild: bool = True,
 ) -> None:
     """Every report over the rows that exist (unless `rebuild` is off: the interrupted report stands), then the
     artifacts made public-safe and checked (publish/)."""
@@ -162,15 +174,24 @@ def _report_and_publish(
         aiperf_executable,
         api_key,
         trtmc=request.trtmc,
-        bundle_cache=request.bundle_cache,
+        bundle_cache=request.settings.bundle_cache,
         server_urls=request.server_urls(),
-        warn=lambda message: print(one_line(message), file=sys.stderr),  # one line of ours, not Python's warning
+        warn=console.warn,
     )
 
 
-def _has_rows(out: Path) -> bool:
-    from ..results.layout import CHECKPOINTS_DIR, RESULT_FILE
+def _report_after_failure(
+    request: RunRequest, workloads: list[Workload], aiperf_executable: str, api_key: str | None, console: RunConsole
+) -> None:
+    """The report and the public check after a failure outside any row; one that fails too is said in one line, so
+    the failure that ended the run stays the one reported."""
+    try:
+        _report_and_publish(request, workloads, aiperf_executable, api_key, console)
+    except Exception as error:
+        console.warn(f"the report could not be rebuilt after the failure below: {type(error).__name__}: {error}")
 
+
+def _has_rows(out: Path) -> bool:
     return any((out / CHECKPOINTS_DIR).glob(f"*/{RESULT_FILE}"))
 
 
@@ -203,7 +224,6 @@ def _write_interrupted_report(out: Path) -> None:
 def _clip_server(request: RunRequest, workloads: list[Workload]) -> Iterator[str | None]:
     """The run's loopback clip server, serving exactly the workloads' clips, while the rows run (its base URL);
     None when the transport needs none. It stops with the block, on an error or SIGINT too."""
-    from ..results.layout import CLIP_SERVER_LOG
     from ..stages.capability import clip_routes, needs_clip_server
 
     if not needs_clip_server(request.settings.video_transport):

@@ -22,7 +22,7 @@ def checked_run_inputs(
     request: RunRequest, *, self_test: bool, model: str
 ) -> tuple[list[Workload], str | None, list[str]]:
     """The workloads, the API key and notes for the plan; a WorkloadError or BadInput naming the input otherwise."""
-    workloads = _workloads(request.workload, self_test)
+    workloads = _workloads(request.settings.workload, self_test)
     _check_clip_formats(workloads)
     key = _api_key(request)
     return workloads, key, _check_bodies(workloads, request.settings, model)
@@ -51,20 +51,20 @@ def _check_clip_formats(workloads: list[Workload]) -> None:
 
 def _api_key(request: RunRequest) -> str | None:
     """The server's API key: from --api-key-file (its first line), else from the --api-key-env variable."""
-    if request.api_key_file is not None:
+    if request.settings.api_key_file is not None:
         try:
-            text = request.api_key_file.read_text(encoding="utf-8")
+            text = request.settings.api_key_file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
             reason = getattr(error, "strerror", None) or type(error).__name__
             raise BadInput(
-                f"--api-key-file {request.api_key_file} cannot be read ({reason}); "
+                f"--api-key-file {request.settings.api_key_file} cannot be read ({reason}); "
                 "give a readable file holding the key on its first line"
             ) from None
         key = text.strip().splitlines()[0].strip() if text.strip() else ""
         if not key:
-            raise BadInput(f"--api-key-file {request.api_key_file} is empty; put the key on its first line")
+            raise BadInput(f"--api-key-file {request.settings.api_key_file} is empty; put the key on its first line")
         return key
-    return os.environ.get(request.api_key_env) or None
+    return os.environ.get(request.settings.api_key_env) or None
 
 
 def _check_bodies(workloads: list[Workload], settings: RunSettings, model: str) -> list[str]:

@@ -1,0 +1,211 @@
+"""`compare`'s run: an upstream implementation of a checkpoint beside trtmc-server.
+
+It starts Hugging Face `transformers serve` on the checkpoint (the hub id, fetched with the user's token from the
+environment, or a local folder), on loopback, only when the row must be measured, and runs the endpoint ladder
+against it with the same workload over the http transport. The row is labelled "comparison (not a TRTMC
+capability)": upstream availability never makes a TRTMC model, and no report counts it in the group.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..aiperf.command import reproducible_command
+from ..common.errors import BadInput
+from ..common.safe_names import safe_name
+from ..results import ComparisonFacts
+from ..results.layout import PRIVATE_DIR
+from ..serving.transformers_serve import ServeTarget, find_transformers, serve_target
+from .inputs import LONGEST_MODEL_NAME, checked_run_inputs
+from .owner import RunConsole, RunOutcome, RunTools, owned_run
+from .requests import Adaptation, CompareRequest
+
+if TYPE_CHECKING:
+    from ..ladders.endpoint import EndpointTarget, LiveEndpoint
+    from ..results import ResultRow
+    from ..workloads import Workload
+
+ADAPTATION_FOLDER = "comparison-workload"  # under --out: the workload copy the server was asked about
+SERVER_LOG = "transformers-serve.log"
+PROFILE_SUFFIX = ".transformers-serve"
+
+
+@dataclass(frozen=True)
+class ComparisonRun:
+    """What one comparison serves and how: fixed before anything starts."""
+
+    target: ServeTarget
+    executable: Path
+    device: str
+    dtype: str
+    adaptation: Adaptation
+    compared_profile: str | None
+    startup_timeout_s: float
+
+    @property
+    def profile(self) -> str:
+        """The row's name: beside the TRTMC profile it compares with (sorted next to it), else the checkpoint's."""
+        base = self.compared_profile or self.target.checkpoint.replace("/", "--")
+        return base + PROFILE_SUFFIX
+
+    def workload(self, out: Path, original: Workload) -> tuple[Workload, str]:
+        """The workload the server is asked about, and the row's words for what was changed in it."""
+        if self.adaptation == "none":
+            return original, "none: the workload's clips and requests as they are"
+        from ..workloads.silent_audio_copy import adaptation_note, frame_count, silent_audio_workload
+
+        copy = silent_audio_workload(
+            original,
+            out / ADAPTATION_FOLDER / original.name,
+            why="Made by trtmc-videoqa compare for transformers serve 5.19-5.24, which reads audio from every video.",
+        )
+        return copy, adaptation_note(original, frame_count(original))
+
+    def facts(self, server_version: str | None, media_adaptation: str) -> ComparisonFacts:
+        return ComparisonFacts(
+            server="transformers serve",
+            server_version=server_version,
+            checkpoint=self.target.checkpoint,
+            revision=self.target.revision,
+            compared_profile=self.compared_profile,
+            device=self.device,
+            media_adaptation=media_adaptation,
+        )
+
+    def identity(self, facts: ComparisonFacts) -> str:
+        """The server's part of the row's cache key: what it is, what it serves, on what, with which media."""
+        parts = [facts.server, facts.server_version or "", self.target.model, self.device, self.dtype]
+        return " ".join([*parts, facts.media_adaptation, self._local_digest()])
+
+    def _local_digest(self) -> str:
+        """A local checkpoint's file names and sizes, so a rebuilt folder of the same name is measured again."""
+        if self.target.cwd is None:
+            return ""
+        folder = self.target.cwd / self.target.model
+        listing = sorted(f"{p.relative_to(folder)}:{p.stat().st_size}" for p in folder.rglob("*") if p.is_file())
+        return hashlib.sha256("\n".join(listing).encode()).hexdigest()[:16]
+
+
+def _target(request: CompareRequest) -> tuple[ServeTarget, str | None]:
+    """The checkpoint to serve, and the TRTMC profile it stands beside (if named)."""
+    profile, trtmc = request.profile, request.trtmc
+    if profile is not None and not safe_name(profile):
+        raise BadInput(f"--profile {profile!r} is not a profile name (letters, digits, '.', '_', '-')")
+    if trtmc is not None:
+        if profile is None:
+            raise BadInput("--trtmc needs --profile NAME: the profile whose checkpoint is served")
+        from ..inventory import run_inventory
+
+        entries = {entry.profile: entry for entry in run_inventory(trtmc).entries}
+        entry = entries.get(profile)
+        if entry is None or not entry.checkpoint:
+            raise BadInput(
+                f"--profile {profile} is not a profile with a checkpoint in the inventory of {trtmc}; "
+                "see `trtmc-videoqa inventory` for the profiles"
+            )
+        return serve_target(request.checkpoint or entry.checkpoint, request.revision or entry.revision), profile
+    if not request.checkpoint:
+        raise BadInput("compare needs --checkpoint ID|DIR, or --trtmc PATH with --profile NAME")
+    return serve_target(request.checkpoint, request.revision), profile
+
+
+def comparison_run(request: CompareRequest) -> ComparisonRun:
+    target, compared = _target(request)
+    return ComparisonRun(
+        target=target,
+        executable=find_transformers(request.transformers),
+        device=request.device,
+        dtype=request.dtype,
+        adaptation=request.media_adaptation,
+        compared_profile=compared,
+        startup_timeout_s=request.settings.startup_timeout_s,
+    )
+
+
+def compare_inputs(request: CompareRequest) -> tuple[list[Workload], list[str]]:
+    """The workloads and the notes for the plan, checked as qualify checks its inputs; the API key is read (a bad
+    --api-key-file is refused) but never sent: the server is the one started here."""
+    workloads, _, notes = checked_run_inputs(request, self_test=False, model=LONGEST_MODEL_NAME)
+    return workloads, notes
+
+
+def run_compare(
+    request: CompareRequest,
+    comparison: ComparisonRun,
+    workloads: list[Workload],
+    console: RunConsole,
+    argv: list[str],
+) -> RunOutcome:
+    """Serve (unless the row is reused), qualify and report."""
+    adaptations: list[str] = []
+
+    def adapt(originals: list[Workload]) -> list[Workload]:  # under the output lock: the copy made for the server
+        adapted, adaptation = comparison.workload(request.out, originals[0])
+        adaptations.append(adaptation)
+        return [adapted]
+
+    def make_rows(adapted: list[Workload], tools: RunTools) -> list[ResultRow]:
+        return compare_rows(request, adapted[0], tools, comparison, adaptations[0])
+
+    return owned_run(request, workloads, None, make_rows, console, argv=argv, adapt=adapt)
+
+
+def compare_rows(
+    request: CompareRequest, workload: Workload, tools: RunTools, comparison: ComparisonRun, adaptation: str
+) -> list[ResultRow]:
+    """The comparison row on `workload` (the copy made for the server, changed as `adaptation` says): the server
+    started only when the row must be measured, qualified as an endpoint, stopped."""
+    from ..ladders.endpoint import EndpointTarget
+    from ..serving.transformers_serve import server_version
+    from .qualify import endpoint_rows
+
+    facts = comparison.facts(server_version(comparison.executable), adaptation)
+    stated = {"sampling_where": "server", "media_adaptation": facts.media_adaptation, "device": comparison.device}
+    frames = workload.spec.generation.extra_body.get("chat_template_kwargs", {}).get("num_frames")
+    if isinstance(frames, int):
+        stated["sampling_policy"] = f"uniform:{frames}"
+    target = EndpointTarget(
+        profile=comparison.profile,
+        model=comparison.target.model,
+        identity=comparison.identity(facts),
+        stated=stated,
+        comparison=facts,
+    )
+    return endpoint_rows([(tools.job(request, workload), target)], lambda: _served(request, comparison, tools))
+
+
+@contextmanager
+def _served(
+    request: CompareRequest, comparison: ComparisonRun, tools: RunTools
+) -> Iterator[Callable[[EndpointTarget], LiveEndpoint]]:
+    """`transformers serve` on loopback (it fetches the clips from this run's loopback clip server too)."""
+    from ..ladders.endpoint import LiveEndpoint
+    from ..serving.process import ServerProcess, free_loopback_port
+    from ..serving.transformers_serve import HEALTH_PATH, serve_argv
+
+    port = free_loopback_port()
+    url = f"http://127.0.0.1:{port}"
+    argv = serve_argv(
+        comparison.executable,
+        comparison.target,
+        host="127.0.0.1",
+        port=port,
+        device=comparison.device,
+        dtype=comparison.dtype,
+    )
+    tools.progress(f"starting transformers serve on {url} ({comparison.target.model}, {comparison.device})")
+    with ServerProcess(
+        argv,
+        url=url,
+        log_path=request.out / PRIVATE_DIR / SERVER_LOG,
+        startup_timeout_s=comparison.startup_timeout_s,
+        cwd=comparison.target.cwd,
+        ready_path=HEALTH_PATH,
+    ) as server:
+        live = LiveEndpoint(url=url, alive=lambda: server.alive, serve_command=reproducible_command(argv))
+        yield lambda _: live

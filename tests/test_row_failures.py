@@ -1,0 +1,148 @@
+"""A failure stays in its row, and a run always ends in its report: a step made to raise on purpose, on every ladder
+(the TRTMC ladder through the test doubles, the endpoint ladder through the self-test and through `compare`), ends
+its row `failed` at that step with the exception on the row and its traceback in private/, writes every report over
+every row in `--out` (earlier runs' too), passes the public check, and exits 1.
+
+The raising step is a test double put into the ladder's tuple in this process (`run_main`); the servers and the
+TRTMC toolchain doubles are real processes."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from doubles.toolchain import install_doubles
+from helpers import QUICK, cli, reference, row, run_main
+from shared_runs import FAMILIES
+
+from trtmc_videoqa.common.errors import EXIT_OK, EXIT_TOOL_ERROR
+from trtmc_videoqa.ladders import endpoint as endpoint_ladder
+from trtmc_videoqa.ladders import trtmc as trtmc_ladder
+from trtmc_videoqa.stages.protocol import Climb, RowJob, Step, Stop
+
+RAISED = "a step made to raise on purpose: \ud800 and\na second line"
+
+
+def _with_raising_step(
+    monkeypatch: pytest.MonkeyPatch, module, attribute: str, name: str, only: str | None = None
+) -> None:  # type: ignore[no-untyped-def]
+    """The ladder `module.attribute` with its step `name` replaced by one that raises (for the rows `only` names)."""
+    ladder = getattr(module, attribute)
+    real = next(step.run for step in ladder if step.name == name)
+
+    def raising(row: RowJob, climb: Climb) -> Climb | Stop:
+        if only is None or row.profile.endswith(only):
+            raise RuntimeError(RAISED)
+        return real(row, climb)
+
+    monkeypatch.setattr(module, attribute, tuple(Step(s.name, raising) if s.name == name else s for s in ladder))
+
+
+def _reports_list(out: Path, profiles: set[str]) -> None:
+    """report.json, report.md and report.html were written and each lists every profile; the public check passes."""
+    report = json.loads((out / "report.json").read_text())
+    assert profiles <= {r["profile"] for r in report["rows"]}
+    for name in ("report.md", "report.html"):
+        text = (out / name).read_text()
+        assert all(profile in text for profile in profiles), name
+    checked = cli("report", str(out), "--check-public", "--out", str(out.parent / f"{out.name}-rebuilt"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def _crashed_at(out: Path, profile: str, stage: str) -> None:
+    result = row(out, profile)
+    assert result.status == "failed" and result.failed_stage == stage, result.status_reason
+    assert result.tool_error is not None and result.tool_error.stage == stage
+    assert result.tool_error.type == "RuntimeError" and "\n" not in result.tool_error.message
+    assert "\\ud800" in result.tool_error.message  # escaped, never a lone surrogate in a file
+    assert "internal error: RuntimeError" in result.status_reason
+    traceback = (out / "checkpoints" / profile / "private" / "traceback.txt").read_text()
+    assert "RuntimeError" in traceback and "raising" in traceback
+
+
+def test_a_step_that_raises_on_the_trtmc_ladder_fails_its_row_and_the_run_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = install_doubles(tmp_path / "bin")
+    monkeypatch.setenv("PATH", env["PATH"])
+    _with_raising_step(monkeypatch, trtmc_ladder, "TRTMC_LADDER", "build")
+    out = tmp_path / "out"
+    done = run_main(capsys, "qualify", "--trtmc", str(FAMILIES), "--out", str(out), *QUICK)
+    assert done.returncode == EXIT_TOOL_ERROR, done.stdout + done.stderr
+    assert "vidqa-2b: failed at build" in done.stdout and "report:" in done.stdout
+    _crashed_at(out, "vidqa-2b", "build")
+    others = {p.name for p in (out / "checkpoints").iterdir()} - {"vidqa-2b"}
+    assert any(row(out, other).status == "unsupported" for other in others)  # the rows after it are written too
+    _reports_list(out, {"vidqa-2b", *others})
+
+
+def test_a_step_that_raises_on_the_endpoint_ladder_fails_every_row_it_raises_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The self-test, its capability step raising: both rows failed at capability, both reported, exit 1."""
+    _with_raising_step(monkeypatch, endpoint_ladder, "ENDPOINT_LADDER", "capability")
+    out = tmp_path / "out"
+    done = run_main(capsys, "qualify", "--out", str(out), "--quiet")
+    assert done.returncode == EXIT_TOOL_ERROR, done.stdout + done.stderr
+    profiles = {"reference-self-test.synthetic", "reference-self-test.bigbuckbunny"}
+    for profile in profiles:
+        _crashed_at(out, profile, "capability")
+    _reports_list(out, profiles)
+
+
+@contextmanager
+def _no_server():  # type: ignore[no-untyped-def]
+    """A test double of the compare run's server start: nothing started (the raising step never reaches it)."""
+    from trtmc_videoqa.ladders.endpoint import LiveEndpoint
+
+    yield lambda _: LiveEndpoint(url="http://127.0.0.1:9")
+
+
+def test_a_compare_that_raises_into_an_out_with_an_earlier_row_reports_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    earlier = run_main(capsys, "qualify", "--endpoint", "http://127.0.0.1:9", "--model", "m", "--out", str(out), *QUICK)
+    assert earlier.returncode == EXIT_OK and row(out, "m").status == "failed"  # nothing listens there: honest
+    from trtmc_videoqa.runs import compare as compare_run
+    from trtmc_videoqa.serving import transformers_serve
+
+    monkeypatch.setattr(compare_run, "find_transformers", lambda _: Path("/bin/true"))  # test double: never run
+    monkeypatch.setattr(transformers_serve, "server_version", lambda _: "5.24.0")
+    monkeypatch.setattr(compare_run, "_served", lambda *_: _no_server())
+    _with_raising_step(monkeypatch, endpoint_ladder, "ENDPOINT_LADDER", "plan")
+    done = run_main(capsys, "compare", "--checkpoint", "org/name", "--out", str(out), *QUICK, "--quiet")
+    assert done.returncode == EXIT_TOOL_ERROR, done.stdout + done.stderr
+    _crashed_at(out, "org--name.transformers-serve", "plan")
+    _reports_list(out, {"m", "org--name.transformers-serve"})
+
+
+@pytest.mark.e2e
+def test_a_self_test_whose_second_row_raises_keeps_and_reports_the_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _with_raising_step(monkeypatch, endpoint_ladder, "ENDPOINT_LADDER", "aiperf", only="bigbuckbunny")
+    out = tmp_path / "out"
+    done = run_main(capsys, "qualify", "--out", str(out), "--repeats", "1", "--warmup", "0", "--quiet")
+    assert done.returncode == EXIT_TOOL_ERROR, done.stdout + done.stderr
+    first = row(out, "reference-self-test.synthetic")
+    assert first.status == "endpoint-qualified" and first.tool_error is None, first.status_reason
+    _crashed_at(out, "reference-self-test.bigbuckbunny", "aiperf")
+    second = row(out, "reference-self-test.bigbuckbunny")
+    assert [s.name for s in second.stages][-2:] == ["capability", "aiperf"]  # what it measured before stays
+    _reports_list(out, {"reference-self-test.synthetic", "reference-self-test.bigbuckbunny"})
+
+
+@pytest.mark.e2e
+def test_two_runs_into_one_out_with_different_models_report_both_rows(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with reference(tmp_path, name="reference-a") as url:
+        first = cli("qualify", "--endpoint", url, "--model", "trtmc-videoqa-reference", "--out", str(out), *QUICK)
+    assert first.returncode == EXIT_OK, first.stderr
+    second = cli("qualify", "--endpoint", "http://127.0.0.1:9", "--model", "other", "--out", str(out), *QUICK)
+    assert second.returncode == EXIT_OK, second.stderr
+    assert row(out, "trtmc-videoqa-reference").status == "endpoint-qualified"
+    assert row(out, "other").status == "failed"
+    _reports_list(out, {"trtmc-videoqa-reference", "other"})
