@@ -306,3 +306,28 @@ def test_workload_grade() -> None:
     assert grade.questions_passed == 1 and not grade.passed
     with pytest.raises(ValueError, match="unknown question"):
         grade_workload(answers, ["q1"])
+
+
+@pytest.mark.timeout(60)  # a hang guard: the quadratic scan took minutes on this size, the linear one milliseconds
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "<think>" * 200_000 + "B",  # opening tags that never close: the answer is cut off, hidden
+        "<THINK>x" * 150_000 + "</think>B",  # one block from the first tag to the only closing one
+        '"' * 400_000 + "B" + '"' * 400_000,  # quotes, layer after layer
+        "</think>" * 150_000 + "B",
+    ],
+)
+def test_grading_hostile_answers_takes_linear_time(answer: str) -> None:
+    graded = grade_answer(answer, BURROW, "B")
+    expected = "empty" if answer.startswith("<think>" * 2) else "correct"
+    assert graded.outcome == expected, graded
+
+
+def test_reasoning_blocks_are_removed_as_before() -> None:
+    from trtmc_videoqa.workloads.grading import clean_answer
+
+    assert clean_answer("a<think>x</think>b<THINK>y</Think>c") == "a b c"
+    assert clean_answer("a<think>x<think>y</think>b") == "a b"  # the first closing tag ends the block
+    assert clean_answer("x</think>y</think> \u201c B \u201d") == "B"
+    assert clean_answer("B<think>cut") == "B" and clean_answer("<think>never closed") == ""
