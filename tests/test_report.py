@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+import pytest
 from helpers import cli
 
 from trtmc_videoqa.report import build_report
@@ -541,3 +542,25 @@ def test_latency_is_a_distribution_in_the_page_and_percentiles_in_the_markdown()
     ]})  # fmt: skip
     html = render_html(report.model_copy(update={"rows": [untimed]}))
     assert "server task time: not reported" in html and "server task time: not reported by this server" in html
+
+
+@pytest.mark.timeout(120)  # a hang guard: Infinity looped forever in the latency plot's axis
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+def test_a_hand_made_row_with_a_non_finite_number_is_named_not_drawn(tmp_path: Path, value: str) -> None:
+    """`report` on a row whose client latency is no finite number: that row is named unreadable, with the field,
+    the other rows are reported, and the command exits 0 with every format written."""
+    out = _write(
+        tmp_path / "run", [_row("good", "endpoint-qualified", "http://127.0.0.1:1"), _row("bad", "failed", "u")]
+    )
+    bad = out / "checkpoints" / "bad" / "result.json"
+    bad.write_text(bad.read_text().replace('"client_latency_ms":10.0', f'"client_latency_ms":{value}', 1))
+    assert value in bad.read_text()
+    done = cli("report", str(out), "--out", str(tmp_path / "report"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert [row["profile"] for row in report["rows"]] == ["good"]
+    (unreadable,) = report["unreadable"]
+    assert unreadable["path"] == "checkpoints/bad/result.json"
+    assert unreadable["error"] == "requests.0.client_latency_ms: Input should be a finite number"
+    assert "checkpoints/bad/result.json" in (tmp_path / "report" / "report.md").read_text()
+    assert (tmp_path / "report" / "report.html").is_file()

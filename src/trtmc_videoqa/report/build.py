@@ -6,6 +6,8 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from .. import __version__
 from ..aiperf_qual.verdicts import with_verdict
 from ..common.atomic_write import open_for_appending, write_text_atomic
@@ -13,7 +15,19 @@ from ..common.errors import UserError
 from ..common.safe_read import MAX_RESULT_BYTES, read_regular_file
 from ..common.text_escape import json_inert
 from ..results import Inventory, Report, ResultRow, UnreadableRow
-from ..results.layout import CHECKPOINTS_DIR, RESULT_FILE
+from ..results.layout import (
+    AIPERF_OUTCOME,
+    CHECKPOINTS_DIR,
+    FRAME_STRIP,
+    INVENTORY_FILE,
+    JUNIT_FILE,
+    REPORT_HTML,
+    REPORT_JSON,
+    REPORT_MD,
+    REQUESTS_FILE,
+    RESULT_FILE,
+    workload_dir,
+)
 from .group import aiperf_qual_group, group_line
 from .html import render_html
 from .junit import render_junit
@@ -29,7 +43,7 @@ class ReportInputError(UserError):
 
 # A row that claims one of these was measured: its folder must hold what the measurement left.
 MEASURED = ("aiperf-qualified", "endpoint-qualified")
-EVIDENCE = ("aiperf/outcome.json", "requests.jsonl")
+EVIDENCE = (AIPERF_OUTCOME, REQUESTS_FILE)
 
 
 def load_rows(directory: Path) -> tuple[list[ResultRow], list[UnreadableRow]]:
@@ -45,13 +59,23 @@ def load_rows(directory: Path) -> tuple[list[ResultRow], list[UnreadableRow]]:
         try:
             row = ResultRow.model_validate_json(read_regular_file(path, MAX_RESULT_BYTES))
         except (ValueError, OSError, UserError) as error:
-            first = (str(error).splitlines() or [type(error).__name__])[0]
+            first = _first_problem(error)
             unreadable.append(
                 UnreadableRow(path=path.relative_to(directory).as_posix(), source=str(directory), error=first)
             )
             continue
         rows.append(with_verdict(_verified(row, path.parent)))
     return rows, unreadable
+
+
+def _first_problem(error: Exception) -> str:
+    """One line for why a result file could not be read: a schema error names its field (a number that is not finite
+    is one: `requests.3.client_latency_ms: Input should be a finite number`)."""
+    if isinstance(error, ValidationError) and error.errors():
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "the file"
+        return f"{where}: {first['msg']}"
+    return (str(error).splitlines() or [type(error).__name__])[0]
 
 
 def _verified(row: ResultRow, row_dir: Path) -> ResultRow:
@@ -110,7 +134,7 @@ def _inventory_group_line(directories: list[Path]) -> str | None:
     an inventory that cannot be read adds nothing (the rows stand on their own)."""
     lines = set()
     for directory in directories:
-        path = directory / "inventory.json"
+        path = directory / INVENTORY_FILE
         if not path.is_file():
             continue
         try:
@@ -130,7 +154,7 @@ def frame_strip(report: Report, directories: list[Path]) -> Path | None:
     workloads = [row.provenance.workload for row in report.rows if row.provenance is not None]
     for workload in dict.fromkeys(workloads):
         for directory in directories:
-            strip = directory / "workload" / workload / "frames.png"
+            strip = workload_dir(directory, workload) / FRAME_STRIP
             if strip.is_file():
                 return strip
     return None
@@ -139,10 +163,10 @@ def frame_strip(report: Report, directories: list[Path]) -> Path | None:
 def write_report(report: Report, out: Path, frames_png: Path | None = None) -> list[Path]:
     written = [
         # bidirectional and zero-width characters as \u escapes: the same data, shown escaped
-        write_text_atomic(out / "report.json", json_inert(report.model_dump_json(indent=2)) + "\n"),
-        write_text_atomic(out / "report.md", render_markdown(report)),
-        write_text_atomic(out / "report.html", render_html(report, frames_png)),
-        write_text_atomic(out / "junit.xml", render_junit(report)),
+        write_text_atomic(out / REPORT_JSON, json_inert(report.model_dump_json(indent=2)) + "\n"),
+        write_text_atomic(out / REPORT_MD, render_markdown(report)),
+        write_text_atomic(out / REPORT_HTML, render_html(report, frames_png)),
+        write_text_atomic(out / JUNIT_FILE, render_junit(report)),
     ]
     summary = os.environ.get(STEP_SUMMARY_ENV)
     if summary:
