@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from trtmc_videoqa.cli.main import build_parser
 from trtmc_videoqa.cli.qualify_args import settings_from, settings_options
 from trtmc_videoqa.cli.requests import compare_request, qualify_request
+from trtmc_videoqa.common.errors import BadInput
 from trtmc_videoqa.plan.settings import MIB, RunSettings
 
 
@@ -74,3 +75,19 @@ def test_compare_makes_its_own_request() -> None:
         compare_request(build_parser().parse_args(["compare", "--startup-timeout", "0"]))
     assert caught.value.errors()[0]["loc"] == ("startup_timeout_s",)
     assert settings_options()["startup_timeout_s"] == "--startup-timeout"
+
+
+@pytest.mark.parametrize("option", ["--endpoint", "--model", "--native-url"])
+def test_a_server_option_given_twice_is_refused_by_name(option: str) -> None:
+    """argparse keeps the last of a repeated option: `--endpoint A --endpoint B` measured B alone and said nothing."""
+    values = {"--endpoint": "http://127.0.0.1:1", "--model": "m", "--native-url": "http://127.0.0.1:2"}
+    argv = ["qualify", *(arg for name, value in values.items() for arg in (name, value)), option, values[option]]
+    with pytest.raises(BadInput, match=f"^{option} given 2 times; a run qualifies one server"):
+        qualify_request(build_parser().parse_args(argv))
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:", "http://127.0.0.1:/v1", "http://[::1]:"])
+def test_an_endpoint_with_an_empty_port_is_refused(url: str) -> None:
+    """`http://127.0.0.1:` parses with no port and went to port 80."""
+    with pytest.raises(BadInput, match="^--endpoint names no port after ':'"):
+        qualify_request(build_parser().parse_args(["qualify", "--endpoint", url, "--model", "m"]))

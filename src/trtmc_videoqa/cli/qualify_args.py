@@ -21,8 +21,11 @@ def add_qualify_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_source_arguments(source: argparse._ArgumentGroup) -> None:
     source.add_argument("--trtmc", type=Path, metavar="PATH", help="a TRTMC checkout: every capable checkpoint")
     source.add_argument("--profile", action="append", metavar="NAME", help="only this profile (repeatable)")
-    source.add_argument("--endpoint", metavar="URL", help="an already running OpenAI-compatible video chat server")
-    source.add_argument("--model", metavar="NAME", help="the model name to send to --endpoint")
+    # Kept as lists, so that one given twice is refused by name (argparse's last-one-wins would drop the first).
+    source.add_argument(
+        "--endpoint", action="append", metavar="URL", help="an already running OpenAI-compatible video chat server"
+    )
+    source.add_argument("--model", action="append", metavar="NAME", help="the model name to send to --endpoint")
     source.add_argument(
         "--server-records",
         type=Path,
@@ -32,6 +35,7 @@ def _add_source_arguments(source: argparse._ArgumentGroup) -> None:
     )
     source.add_argument(
         "--native-url",
+        action="append",
         metavar="URL",
         help="--endpoint's native Task route, in perf_serving's request shape (POST URL/v1/tasks/generate with "
         '{"request": {"prompt", "video_path": {"$file": ...}, "max_new_tokens", "temperature"}}): each question and '

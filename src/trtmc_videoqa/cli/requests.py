@@ -23,6 +23,8 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
 
 def qualify_request(args: argparse.Namespace) -> QualifyRequest:
     """The request, or a UserError (or a ValidationError of the settings) naming the option and the fix."""
+    for option in ("endpoint", "model", "native_url"):
+        setattr(args, option, _given_once(f"--{option.replace('_', '-')}", getattr(args, option)))
     if args.endpoint and not args.model:
         raise BadInput("--endpoint needs --model NAME: the model name the server serves")
     if args.trtmc and args.endpoint:
@@ -64,6 +66,17 @@ def compare_request(args: argparse.Namespace) -> CompareRequest:
         transformers=args.transformers,
         media_adaptation=args.media_adaptation,
     )
+
+
+def _given_once(option: str, values: list[str] | None) -> str | None:
+    """The one value of an option a run takes once; given twice, a refusal (a run qualifies one server: the last one
+    given would silently be the only one measured)."""
+    if values and len(values) > 1:
+        raise BadInput(
+            f"{option} given {len(values)} times; a run qualifies one server: run qualify once per server, each "
+            "with its own --out (then `trtmc-videoqa report DIR1 DIR2` shows them side by side)"
+        )
+    return values[0] if values else None
 
 
 def _stated(items: list[str]) -> dict[str, str]:
@@ -120,6 +133,8 @@ def _checked_urls(urls: dict[str, str | None]) -> None:
             raise BadInput(f"{option} is not a valid URL ({error}); give it as http://HOST:PORT") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise BadInput(f"{option} is not an http:// or https:// URL with a host; give it as http://HOST:PORT")
+        if parts.port is None and parts.netloc.endswith(":"):  # `http://host:` would go to the scheme's port
+            raise BadInput(f"{option} names no port after ':'; give it as http://HOST:PORT")
     _no_credential_in_urls(urls)
 
 
