@@ -203,7 +203,7 @@ def test_chat_sends_greedy_video_content_with_request_id_and_never_returns_the_k
     assert "sekrit" not in chat[0].model_copy(update={"answer": None}).model_dump_json()
 
 
-def test_chat_non_json_answer_is_an_error(prompts: list[Prompt]) -> None:
+def test_a_chat_answer_of_another_shape_is_a_named_malformed_answer(prompts: list[Prompt]) -> None:
     httpd, _ = plain_server(200, {"not": "a completion"})
     try:
         url = f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -211,7 +211,8 @@ def test_chat_non_json_answer_is_an_error(prompts: list[Prompt]) -> None:
     finally:
         httpd.shutdown()
         httpd.server_close()
-    assert chat[0].http_status == 200 and chat[0].answer is None and "without an answer" in (chat[0].error or "")
+    assert chat[0].http_status == 200 and chat[0].answer is None
+    assert "malformed answer (`choices` is missing)" in (chat[0].error or "")
 
 
 def test_native_sends_only_the_fields_the_task_defines(prompts: list[Prompt]) -> None:

@@ -64,7 +64,8 @@ def test_cannot_tell_fails_as_unparseable_with_examples() -> None:
     result = check(CANNOT_TELL)
     assert not result.passed and result.checked == 8
     assert result.by_outcome["unparseable"] == 8 and result.by_outcome["resolved"] == 0
-    assert list(result.by_outcome) == ["resolved", "unparseable", "ambiguous", "empty", "cut-off", "declared-no-answer"]
+    outcomes = ["resolved", "unparseable", "ambiguous", "empty", "cut-off", "malformed", "declared-no-answer"]
+    assert list(result.by_outcome) == outcomes
     assert 0 < len(result.examples) <= 5 and result.examples[0].answer == CANNOT_TELL
     assert result.examples[0].session_id == f"{QUESTION.id}-forward-0"
     assert result.declared_no_answer is None

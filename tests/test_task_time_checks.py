@@ -106,17 +106,19 @@ def test_a_records_file_with_hostile_values_is_read_checked_and_never_crashes(tm
         '{"request_id": "inf", "timing": {"model_call_ms": Infinity}}',
         '{"request_id": "neg", "timing": {"model_call_ms": -5000}}',
         '{"request_id": "big", "handler_ms": 1' + "0" * 400 + "}",
-        '{"request_id": "huge-int", "handler_ms": ' + "9" * 5000 + "}",  # past Python's int digit limit: skipped
+        '{"request_id": "huge-int", "handler_ms": ' + "9" * 5000 + "}",  # past Python's int digits: held, named
         "[" * 100_000,  # too deep to parse: skipped
         '{"request_id": "ok", "task_ms": 7.5}',
     ]
     path = tmp_path / "records.jsonl"
     path.write_text("\n".join(lines) + "\n")
     found = read_server_records(path)
-    assert sorted(found) == ["big", "inf", "nan", "neg", "ok"]
-    for request_id in ("nan", "inf", "neg", "big"):
+    assert sorted(found) == ["big", "huge-int", "inf", "nan", "neg", "ok"]
+    for request_id in ("nan", "inf", "neg", "big", "huge-int"):
         time = record_task_time(found[request_id])
         assert time.ms is None and time.invalid and "`records." in time.invalid, request_id
+    huge = record_task_time(found["huge-int"]).invalid or ""
+    assert "is not a finite number (<an integer of 5000 digits>)" in huge
     assert record_task_time(found["ok"]).ms == 7.5
     over = server_task_time(ClientRecord(session_id="s", x_request_id="ok", phase="profiling", latency_ms=5.0), found)
     assert over.ms is None and "client latency" in (over.invalid or "")

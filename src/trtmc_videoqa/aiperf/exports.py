@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import tempfile
@@ -22,9 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..common.atomic_write import check_target
+from ..common.server_answers import (
+    ChatAnswer,
+    escaped_text,
+    read_chat_completion,
+    read_chat_stream,
+    shape_problem,
+)
 
 RAW_EXPORT = "profile_export_raw.jsonl"
 RECORDS_EXPORT = "profile_export.jsonl"
@@ -36,6 +44,12 @@ EVIDENCE_CAP = 64 << 20  # bytes kept of one export file once scrubbed; also the
 CUT_KEY = "trtmc_videoqa_cut"
 _SCRUBBED = frozenset({".jsonl", ".json", ".txt", ".log", ".csv"})
 _SKIP_READ = 1 << 20
+# What AIPerf 0.13.0 records when its own reader raises on an HTTP 200 answer it cannot read as a chat completion
+# (`choices` a string, `usage` a list, nesting too deep, ...): the answer came back, and its shape is the fault.
+AIPERF_READ_ERRORS = frozenset(
+    {"InvalidInferenceResultError", "TypeError", "ValueError", "AttributeError", "KeyError", "IndexError",
+     "RecursionError", "JSONDecodeError"}
+)  # fmt: skip
 
 
 class ClientRecord(BaseModel):
@@ -53,10 +67,20 @@ class ClientRecord(BaseModel):
     finish_reason: str | None = None
     completion_tokens: int | None = None
     response_fields: dict[str, Any] = {}  # top-level response fields beyond OpenAI's (a server's timing record)
+    malformed: str | None = None  # the answer is no chat completion: where its shape breaks
+    invalid_values: list[str] = []  # numbers of the answer that cannot be held: where, what, why
+    # The answer as AIPerf recorded it, where what is written of it differs (lone surrogates escaped, numbers that
+    # cannot be held): its raw bytes, for the row's private/ folder.
+    raw_answer: bytes | None = Field(default=None, exclude=True)
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def identity(self) -> str:
+        """The request by its X-Request-ID, else its conversation: what names its raw answer."""
+        return self.x_request_id or self.session_id
 
 
 def bounded_lines(handle: BinaryIO, cap: int) -> Iterator[tuple[bytes | None, int]]:
@@ -93,61 +117,116 @@ def _lines(path: Path) -> Iterator[dict[str, Any]]:
                 yield data
 
 
-_OPENAI_FIELDS = frozenset(
-    {"id", "object", "created", "model", "choices", "usage", "system_fingerprint", "service_tier", "prompt_logprobs"}
-)
+class RecordMeta(BaseModel):
+    """The part of an AIPerf record that names the request (AIPerf's own words; a record without them is none)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    conversation_id: str | None = None
+    x_request_id: str | None = None
+    benchmark_phase: str = "?"
+    request_start_ns: int | None = None
+    request_end_ns: int | None = None
 
 
-def _response(raw: dict[str, Any]) -> tuple[str | None, str | None, int | None, dict[str, Any], int | None]:
-    """(answer, finish_reason, completion tokens, extra fields, http status) from a raw record's responses."""
-    responses = raw.get("responses") or []
-    texts = []
-    finish = None
-    tokens = None
-    extra: dict[str, Any] = {}
-    for response in responses:
-        body = response.get("text")
-        packets = response.get("packets")
-        chunks = [p.get("value") for p in packets] if isinstance(packets, list) else [body]
-        for chunk in chunks:
-            if not isinstance(chunk, str) or chunk.strip() in ("", "[DONE]"):
-                continue
-            try:
-                data = json.loads(chunk)
-            except json.JSONDecodeError:
-                continue
-            if not isinstance(data, dict):
-                continue
-            for choice in data.get("choices") or []:
-                part = (choice.get("message") or choice.get("delta") or {}).get("content")
-                if isinstance(part, str):
-                    texts.append(part)
-                finish = choice.get("finish_reason") or finish
-            usage = data.get("usage") or {}
-            if isinstance(usage.get("completion_tokens"), int):
-                tokens = usage["completion_tokens"]
-            extra.update({k: v for k, v in data.items() if k not in _OPENAI_FIELDS})
-    status = raw.get("status")
-    return ("".join(texts) if texts else None), finish, tokens, extra, status if isinstance(status, int) else None
+class _Packet(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    value: str | None = None
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    text: str | None = None
+    packets: list[_Packet] | None = None
+
+
+class _Responses(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    responses: list[_Response] | None = None
+
+
+class _RecordsLine(BaseModel):
+    """A line of the records export: who the request was, and AIPerf's metrics of it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    metadata: RecordMeta = RecordMeta()
+    metrics: dict[str, Any] = {}
+
+
+class _Metric(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    value: float | None = None
+
+
+def record_meta(raw: dict[str, Any]) -> RecordMeta | None:
+    """The record's metadata, or None where it is not AIPerf's shape."""
+    try:
+        return RecordMeta.model_validate(raw.get("metadata") or {})
+    except ValidationError:
+        return None
+
+
+def _response(raw: dict[str, Any]) -> tuple[ChatAnswer, bytes | None]:
+    """The answer a raw record holds, read through the chat completion's typed shape (a whole body, or the chunks of
+    a stream); and its raw bytes where what is written of it differs from what was sent."""
+    try:
+        responses = _Responses.model_validate({"responses": raw.get("responses")}).responses or []
+    except ValidationError as error:
+        return ChatAnswer(malformed=f"AIPerf's record of the answer: {shape_problem(error)}"), None
+    streamed = any(response.packets is not None for response in responses)
+    chunks = [
+        part
+        for response in responses
+        for part in ([p.value for p in response.packets] if response.packets is not None else [response.text])
+        if part is not None
+    ]
+    whole = not streamed and len(chunks) == 1
+    answer = read_chat_completion(chunks[0]) if whole else read_chat_stream(chunks)
+    raw_bytes = "\n".join(chunks).encode("utf-8", "surrogatepass") if answer.changed else None
+    return answer, raw_bytes
 
 
 def _error_text(error: Any) -> str | None:
     if not error:
         return None
     if isinstance(error, dict):
-        parts = [str(error.get(k)) for k in ("code", "type", "message") if error.get(k) not in (None, "")]
-        return ": ".join(parts) or "error"
-    return str(error)
+        parts = [_text_of(error.get(k)) for k in ("code", "type", "message") if error.get(k) not in (None, "")]
+        return escaped_text(": ".join(parts) or "error")
+    return escaped_text(_text_of(error))
+
+
+def _error_type(error: Any) -> str | None:
+    kind = error.get("type") if isinstance(error, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _text_of(value: Any) -> str:
+    """A value of an error record as text (JSON for a structure), whatever it holds."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value)
+    except (ValueError, RecursionError):  # an integer past Python's digits, a structure too deep
+        return f"<{type(value).__name__} that cannot be shown>"
 
 
 def _latencies(artifact_dir: Path) -> dict[str, float]:
     """AIPerf's own end-to-end latency per x_request_id, from the records export (the raw one has no metrics)."""
     found = {}
     for record in _lines(artifact_dir / RECORDS_EXPORT):
-        request_id = (record.get("metadata") or {}).get("x_request_id")
-        value = ((record.get("metrics") or {}).get("request_latency") or {}).get("value")
-        if request_id and isinstance(value, (int, float)):
-            found[request_id] = float(value)
+        try:
+            line = _RecordsLine.model_validate(record)
+            value = _Metric.model_validate(line.metrics.get("request_latency") or {}).value
+        except ValidationError:
+            continue
+        request_id = line.metadata.x_request_id
+        if request_id and value is not None and math.isfinite(value):
+            found[request_id] = value
     return found
 
 
@@ -162,28 +241,40 @@ def raw_lines(artifact_dir: Path) -> Iterator[dict[str, Any]]:
 
 
 def client_record(raw: dict[str, Any], latencies: dict[str, float]) -> ClientRecord | None:
-    meta = raw.get("metadata") or {}
-    session = meta.get("conversation_id")
-    if not session:
+    """One request as the client saw it; None for a record that names no request. Nothing in it raises: an answer
+    of another shape is `malformed`, a number that cannot be held an invalid value, a lone surrogate escaped."""
+    meta = record_meta(raw)
+    if meta is None or not meta.conversation_id:
         return None
-    answer, finish, tokens, extra, status = _response(raw)
-    latency = latencies.get(meta.get("x_request_id") or "")
+    answer, raw_answer = _response(raw)
+    status = raw.get("status")
+    latency = latencies.get(meta.x_request_id or "")
     error = _error_text(raw.get("error"))
     if error and isinstance(raw.get("error"), dict) and isinstance(raw["error"].get("code"), int):
         status = raw["error"]["code"]
+    if answer.malformed is not None and error is not None:
+        if status == 200 and _error_type(raw.get("error")) in AIPERF_READ_ERRORS:
+            # The answer came back whole and is no chat completion: the server's malformed answer, which AIPerf's
+            # own reader raised on. Its error is kept in the note; the request itself did not fail.
+            answer.malformed, error = f"{answer.malformed} (AIPerf: {error})", None
+        else:
+            answer.malformed = None  # a failed request's body is its error, not an answer
     return ClientRecord(
-        session_id=session,
-        x_request_id=meta.get("x_request_id"),
-        phase=meta.get("benchmark_phase", "?"),
-        start_ns=meta.get("request_start_ns"),
-        end_ns=meta.get("request_end_ns"),
-        latency_ms=float(latency) if isinstance(latency, (int, float)) and not error else None,
-        http_status=status,
+        session_id=escaped_text(meta.conversation_id),
+        x_request_id=escaped_text(meta.x_request_id) if meta.x_request_id else None,
+        phase=escaped_text(meta.benchmark_phase),
+        start_ns=meta.request_start_ns,
+        end_ns=meta.request_end_ns,
+        latency_ms=latency if not error else None,
+        http_status=status if isinstance(status, int) and not isinstance(status, bool) else None,
         error=error,
-        answer=answer,
-        finish_reason=finish,
-        completion_tokens=tokens,
-        response_fields=extra,
+        answer=answer.text,
+        finish_reason=answer.finish_reason,
+        completion_tokens=answer.completion_tokens,
+        response_fields=answer.fields,
+        malformed=answer.malformed,
+        invalid_values=answer.invalid_values,
+        raw_answer=raw_answer,
     )
 
 
@@ -202,7 +293,8 @@ def read_client_records(artifact_dir: Path) -> list[ClientRecord]:
             records.append(record)
             seen.add(record.x_request_id or "")
     for raw in _lines(artifact_dir / RECORDS_EXPORT):
-        request_id = (raw.get("metadata") or {}).get("x_request_id")
+        meta = record_meta(raw)
+        request_id = escaped_text(meta.x_request_id) if meta is not None and meta.x_request_id else None
         if request_id and request_id not in seen:
             record = client_record(raw, latencies)
             if record is not None:

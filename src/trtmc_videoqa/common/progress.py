@@ -184,7 +184,7 @@ class JsonlTail:
         for line in lines:
             try:
                 record = json.loads(line)
-            except ValueError:  # blank, cut off by a crash, or not UTF-8
+            except (ValueError, RecursionError):  # blank, cut off by a crash, not UTF-8, or nested too deep
                 continue
             if isinstance(record, dict):
                 records.append(record)

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 PRIVATE_DIR = "private"  # a folder of this name, at any depth, is not published: not scanned by the public check
@@ -29,8 +31,22 @@ CORRECTNESS_LOG = f"{PRIVATE_DIR}/correctness.log"
 SERVER_LOG = f"{PRIVATE_DIR}/server.log"
 SERVER_RECORDS = f"{PRIVATE_DIR}/server-records.jsonl"
 CLIP_SERVER_LOG = f"{PRIVATE_DIR}/clip-server.log"
+# The raw bytes of a server's answer whose text the row holds changed (a lone surrogate escaped, a number no JSON
+# reader holds): one file per request, named by its request id (raw_answer_file).
+RAW_ANSWERS_DIR = f"{PRIVATE_DIR}/raw-answers"
 TRACEBACK_FILE = f"{PRIVATE_DIR}/traceback.txt"  # an exception of ours that ended the row, in full
 
 
 def checkpoints_dir(out: Path) -> Path:
     return out / CHECKPOINTS_DIR
+
+
+_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,149}")  # a request id that is a file name as it is
+
+
+def raw_answer_file(request_id: str) -> str:
+    """One request's raw answer under RAW_ANSWERS_DIR (row-relative); an id unfit to be a file name goes by its
+    digest."""
+    if not _PLAIN_ID.fullmatch(request_id):
+        request_id = "request-" + hashlib.sha256(request_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{RAW_ANSWERS_DIR}/{request_id}.raw"

@@ -102,6 +102,21 @@ class RequestRow(_Model):
     expected: str | None = None
     grade: str | None = None
     rule: str | None = None
+    malformed: str | None = Field(
+        default=None,
+        description="the server's answer was no chat completion: where its shape breaks; it is not graded, and the "
+        "output check counts it malformed",
+    )
+    invalid_values: list[str] = Field(
+        default_factory=list,
+        description="numbers the server gave for this request that cannot be held (non-finite, huge, a count that "
+        "is no whole number): where, the value, the rule; each left out",
+    )
+    raw_answer: str | None = Field(
+        default=None,
+        description="where the answer's raw bytes were kept (row-relative, private/) because the text written here "
+        "differs from what the server sent: a lone surrogate escaped as \\uXXXX, a number no JSON reader holds",
+    )
 
 
 class Accuracy(_Model):
@@ -119,8 +134,9 @@ class Accuracy(_Model):
 
 
 # What the output check makes of one profiling answer: only "resolved" (exactly one of its question's options, from a
-# complete answer) passes; "declared-no-answer" passes only where the run's own plan declares it (the self-test).
-AnswerOutcome = Literal["resolved", "unparseable", "ambiguous", "empty", "cut-off", "declared-no-answer"]
+# complete answer) passes; "declared-no-answer" passes only where the run's own plan declares it (the self-test);
+# "malformed" is an answer that was no chat completion (RequestRow.malformed says where its shape breaks).
+AnswerOutcome = Literal["resolved", "unparseable", "ambiguous", "empty", "cut-off", "malformed", "declared-no-answer"]
 
 
 class AnswerExample(_Model):
@@ -157,6 +173,11 @@ class IdentityAnswer(_Model):
         default=None, description="sha256 of the body sent, in aiperf_qual's canonical JSON (native route)"
     )
     server_task_ms: float | None = Field(default=None, description="the server's task time, from its own records")
+    raw_answer: str | None = Field(
+        default=None,
+        description="where the answer's raw bytes were kept (row-relative, private/) because the text written here "
+        "differs from what the server sent (a lone surrogate escaped as \\uXXXX)",
+    )
 
 
 class IdentityPair(_Model):

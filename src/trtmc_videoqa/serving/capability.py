@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from ..common.server_answers import read_chat_completion
 from ..media.payload import chat_request_body, check_body_limit, encode_body, video_data_url
 from ..results import TransportAttempt, VideoTransport
 from .bounded_http import (
@@ -44,6 +45,7 @@ FIELD_KEPT = 4 * 1024  # bytes of JSON kept of one field a server adds beyond Op
 FIELDS_KEPT = 16 * 1024  # bytes of JSON kept of all of them together
 NAME_KEPT = 64  # characters of a server's field name or X-Served-By / system_fingerprint kept
 DROPPED_KEY = "_dropped_by_trtmc_videoqa"
+_CHAT_FIELDS = frozenset({"id", "object", "created", "model", "choices", "usage"})  # the rest is kept, bounded
 # The server understood the request and refused what it carries: a video part, its MIME type, its shape.
 CONTENT_REJECTIONS = frozenset({400, 415, 422})
 _FIXES = {
@@ -72,6 +74,12 @@ class CapabilityResult(BaseModel):
     transport_refused: bool = False  # a server error about the clip's URL or format: another transport may do
     video_transport: VideoTransport | None = None  # how the clip was carried (the accepted try, else the last)
     attempts: list[TransportAttempt] = []  # every try, in order, when the caller tried transports
+    malformed: str | None = None  # an HTTP 200 that was no chat completion: where its shape breaks
+    invalid_values: list[str] = []  # numbers of the answer that cannot be held: where, what, why
+    raw_answer: str | None = None  # where the caller kept the body's raw bytes (row-relative, private/)
+    # The body as it came, where what is written of it differs (a lone surrogate escaped, a number no JSON reader
+    # holds): for the caller to keep under the row's private/ folder, never written here.
+    raw_bytes: bytes | None = Field(default=None, exclude=True)
 
 
 def is_transport_refusal(status: int, text: str) -> bool:
@@ -149,34 +157,36 @@ def _judged_response(response: BoundedResponse, request_id: str, latency: float)
             detail=f"HTTP {response.status_code}: {text}" + (f" ({fix})" if fix else ""),
             served_by=served_by,
         )
-    try:
-        data = response.json()
-        answer = data["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
+    body = read_chat_completion(response.content)
+    raw = response.content if body.changed else None
+    if body.malformed is not None:
         return CapabilityResult(
             accepted=False,
             rejected=False,
             http_status=200,
             request_id=request_id,
             latency_ms=latency,
-            detail=f"not a chat completion: {text}",
+            detail=f"not a chat completion ({body.malformed}): {text}",
             served_by=served_by,
+            malformed=body.malformed,
+            raw_bytes=raw,
         )
-    extra = {k: v for k, v in data.items() if k not in {"id", "object", "created", "model", "choices", "usage"}}
     # The fingerprint says more than the header (a test double says so there); keep whichever the server gave.
-    fingerprint = data.get("system_fingerprint")
-    served_by = _kept_name(fingerprint if isinstance(fingerprint, str) else None) or served_by
-    ok = isinstance(answer, str) and bool(answer.strip())
+    served_by = _kept_name(body.fingerprint) or served_by
+    answer = body.text
+    ok = answer is not None and bool(answer.strip())
     return CapabilityResult(
         accepted=ok,
         rejected=False,
         http_status=200,
         request_id=request_id,
         latency_ms=latency,
-        answer=_kept_answer(answer) if isinstance(answer, str) else None,
+        answer=_kept_answer(answer) if answer is not None else None,
         detail="answered" if ok else "HTTP 200 with an empty answer",
         served_by=served_by,
-        response_fields=bounded_fields(extra),
+        response_fields=bounded_fields({k: v for k, v in body.body.items() if k not in _CHAT_FIELDS}),
+        invalid_values=body.invalid_values,
+        raw_bytes=raw,
     )
 
 

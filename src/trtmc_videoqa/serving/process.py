@@ -15,6 +15,7 @@ import httpx
 
 from ..common import child_groups
 from ..common.atomic_write import open_for_writing
+from ..common.server_answers import parse_server_json
 
 READY_PATH = "/health/ready"
 
@@ -140,8 +141,12 @@ def served_model(url: str, fallback: str, *, api_key: str | None = None) -> str:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         with httpx.Client(timeout=10.0, trust_env=False) as client:
-            models = client.get(url.rstrip("/") + "/v1/models", headers=headers).json().get("data") or []
-    except (httpx.HTTPError, ValueError, AttributeError):
+            body = client.get(url.rstrip("/") + "/v1/models", headers=headers).content
+    except httpx.HTTPError:
         return fallback
-    ids = [model_id for m in models if isinstance(m, dict) and isinstance(model_id := m.get("id"), str)]
+    listed = parse_server_json(body).value  # of any shape or depth, its text escaped: read, never raised
+    models = listed.get("data") if isinstance(listed, dict) else None
+    if not isinstance(models, list):
+        return fallback
+    ids = [m["id"] for m in models if isinstance(m, dict) and isinstance(m.get("id"), str)]
     return ids[0] if len(ids) == 1 else fallback

@@ -39,7 +39,7 @@ from ..results.transports import TRANSPORTS, used_transport
 from ..serving.forward_proxy import GRACE_S, ForwardProxy, GuardTally
 from ..workloads import Workload
 from .capability import aiperf_videos
-from .join import join_requests, read_server_records
+from .join import join_requests, keep_raw_answers, read_server_records, with_server_text_notes
 from .prompts import workload_prompts
 from .protocol import Climb, EndpointRow, RowJob, Served, Stop, measuring, recorded, served
 from .stats import latency_stats, requests_per_second
@@ -88,11 +88,13 @@ def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
     result.commands["aiperf"] = notes + run.command
     result.aiperf_exit, result.interrupted = run.outcome.exit_code, run.interrupted
     joined = join_requests(plan, run.clients, read_server_records(target.records), workload, max_tokens)
+    keep_raw_answers(row.row_dir, run.clients)
     result.records, result.graded = joined.records, joined.graded
     result.task_time_field, result.timing_scope = joined.task_time_field, joined.timing_scope
     result.figures = _figures(result.records, run.clients)
     write_text_atomic(row.row_dir / "requests.jsonl", "".join(r.model_dump_json() + "\n" for r in result.records))
     stage = _aiperf_stage(run.outcome, result.records, plan, settings, server_gone=not target.alive())
+    stage = with_server_text_notes(stage, result.records)
     if guard is not None:
         stage = _guarded_stage(stage, guard.tally, row.row_dir)
     return recorded(climb, result, stage, stops=stage.status != "passed")

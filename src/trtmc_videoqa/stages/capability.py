@@ -13,16 +13,16 @@ the server's error was about the clip's URL or format, the transport to try inst
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..aiperf.dataset import Prompt
-from ..common.atomic_write import write_model_atomic
+from ..common.atomic_write import write_bytes_atomic, write_model_atomic
+from ..common.server_answers import parse_server_json
 from ..results import StageResult, StageStatus, TransportAttempt, VideoTransport
-from ..results.layout import CAPABILITY_FILE
+from ..results.layout import CAPABILITY_FILE, raw_answer_file
 from ..results.transports import CHOICES, TRANSPORTS
 from ..results.transports import needs_clip_server as needs_clip_server  # re-exported: cli/run_tools.py asks it here
 from ..serving.clip_server import ServedFile
@@ -133,12 +133,23 @@ def check_over_transports(request: CapabilityRequest, settings: RunSettings, row
         if result.accepted:
             outcome.transport = transport
             break
+    sent = [_raw_kept(result, row_dir) for result in sent]
     if sent:
         decisive = next((r for r in sent if r.accepted), sent[-1])
         outcome.capability = decisive.model_copy(update={"attempts": list(outcome.attempts)})
         write_model_atomic(row_dir / CAPABILITY_FILE, outcome.capability)
     outcome.stage = _stage(outcome, sent)
     return outcome
+
+
+def _raw_kept(result: CapabilityResult, row_dir: Path) -> CapabilityResult:
+    """The result, its body's raw bytes kept under the row's private/ folder where what capability.json holds of it
+    differs from what the server sent (a lone surrogate escaped, a number no JSON reader holds)."""
+    if result.raw_bytes is None:
+        return result
+    kept = raw_answer_file(result.request_id)
+    write_bytes_atomic(row_dir / kept, result.raw_bytes)
+    return result.model_copy(update={"raw_answer": kept, "raw_bytes": None})
 
 
 def _try(
@@ -204,10 +215,7 @@ def _short(attempt: TransportAttempt) -> str:
 
 
 def _message_of(text: str) -> str:
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return text
+    body = parse_server_json(text).value  # None where it is no JSON; its text escaped where it is
     error = body.get("error") if isinstance(body, dict) else None
     for holder, key in ((error, "message"), (body, "detail"), (body, "message")):
         if isinstance(holder, dict) and isinstance(holder.get(key), str):

@@ -4,13 +4,13 @@ one AIPerf sent in the wrong phase or more than once, is an error on its row, ne
 
 A server's task time is checked before it is believed (issue 26): it must be a finite number from zero up to the
 request's own client latency (with TASK_TIME_TOLERANCE_MS and TASK_TIME_TOLERANCE_SHARE for two clocks). Anything
-else (a negative, NaN, infinity, 1e308, a string, a number over the client latency) is kept off the figures and
-recorded on the request as `server_task_invalid`, the value and the rule it broke; the timing stage counts and
-names those requests."""
+else (a negative, NaN, infinity, 1e308, an integer of 4,301 digits, a string, a number over the client latency)
+is kept off the figures and recorded on the request as `server_task_invalid`, the value and the rule it broke; the
+timing stage counts and names those requests. An answer of another shape than a chat completion is `malformed` on
+its request (where its shape breaks), never graded; the output check fails it."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +18,10 @@ from typing import Any
 
 from ..aiperf.dataset import PlannedRequest, RequestPlan
 from ..aiperf.exports import ClientRecord
-from ..results import RequestRow
+from ..common.atomic_write import write_bytes_atomic
+from ..common.server_answers import parse_server_json
+from ..results import RequestRow, StageResult
+from ..results.layout import RAW_ANSWERS_DIR, raw_answer_file
 from ..workloads import Workload
 from ..workloads.grading import GradedAnswer, grade_answer
 
@@ -60,10 +63,9 @@ def read_server_records(path: Path | None) -> dict[str, dict[str, Any]]:
         return {}
     found: dict[str, dict[str, Any]] = {}
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):  # torn, not JSON, an integer past Python's digit limit, too deep
-            continue
+        # Torn, not JSON or too deep: passed over. An integer past Python's digits is held, to be named invalid;
+        # a lone surrogate is escaped (the file itself is the raw record, under private/).
+        record = parse_server_json(line).value
         if not isinstance(record, dict):  # a line that is JSON but no record: not this server's format
             continue
         key = next((record.get(k) for k in RECORD_ID_FIELDS if isinstance(record.get(k), str)), None)
@@ -228,9 +230,12 @@ def _joined_row(
         http_status=client.http_status,
         error=client.error or problem,
         answer=client.answer,
+        malformed=client.malformed,
+        invalid_values=client.invalid_values,
+        raw_answer=raw_answer_file(client.identity) if client.raw_answer is not None else None,
     )
     answer = None
-    if client.ok and not problem and planned.phase == "profiling":
+    if client.ok and not problem and not client.malformed and planned.phase == "profiling":
         answer = _grade(workload, row, client, max_tokens)
         update.update(expected=answer.expected, grade=answer.outcome, rule=answer.rule)
     return row.model_copy(update=update), answer, task_time
@@ -249,3 +254,39 @@ def _grade(workload: Workload, row: RequestRow, client: ClientRecord, max_tokens
         output_tokens=client.completion_tokens,
         max_tokens=max_tokens,
     )
+
+
+def keep_raw_answers(row_dir: Path, clients: list[ClientRecord]) -> None:
+    """Each answer whose text the row holds changed (a lone surrogate escaped, a number no JSON reader holds), as
+    AIPerf recorded it, under the row's private/ folder: the evidence of what the server really sent."""
+    for client in clients:
+        if client.raw_answer is not None:
+            write_bytes_atomic(row_dir / raw_answer_file(client.identity), client.raw_answer)
+
+
+def with_server_text_notes(stage: StageResult, records: list[RequestRow]) -> StageResult:
+    """The stage, its detail counting the malformed answers, the answers whose text was escaped and the values that
+    cannot be held."""
+    notes = []
+    malformed = [r for r in records if r.malformed]
+    if malformed:
+        notes.append(
+            f"{len(malformed)} answer(s) were no chat completion, each a malformed answer for the output check "
+            f"(first: {malformed[0].session_id}: {malformed[0].malformed})"
+        )
+    escaped = [r for r in records if r.raw_answer]
+    if escaped:
+        notes.append(
+            f"{len(escaped)} answer(s) held text written escaped (a lone surrogate as \\uXXXX) or numbers no JSON "
+            f"reader holds; their raw bytes are under {RAW_ANSWERS_DIR}/"
+        )
+    invalid = [r for r in records if r.invalid_values]
+    if invalid:
+        first = invalid[0]
+        notes.append(
+            f"{len(invalid)} answer(s) gave values that cannot be held, left out (first: {first.session_id}: "
+            f"{first.invalid_values[0]})"
+        )
+    if not notes:
+        return stage
+    return stage.model_copy(update={"detail": "; ".join([stage.detail, *notes])})

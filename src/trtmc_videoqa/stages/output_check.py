@@ -3,7 +3,8 @@ and resolving to exactly one of its question's options.
 
 Accuracy is never a gate here: a wrong answer that names one option passes. An answer that names no option fails,
 unless the run's own plan declares that no-answer (only the self-test does, for its test double on a real clip), and
-even then only when the answer is complete.
+even then only when the answer is complete. An answer that was no chat completion at all (its request says where
+its shape breaks) fails as `malformed`.
 """
 
 from __future__ import annotations
@@ -107,15 +108,19 @@ def check_outputs(
     declared: DeclaredNoAnswer | None = None,
     secrets: Sequence[str] = (),
 ) -> OutputCheck:
-    """Every profiling record's answer classified; a profiling record without a graded answer counts as empty."""
+    """Every profiling record's answer classified; a malformed answer (no chat completion) counts as malformed, and
+    any other profiling record without a graded answer as empty."""
     by_key: dict[_Key, GradedAnswer] = {(a.question_id, a.variant, a.repeat): a for a in graded}
     counts: dict[str, int] = dict.fromkeys(ANSWER_OUTCOMES, 0)
     examples: list[AnswerExample] = []
     profiling = [record for record in records if record.phase == "profiling"]
     for record in profiling:
         answer = by_key.get((record.question_id, record.clip_id, record.repeat))
-        if answer is None:
-            outcome: AnswerOutcome = "empty"
+        outcome: AnswerOutcome
+        if record.malformed is not None and record.error is None:
+            outcome, text = "malformed", f"(malformed answer: {record.malformed})"
+        elif answer is None:
+            outcome = "empty"
             text = _missing_text(record)
         else:
             outcome, text = classify(answer, declared), answer.raw_text

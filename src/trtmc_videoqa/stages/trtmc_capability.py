@@ -110,6 +110,7 @@ def _one_native_answer(cp: Checkpoint, native: NativeRoute) -> IdentityAnswer:
                 max_response_bytes=cp.job.settings.max_response_bytes,
                 frames=native.frames,
                 kind="capability-native",
+                row_dir=cp.row_dir,
             )
     except ServerProblem as error:
         return IdentityAnswer(route=f"POST /v1/tasks/{request.operation}", request_id="-", error=f"{error}")

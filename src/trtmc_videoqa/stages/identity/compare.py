@@ -14,7 +14,9 @@ is taken to have perf_serving's request shape, ``ENDPOINT_NATIVE_REQUEST`` (``pr
 ``max_new_tokens``, ``temperature`` on ``POST /v1/tasks/generate``).
 
 Both clients read each answer under ``--max-response-bytes`` (decoded) and ``--request-timeout`` for the whole
-request, and never follow a redirect (serving/bounded_http.py).
+request, and never follow a redirect (serving/bounded_http.py). Each body is read through a typed, tolerant model
+(common/server_answers.py): a body of another shape is the pair's named error, and an answer whose text had to be
+escaped (a lone surrogate) keeps its raw bytes under the row's private/ folder.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import base64
 import re
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,12 +33,13 @@ import httpx
 
 from ...aiperf.dataset import Prompt
 from ...aiperf_qual.execution import request_sha
-from ...common.atomic_write import write_model_atomic
+from ...common.atomic_write import write_bytes_atomic, write_model_atomic
+from ...common.server_answers import ChatAnswer, NativeAnswer, read_chat_completion, read_native_answer
 from ...inventory.task_requests import GREEDY_FIELDS, TOKEN_LIMIT_FIELD, task_of
 from ...media.errors import ClipError
 from ...media.payload import chat_request_body, check_body_limit, encode_body, video_data_url
 from ...results import IdentityAnswer, IdentityCheck, IdentityPair, IdentityVerdict, NativeRequest, StageResult
-from ...results.layout import IDENTITY_FILE
+from ...results.layout import IDENTITY_FILE, raw_answer_file
 from ...serving.bounded_http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     BadEncoding,
@@ -102,12 +106,14 @@ def chat_answers(
     video_url: Callable[[Prompt], str] | None = None,
     extra: dict[str, Any] | None = None,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    row_dir: Path | None = None,
 ) -> list[IdentityAnswer]:
     """Each prompt once through ``POST {url}/v1/chat/completions``, greedy; failures recorded, never raised.
 
     `video_url` gives what each prompt's video part carries (default: its clip as a data URL, the transport the
     row's capability check accepted decides); `extra` the workload's extra body fields. Each answer is read under
-    `max_response_bytes` (decoded) and `timeout_s` for the whole request."""
+    `max_response_bytes` (decoded) and `timeout_s` for the whole request; one whose text had to be escaped is kept
+    raw under `row_dir`'s private/ folder."""
     endpoint = url.rstrip("/") + CHAT_PATH
     headers = {"Content-Type": "application/json"}
     if api_key:
@@ -126,8 +132,8 @@ def chat_answers(
             except (ClipError, OSError, ValueError) as error:
                 answers.append(answer.model_copy(update={"error": _hidden(f"not sent: {error}", api_key)}))
                 continue
-            sent = _posted(client, endpoint, content, headers | {"X-Request-ID": rid}, _chat_text)
-            answers.append(_with_outcome(answer, sent, api_key))
+            sent = _posted(client, endpoint, content, headers | {"X-Request-ID": rid}, read_chat_completion)
+            answers.append(_with_outcome(answer, sent, api_key, row_dir))
     return answers
 
 
@@ -176,10 +182,12 @@ def native_answers(
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     frames: FrameFiles | None = None,
     kind: str = "identity-native",
+    row_dir: Path | None = None,
 ) -> list[IdentityAnswer]:
     """Each prompt once through ``POST {native_url}/v1/tasks/<operation>``; failures recorded, never raised (each
-    answer read under `max_response_bytes`, decoded, and `timeout_s` for the whole request; a request carrying
-    frames takes them from `frames`, each clip decoded once; `kind` begins the request ids)."""
+    answer read under `max_response_bytes`, decoded, and `timeout_s` for the whole request, and kept raw under
+    `row_dir`'s private/ folder where its text had to be escaped; a request carrying frames takes them from
+    `frames`, each clip decoded once; `kind` begins the request ids)."""
     path = f"/v1/tasks/{request.operation}"
     endpoint = native_url.rstrip("/") + path
     answers: list[IdentityAnswer] = []
@@ -195,48 +203,57 @@ def native_answers(
                 continue
             answer = answer.model_copy(update={"request_sha": request_sha(body)})
             headers = {"Content-Type": "application/json", "X-Request-ID": rid}
-            answers.append(_with_outcome(answer, _posted(client, endpoint, content, headers, _native_text), None))
+            sent = _posted(client, endpoint, content, headers, read_native_answer)
+            answers.append(_with_outcome(answer, sent, None, row_dir))
     return answers
 
 
-_Outcome = tuple[int | None, str | None, str | None]  # (http status, answer, error)
+@dataclass(frozen=True)
+class _Outcome:
+    status: int | None
+    answer: str | None = None
+    error: str | None = None
+    raw: bytes | None = None  # the body as it came, where the answer written differs (a lone surrogate escaped)
 
 
 def _posted(
-    client: BoundedClient, url: str, content: bytes, headers: dict[str, str], read: Callable[[Any], object]
+    client: BoundedClient,
+    url: str,
+    content: bytes,
+    headers: dict[str, str],
+    read: Callable[[bytes], ChatAnswer | NativeAnswer],
 ) -> _Outcome:
     try:
         response = client.post(url, content=content, headers=headers)
     except RequestDeadline as error:
-        return None, None, f"no answer: {error}"
+        return _Outcome(None, error=f"no answer: {error}")
     except (ResponseTooLarge, UnboundedEncoding, BadEncoding) as error:
-        return None, None, f"answer refused: {error}"
+        return _Outcome(None, error=f"answer refused: {error}")
     except httpx.HTTPError as error:
-        return None, None, f"no answer: {type(error).__name__}: {error}"
+        return _Outcome(None, error=f"no answer: {type(error).__name__}: {error}")
     if response.status_code != 200:
         note = f" ({redirect_note(response)})" if redirect_note(response) else ""
-        return response.status_code, None, f"HTTP {response.status_code}: {response.text[:_EXCERPT]}{note}"
-    try:
-        text = read(response.json())
-    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
-        text = None
-    if not isinstance(text, str):
-        return 200, None, f"HTTP 200 without an answer text: {response.text[:_EXCERPT]}"
-    return 200, text, None
+        return _Outcome(response.status_code, error=f"HTTP {response.status_code}: {response.text[:_EXCERPT]}{note}")
+    body = read(response.content)  # typed and tolerant: a body of another shape is named, never raised
+    raw = response.content if body.changed else None
+    if body.malformed is not None:
+        malformed = f"HTTP 200 with a malformed answer ({body.malformed}): {response.text[:_EXCERPT]}"
+        return _Outcome(200, error=malformed, raw=raw)
+    if body.text is None:
+        return _Outcome(200, error=f"HTTP 200 without an answer text: {response.text[:_EXCERPT]}", raw=raw)
+    return _Outcome(200, answer=body.text, raw=raw)
 
 
-def _chat_text(data: Any) -> object:
-    return data["choices"][0]["message"]["content"]
-
-
-def _native_text(data: Any) -> object:
-    return data["text"]
-
-
-def _with_outcome(answer: IdentityAnswer, outcome: _Outcome, secret: str | None) -> IdentityAnswer:
-    status, text, error = outcome
-    shown_error = _hidden(error, secret) if error is not None else None
-    return answer.model_copy(update={"http_status": status, "answer": text, "error": shown_error})
+def _with_outcome(
+    answer: IdentityAnswer, outcome: _Outcome, secret: str | None, row_dir: Path | None
+) -> IdentityAnswer:
+    shown_error = _hidden(outcome.error, secret) if outcome.error is not None else None
+    kept = None
+    if outcome.raw is not None and row_dir is not None:
+        kept = raw_answer_file(answer.request_id)
+        write_bytes_atomic(row_dir / kept, outcome.raw)
+    update = {"http_status": outcome.status, "answer": outcome.answer, "error": shown_error, "raw_answer": kept}
+    return answer.model_copy(update=update)
 
 
 # --- the comparison --------------------------------------------------------------------------------------------

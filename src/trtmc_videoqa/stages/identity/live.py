@@ -37,9 +37,12 @@ def max_tokens(job: QualifyJob) -> int:
     return job.settings.max_tokens or job.workload.spec.generation.max_tokens
 
 
-def chat_side(job: QualifyJob, url: str, model: str, transport: VideoTransport = "data-url") -> list[IdentityAnswer]:
+def chat_side(
+    job: QualifyJob, url: str, model: str, transport: VideoTransport = "data-url", *, row_dir: Path
+) -> list[IdentityAnswer]:
     """Each (question, clip) of the workload once through HTTP chat, greedy, its clip carried by `transport` (the
-    one the row's capability check accepted) and with the workload's extra body fields."""
+    one the row's capability check accepted) and with the workload's extra body fields; an answer whose text had
+    to be escaped is kept raw under `row_dir`'s private/ folder."""
     from ..capability import chat_video_url
     from .compare import chat_answers
 
@@ -54,14 +57,15 @@ def chat_side(job: QualifyJob, url: str, model: str, transport: VideoTransport =
         api_key=job.api_key,
         video_url=lambda prompt: chat_video_url(transport, prompt, job.clip_urls),
         extra=dict(job.workload.spec.generation.extra_body) or None,
+        row_dir=row_dir,
     )
 
 
 def native_side(
-    job: QualifyJob, native_url: str, request: NativeRequest, frames: FrameFiles | None = None
+    job: QualifyJob, native_url: str, request: NativeRequest, frames: FrameFiles | None = None, *, row_dir: Path
 ) -> list[IdentityAnswer]:
     """The same pairs once through the native Task route, greedy, with only the fields the Task defines (a
-    video-to-text Task's frames from `frames`)."""
+    video-to-text Task's frames from `frames`); raw answers kept as `chat_side` keeps them."""
     from .compare import native_answers
 
     return native_answers(
@@ -72,6 +76,7 @@ def native_side(
         timeout_s=job.settings.request_timeout_s,
         max_response_bytes=job.settings.max_response_bytes,
         frames=frames,
+        row_dir=row_dir,
     )
 
 
@@ -117,14 +122,20 @@ def endpoint_identity_stage(row: EndpointRow, climb: Climb) -> Climb | Stop:
     target = served(climb)
     transport = used_transport(result.video_transport)
     check = endpoint_identity(
-        row.job, url=target.url, model=target.model, native_url=row.native_url, transport=transport
+        row.job, url=target.url, model=target.model, native_url=row.native_url, transport=transport, row_dir=row.row_dir
     )
     climb = replace(climb, row=climb.row.model_copy(update={"identity": check}))
     return recorded(climb, result, identity_written(row.row_dir, check), stops=False)
 
 
 def endpoint_identity(
-    job: QualifyJob, *, url: str, model: str, native_url: str | None, transport: VideoTransport = "data-url"
+    job: QualifyJob,
+    *,
+    url: str,
+    model: str,
+    native_url: str | None,
+    transport: VideoTransport = "data-url",
+    row_dir: Path,
 ) -> IdentityCheck:
     """A server we did not build: identity against the native route the user named, else not-applicable."""
     from .compare import ENDPOINT_NATIVE_REQUEST, not_applicable
@@ -132,7 +143,7 @@ def endpoint_identity(
     if not native_url:
         return not_applicable(NO_NATIVE_URL)
     job.progress("identity: each question and clip once through chat and once through the native route")
-    chat = chat_side(job, url, model, transport)
-    native = native_side(job, native_url, ENDPOINT_NATIVE_REQUEST)
+    chat = chat_side(job, url, model, transport, row_dir=row_dir)
+    native = native_side(job, native_url, ENDPOINT_NATIVE_REQUEST, row_dir=row_dir)
     route = f"POST /v1/tasks/{ENDPOINT_NATIVE_REQUEST.operation} (the --native-url server)"
     return compared(job, chat, native, route, ENDPOINT_NATIVE_REQUEST)

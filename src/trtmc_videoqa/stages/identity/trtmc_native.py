@@ -47,7 +47,7 @@ def trtmc_identity(cp: Checkpoint, climb: Climb) -> Climb | Stop:
     the GPU); identity.json written."""
     climb, result = measuring(climb)
     target = served(climb)
-    chat = chat_side(cp.job, target.url, target.model, used_transport(result.video_transport))
+    chat = chat_side(cp.job, target.url, target.model, used_transport(result.video_transport), row_dir=cp.row_dir)
     cp.resources.close()  # trtmc-server stops here: perf_serving takes the GPU next
     check, commands = native_identity(cp, built(climb), chat)
     climb = replace(climb, row=climb.row.model_copy(update={"identity": check}), commands=climb.commands | commands)
@@ -68,7 +68,7 @@ def native_identity(cp: Checkpoint, bundle: Bundle, chat: list[IdentityAnswer]) 
     job.progress(f"{entry.profile}: identity: the native Task route (perf_serving)")
     try:
         with native.process():
-            answers = native_side(job, native.url, request, native.frames)
+            answers = native_side(job, native.url, request, native.frames, row_dir=cp.row_dir)
     except ServerProblem as error:
         return IdentityCheck(verdict="failed", reason=f"perf_serving did not start: {error}"), native.commands
     check = with_native_records(compared(job, chat, answers, native.route, request), native.records)
