@@ -35,6 +35,8 @@ CLIP_SERVER_LOG = f"{PRIVATE_DIR}/clip-server.log"
 # reader holds): one file per request, named by its request id (raw_answer_file).
 RAW_ANSWERS_DIR = f"{PRIVATE_DIR}/raw-answers"
 TRACEBACK_FILE = f"{PRIVATE_DIR}/traceback.txt"  # an exception of ours that ended the row, in full
+# Under --out: the temporary folder of every child a run starts, removed when the run ends (common/scratch.py).
+RUN_SCRATCH_DIR = f"{PRIVATE_DIR}/tmp"
 
 
 def checkpoints_dir(out: Path) -> Path:

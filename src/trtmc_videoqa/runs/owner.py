@@ -20,8 +20,9 @@ from ..aiperf.locate import locate_aiperf
 from ..aiperf.tokenizer import choose_tokenizer
 from ..common.errors import EXIT_OK, EXIT_TOOL_ERROR
 from ..common.pins import load_pins
+from ..common.scratch import children_temp_dir
 from ..results import ResultRow
-from ..results.layout import CHECKPOINTS_DIR, CLIP_SERVER_LOG, REPORT_HTML, RESULT_FILE
+from ..results.layout import CHECKPOINTS_DIR, CLIP_SERVER_LOG, REPORT_HTML, RESULT_FILE, RUN_SCRATCH_DIR
 
 if TYPE_CHECKING:
     from ..aiperf.locate import AiperfInstall
@@ -124,7 +125,7 @@ def owned_run(
     command = reproducible_command(["trtmc-videoqa", *argv])
     if api_key:
         command = command.replace(api_key, API_KEY_PLACEHOLDER)
-    with OutputLock(request.out):
+    with OutputLock(request.out), children_temp_dir(request.out / RUN_SCRATCH_DIR):
         try:
             if adapt is not None:  # the server is asked about the copy made for it
                 workloads = adapt(workloads)

@@ -1,0 +1,54 @@
+"""A run writes nothing outside --out: every child it starts (AIPerf, the servers) gets a temporary folder inside the
+run's private scratch, which is removed when the run ends (AIPerf left an aiperf_mmap_* folder in /tmp per run)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import QUICK, qualify
+
+from trtmc_videoqa.common.scratch import TEMP_VARIABLES, children_temp_dir
+
+
+def test_children_get_the_run_s_temporary_folder_and_it_is_removed(tmp_path: Path) -> None:
+    scratch = tmp_path / "out" / "private" / "tmp"
+    before = {name: os.environ.get(name) for name in TEMP_VARIABLES}
+    with children_temp_dir(scratch):
+        child = subprocess.run(
+            [sys.executable, "-c", "import tempfile; print(tempfile.mkdtemp(prefix='aiperf_mmap_'))"],
+            capture_output=True, text=True, check=True, timeout=60,
+        )  # fmt: skip
+        assert Path(child.stdout.strip()).parent == scratch.resolve()
+    assert not scratch.exists()
+    assert {name: os.environ.get(name) for name in TEMP_VARIABLES} == before
+
+
+def test_a_leftover_or_a_planted_link_is_removed_never_followed(tmp_path: Path) -> None:
+    scratch = tmp_path / "private" / "tmp"
+    scratch.parent.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("not ours")
+    scratch.symlink_to(elsewhere)  # planted in place of the scratch folder
+    with children_temp_dir(scratch):
+        assert scratch.is_dir() and not scratch.is_symlink()
+        (scratch / "left.txt").write_text("a child's file")
+    assert (elsewhere / "keep.txt").read_text() == "not ours" and not scratch.exists()
+
+
+@pytest.mark.e2e
+def test_a_run_leaves_nothing_in_the_machine_s_temporary_folder(tmp_path: Path) -> None:
+    """The self-test (the reference endpoint and AIPerf, both children) with TMPDIR on a folder of the test's own:
+    that folder is as empty after the run as before, and the run's scratch is gone."""
+    machine_tmp = tmp_path / "machine-tmp"
+    machine_tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(machine_tmp), TMP=str(machine_tmp), TEMP=str(machine_tmp))
+    out = tmp_path / "out"
+    done = qualify("--out", str(out), *QUICK, env=env)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in machine_tmp.iterdir()) == []
+    assert not (out / "private" / "tmp").exists()
