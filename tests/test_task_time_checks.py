@@ -221,3 +221,29 @@ def test_the_figures_are_unchanged_for_ordinary_values() -> None:
     assert (stats.mean_ms, stats.p50_ms, stats.p90_ms, stats.min_ms, stats.max_ms) == (5.5, 5.5, 9.1, 1.0, 10.0)
     assert percentile([-1e308, 1e308], 0.5) == 0.0  # the difference would overflow: a weighted mean instead
     assert requests_per_second([(0, 10**400)]) is None and requests_per_second([(0, 10**9)]) == 1.0
+
+
+def test_a_large_records_file_is_streamed_keeping_only_the_run_s_requests(tmp_path: Path) -> None:
+    """--server-records was read whole (a 256 MB file took 576 MB): now one line at a time, keeping only the records
+    of the run's own request ids, and an overlong line is passed over whole."""
+    import tracemalloc
+
+    path = tmp_path / "records.jsonl"
+    filler = b"".join(
+        b'{"request_id": "other-%07d", "handler_ms": 1.5, "pad": "%s"}\n' % (i, b"x" * 100) for i in range(400_000)
+    )
+    with path.open("wb") as handle:
+        handle.write(b'{"request_id": "first", "handler_ms": 2.0}\n')
+        handle.write(b'{"request_id": "too-long", "pad": "' + b"y" * (3 << 20) + b'"}\n')  # over the line cap
+        handle.write(filler)
+        handle.write(b'{"request_id": "last", "task_ms": 4.0}\n')
+    assert path.stat().st_size > 50 << 20
+    tracemalloc.start()
+    try:
+        found = read_server_records(path, {"first", "last", "too-long"})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sorted(found) == ["first", "last"]
+    assert record_task_time(found["last"]).ms == 4.0
+    assert peak < 8 << 20, peak  # one line (at most the cap) and the kept records, never the file

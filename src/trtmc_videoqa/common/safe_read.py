@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import UserError
@@ -38,3 +39,22 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes:
     if len(data) > max_bytes:  # grew while being read
         raise UnreadableInput(f"{path} is more than the {max_bytes} bytes this reads")
     return data
+
+
+def regular_file_lines(path: Path, max_line_bytes: int) -> Iterator[bytes]:
+    """The lines of path (a regular file; a link to one is fine), read as a stream, never whole: memory holds one
+    line at a time, and a line longer than max_line_bytes is passed over whole. UnreadableInput when it is no
+    regular file or cannot be opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise UnreadableInput(f"cannot read {path}: {error.strerror or error}") from None
+    with os.fdopen(fd, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnreadableInput(f"{path} is not a regular file (a device, FIFO or folder): give a file")
+        while line := stream.readline(max_line_bytes + 1):
+            if len(line) <= max_line_bytes or line.endswith(b"\n"):
+                yield line
+                continue
+            while (rest := stream.readline(max_line_bytes + 1)) and not rest.endswith(b"\n"):
+                pass  # the rest of an overlong line, in pieces of the cap

@@ -87,7 +87,8 @@ def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
     notes = (HTTP_INPUTS_NOTE if TRANSPORTS[transport].by_url else "") + (GUARD_NOTE if guard else "")
     result.commands["aiperf"] = notes + run.command
     result.aiperf_exit, result.interrupted = run.outcome.exit_code, run.interrupted
-    joined = join_requests(plan, run.clients, read_server_records(target.records), workload, max_tokens)
+    wanted = {client.x_request_id for client in run.clients if client.x_request_id}
+    joined = join_requests(plan, run.clients, read_server_records(target.records, wanted), workload, max_tokens)
     keep_raw_answers(row.row_dir, run.clients)
     result.records, result.graded = joined.records, joined.graded
     result.task_time_field, result.timing_scope = joined.task_time_field, joined.timing_scope

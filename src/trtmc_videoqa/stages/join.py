@@ -12,6 +12,7 @@ its request (where its shape breaks), never graded; the output check fails it.""
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from ..aiperf.dataset import PlannedRequest, RequestPlan
 from ..aiperf.exports import ClientRecord
 from ..common.atomic_write import write_bytes_atomic
+from ..common.safe_read import UnreadableInput, regular_file_lines
 from ..common.server_answers import parse_server_json
 from ..results import RequestRow, StageResult
 from ..results.layout import RAW_ANSWERS_DIR, raw_answer_file
@@ -45,6 +47,7 @@ NO_RECORD = "no record: the request was never completed"
 # each rounding its own way. The larger of the two allowances applies.
 TASK_TIME_TOLERANCE_MS = 1.0
 TASK_TIME_TOLERANCE_SHARE = 0.01
+MAX_RECORD_LINE_BYTES = 1 << 20  # one request's record; a longer line is no record of ours to read
 SHOWN_VALUE_CHARS = 40  # a value that is not a task time is quoted up to this many characters
 
 
@@ -56,21 +59,25 @@ class JoinedRequests:
     timing_scope: str | None = None  # what those times measure (the server's word, else the field's boundary)
 
 
-def read_server_records(path: Path | None) -> dict[str, dict[str, Any]]:
-    """A server's per-request records file (one JSON object a line) by request id; lines of another shape are
-    passed over."""
+def read_server_records(path: Path | None, wanted: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
+    """A server's per-request records file (one JSON object a line) by request id, read as a stream: only the
+    records of `wanted` request ids are kept (every one where None), a line over MAX_RECORD_LINE_BYTES and lines of
+    another shape are passed over. A records file of any size costs one line of memory, and the ids kept."""
     if path is None or not path.is_file():
         return {}
     found: dict[str, dict[str, Any]] = {}
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        # Torn, not JSON or too deep: passed over. An integer past Python's digits is held, to be named invalid;
-        # a lone surrogate is escaped (the file itself is the raw record, under private/).
-        record = parse_server_json(line).value
-        if not isinstance(record, dict):  # a line that is JSON but no record: not this server's format
-            continue
-        key = next((record.get(k) for k in RECORD_ID_FIELDS if isinstance(record.get(k), str)), None)
-        if key:
-            found[key] = record
+    try:
+        for line in regular_file_lines(path, MAX_RECORD_LINE_BYTES):
+            # Torn, not JSON or too deep: passed over. An integer past Python's digits is held, to be named
+            # invalid; a lone surrogate is escaped (the file itself is the raw record, under private/).
+            record = parse_server_json(line.decode("utf-8", errors="replace")).value
+            if not isinstance(record, dict):  # a line that is JSON but no record: not this server's format
+                continue
+            key = next((record.get(k) for k in RECORD_ID_FIELDS if isinstance(record.get(k), str)), None)
+            if key and (wanted is None or key in wanted):
+                found[key] = record
+    except UnreadableInput:  # gone, or no regular file (a FIFO would block): no records, so no task times joined
+        return {}
     return found
 
 
