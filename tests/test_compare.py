@@ -14,9 +14,9 @@ import av
 import pytest
 from helpers import cli, no_traceback, one_message
 
-from trtmc_videoqa.runs.compare import ComparisonRun
 from trtmc_videoqa.report.group import group_line
 from trtmc_videoqa.results import COMPARISON_LABEL, ComparisonFacts, Provenance, ResultRow
+from trtmc_videoqa.runs.compare import ComparisonRun
 from trtmc_videoqa.serving.transformers_serve import (
     TransformersServeProblem,
     parse_version,

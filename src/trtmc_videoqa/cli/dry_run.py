@@ -42,18 +42,21 @@ def dry_run(request: QualifyRequest, workloads: list[Workload], notes: list[str]
 
 
 def _checkout_plan(trtmc: Path, profiles: list[str] | None) -> None:
-    """The steps each in-group checkpoint of the --trtmc checkout would go through, or why it would not."""
+    """The steps each in-group checkpoint of the --trtmc checkout would go through, or why it would not, under the
+    name of its row."""
     from ..inventory import run_inventory
-    from ..plan.trtmc_checks import variant_hold
+    from ..plan.trtmc_checks import named_by, row_names, variant_hold
 
     inventory = run_inventory(trtmc)
-    unknown = sorted(set(profiles or []) - {e.profile for e in inventory.entries})
+    names = row_names(inventory.entries)
+    unknown = sorted(set(profiles or []) - {e.profile for e in inventory.entries} - set(names.values()))
     if unknown:
         raise BadInput(f"--profile {', '.join(unknown)} not in the inventory of {trtmc}")
     normals = {(e.checkpoint, e.revision): e.profile for e in inventory.entries if e.normal_profile}
     for entry in inventory.entries:
-        if entry.in_group and (not profiles or entry.profile in profiles):
-            chosen = bool(profiles and entry.profile in profiles)
+        name = names[entry.manifest]
+        chosen = named_by(profiles, entry, name)
+        if entry.in_group and (not profiles or chosen):
             held = variant_hold(entry, chosen=chosen, normal=normals.get((entry.checkpoint, entry.revision)))
             if entry.verdict != "temporal-video-qa":
                 steps = f"unsupported: {entry.gap}"
@@ -61,4 +64,4 @@ def _checkout_plan(trtmc: Path, profiles: list[str] | None) -> None:
                 steps = f"{held.status}: {held.status_reason}"
             else:
                 steps = " -> ".join(STAGE_ORDER[1:])
-            print(f"  {shown_name(entry.profile)}: {one_line(steps)}")
+            print(f"  {shown_name(name)}: {one_line(steps)}")

@@ -46,18 +46,19 @@ TRTMC_LADDER: tuple[Step[Checkpoint], ...] = (
 
 
 def qualify_entry(
-    job: QualifyJob, entry: CheckpointEntry, inventory: Inventory, checkout: Path, toolchain: Toolchain
+    job: QualifyJob, entry: CheckpointEntry, inventory: Inventory, checkout: Path, toolchain: Toolchain, name: str
 ) -> ResultRow:
-    """One capable checkpoint through every step, as far as this machine and the evidence allow."""
+    """One capable checkpoint through every step, as far as this machine and the evidence allow; `name` is its
+    row's (its profile, unless another family's manifest names the same one: `plan/trtmc_checks.row_names`)."""
     tokenizer, tokenizer_label = checkpoint_tokenizer(job, entry)
     key = trtmc_key(job, entry, inventory, tokenizer_label)
-    previous = reusable(job.row_dir(entry.profile), key, job.force)
+    previous = reusable(job.row_dir(name), key, job.force)
     if previous is not None:
-        job.progress(f"{entry.profile}: unchanged inputs, result reused")
+        job.progress(f"{name}: unchanged inputs, result reused")
         return previous
     cp = Checkpoint(
         job=job,
-        profile=entry.profile,
+        profile=name,
         tokenizer=tokenizer,
         gates=Gates(require_task_time=True),  # on trtmc-server every task time is a gate
         entry=entry,

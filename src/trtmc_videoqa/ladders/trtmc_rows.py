@@ -5,31 +5,43 @@ named with --profile). A row that runs nothing still carries its provenance."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..plan.job import QualifyJob
 from ..plan.row_start import unsupported_row
-from ..plan.trtmc_checks import variant_hold
+from ..plan.trtmc_checks import named_by, row_names, variant_hold
 from ..results import CheckpointEntry, Inventory, ResultRow
 from ..rows.finish import crashed_row, finish_row, run_provenance
 from ..trtmc.commands import Toolchain
 from .trtmc import qualify_entry
 
 
+@dataclass(frozen=True)
+class _Inventory:
+    """One run's inventory as its rows see it: the checkout, its toolchain, the profiles named, each row's name."""
+
+    inventory: Inventory
+    checkout: Path
+    toolchain: Toolchain
+    profiles: list[str] | None
+    names: dict[str, str]  # by manifest: plan/trtmc_checks.row_names
+    normals: dict[tuple[str | None, str | None], str]  # checkpoint@revision -> its normal profile
+
+    def named(self, entry: CheckpointEntry) -> bool:
+        return named_by(self.profiles, entry, self.names[entry.manifest])
+
+
 def qualify_inventory(
     job: QualifyJob, inventory: Inventory, checkout: Path, toolchain: Toolchain, profiles: list[str] | None = None
 ) -> list[ResultRow]:
     """Every in-group row gets a result row; only capable ones run steps, and by default only the normal profile of
-    each checkpoint (the others are its variants: listed, run when named). The job carries the digest of the
-    inventory.json the run wrote (`inventory_digest`)."""
+    each checkpoint (the others are its variants: listed, run when named). Each row has a folder of its own, named
+    by `row_names`. The job carries the digest of the inventory.json the run wrote (`inventory_digest`)."""
     normals = {(e.checkpoint, e.revision): e.profile for e in inventory.entries if e.normal_profile}
-    selected = [e for e in inventory.entries if e.in_group and (not profiles or e.profile in profiles)]
-    return [
-        _qualify_row(
-            job, entry, inventory, checkout, toolchain, profiles, normals.get((entry.checkpoint, entry.revision))
-        )
-        for entry in selected
-    ]
+    run = _Inventory(inventory, checkout, toolchain, profiles, row_names(inventory.entries), normals)
+    selected = [e for e in inventory.entries if e.in_group and (not profiles or run.named(e))]
+    return [_qualify_row(job, entry, run) for entry in selected]
 
 
 def inventory_digest(written: Path, inventory: Inventory) -> str:
@@ -38,25 +50,20 @@ def inventory_digest(written: Path, inventory: Inventory) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _qualify_row(
-    job: QualifyJob,
-    entry: CheckpointEntry,
-    inventory: Inventory,
-    checkout: Path,
-    toolchain: Toolchain,
-    profiles: list[str] | None,
-    normal: str | None,
-) -> ResultRow:
+def _qualify_row(job: QualifyJob, entry: CheckpointEntry, run: _Inventory) -> ResultRow:
     listed = {"trtmc-videoqa": job.command}
+    name = run.names[entry.manifest]
     if entry.verdict != "temporal-video-qa":
-        return finish_row(job, _with_provenance(job, unsupported_row(entry), inventory), listed)
-    held = variant_hold(entry, chosen=bool(profiles and entry.profile in profiles), normal=normal)
+        return finish_row(job, _with_provenance(job, unsupported_row(entry, name), run.inventory), listed)
+    normal = run.normals.get((entry.checkpoint, entry.revision))
+    held = variant_hold(entry, chosen=run.named(entry), normal=normal, name=name)
     if held is not None:
-        return finish_row(job, _with_provenance(job, held, inventory), listed)
+        return finish_row(job, _with_provenance(job, held, run.inventory), listed)
     try:
-        return qualify_entry(job, entry, inventory, checkout, toolchain)
+        return qualify_entry(job, entry, run.inventory, run.checkout, run.toolchain, name)
     except Exception as error:  # outside the steps (the row's start or finishing): still this row's outcome
-        return crashed_row(job, _with_provenance(job, unsupported_row(entry), inventory), "plan", error, listed)
+        start = _with_provenance(job, unsupported_row(entry, name), run.inventory)
+        return crashed_row(job, start, "plan", error, listed)
 
 
 def _with_provenance(job: QualifyJob, row: ResultRow, inventory: Inventory) -> ResultRow:

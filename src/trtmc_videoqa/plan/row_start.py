@@ -7,7 +7,8 @@ from ..results import CheckpointEntry, ResultRow
 from .job import QualifyJob
 
 
-def unsupported_row(entry: CheckpointEntry) -> ResultRow:
+def unsupported_row(entry: CheckpointEntry, name: str | None = None) -> ResultRow:
+    """`name`: the row's name where it is not the profile's (`row_names`: a profile two families share)."""
     evidence = [f"{e.file}:{e.line}" if e.line else e.file for e in entry.evidence]
     # A gap is also shown by the search that found nothing: what was looked for, and where it had zero hits.
     evidence += [
@@ -16,7 +17,7 @@ def unsupported_row(entry: CheckpointEntry) -> ResultRow:
         for g in entry.gap_evidence
     ]
     return ResultRow(
-        profile=entry.profile,
+        profile=name or entry.profile,
         family=entry.family,
         checkpoint=entry.checkpoint,
         revision=entry.revision,

@@ -4,7 +4,8 @@ bundle passed its checks."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections import Counter
+from pathlib import Path, PurePosixPath
 
 from ..common.safe_names import plain_revision, safe_name
 from ..results import CheckpointEntry, ResultRow
@@ -23,12 +24,14 @@ from .row_start import unsupported_row
 _NOT_BY_DEFAULT = ("l0", "random", "partial", "regression")
 
 
-def variant_hold(entry: CheckpointEntry, *, chosen: bool, normal: str | None = None) -> ResultRow | None:
+def variant_hold(
+    entry: CheckpointEntry, *, chosen: bool, normal: str | None = None, name: str | None = None
+) -> ResultRow | None:
     """A capable variant that this run does not take through the chain, and why; None when it runs. `normal` is
-    the normal profile of the entry's checkpoint, if it has one."""
+    the normal profile of the entry's checkpoint, if it has one; `name` the row's (`row_names`)."""
     sizes = {k: entry.build_settings.get(k, 1) for k in ("tensor_parallel_size", "context_parallel_size")}
     if "tp" in entry.variant_kinds or "cp" in entry.variant_kinds:
-        return unsupported_row(entry).model_copy(
+        return unsupported_row(entry, name).model_copy(
             update=dict(
                 status="blocked",
                 status_evidence=[entry.manifest],
@@ -39,7 +42,7 @@ def variant_hold(entry: CheckpointEntry, *, chosen: bool, normal: str | None = N
     held = [kind for kind in entry.variant_kinds if kind in _NOT_BY_DEFAULT]
     if held and not chosen:
         gap = f" ({entry.profile_gap})" if entry.profile_gap else ""
-        return unsupported_row(entry).model_copy(
+        return unsupported_row(entry, name).model_copy(
             update=dict(
                 status="planned",
                 status_evidence=[entry.manifest],
@@ -48,7 +51,7 @@ def variant_hold(entry: CheckpointEntry, *, chosen: bool, normal: str | None = N
             )
         )
     if not entry.normal_profile and not chosen and normal is not None:
-        return unsupported_row(entry).model_copy(
+        return unsupported_row(entry, name).model_copy(
             update=dict(
                 status="planned",
                 status_evidence=[entry.manifest],
@@ -58,6 +61,30 @@ def variant_hold(entry: CheckpointEntry, *, chosen: bool, normal: str | None = N
             )
         )
     return None
+
+
+def named_by(profiles: list[str] | None, entry: CheckpointEntry, name: str) -> bool:
+    """--profile names this entry, by its profile or by its row's name."""
+    return bool(profiles) and bool({entry.profile, name} & set(profiles or []))
+
+
+def row_names(entries: list[CheckpointEntry]) -> dict[str, str]:
+    """Each entry's row name by its manifest: its profile, or, for a profile that several manifests name (two
+    families may each have a `vidqa-2b`), `PROFILE.FAMILY`, or where the family does not tell them apart either,
+    `PROFILE.` and the manifest's path (its folders joined by '-'), so that every row has a folder of its own."""
+    counts = Counter(entry.profile for entry in entries)
+    by_family = Counter((entry.profile, entry.family) for entry in entries)
+    names = {}
+    for entry in entries:
+        if counts[entry.profile] == 1:
+            names[entry.manifest] = entry.profile
+        elif by_family[(entry.profile, entry.family)] == 1 and entry.family:
+            names[entry.manifest] = f"{entry.profile}.{entry.family}"
+        else:
+            names[entry.manifest] = (
+                f"{entry.profile}.{PurePosixPath(entry.manifest).with_suffix('').as_posix()}".replace("/", "-")
+            )
+    return names
 
 
 def manifest_path_problem(entry: CheckpointEntry, checkout: Path, layout: str) -> str | None:

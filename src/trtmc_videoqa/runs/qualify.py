@@ -93,12 +93,13 @@ def _trtmc(request: QualifyRequest, trtmc: Path, workload: Workload, tools: RunT
     from ..inventory import run_inventory
     from ..inventory.markdown import render_inventory_markdown
     from ..ladders.trtmc_rows import inventory_digest, qualify_inventory
+    from ..plan.trtmc_checks import row_names
     from ..trtmc.commands import find_toolchain
 
     inventory = run_inventory(trtmc)
     written = write_model_atomic(request.out / INVENTORY_FILE, inventory)
     write_text_atomic(request.out / INVENTORY_MD, render_inventory_markdown(inventory))
-    known = {e.profile for e in inventory.entries}
+    known = {e.profile for e in inventory.entries} | set(row_names(inventory.entries).values())
     unknown = sorted(set(request.profiles or []) - known)
     if unknown:
         raise BadInput(

@@ -20,7 +20,7 @@ def planned(cp: Checkpoint, key: str) -> Climb:
         detail=f"verdict {entry.verdict}",
         evidence=[f"{e.file}:{e.line}" for e in entry.evidence if e.line][:4],
     )
-    row = unsupported_row(entry).model_copy(
+    row = unsupported_row(entry, cp.profile).model_copy(
         update=dict(
             status="planned",
             status_reason="temporal video QA capability found; nothing run yet",
