@@ -1,6 +1,11 @@
 """The temporary folder of a run's children: every process a run starts (AIPerf, the servers, TRTMC's commands)
 writes its temporary files inside the run's own private scratch folder, which is removed when the run ends, so a
-run leaves nothing in the machine's temporary folder (AIPerf left an `aiperf_mmap_*` folder there per run)."""
+run leaves nothing in the machine's temporary folder (AIPerf left an `aiperf_mmap_*` folder and its socket folders
+there per run).
+
+The children reach the scratch folder through a short link in the machine's temporary folder: AIPerf binds Unix
+sockets under its temporary folder, and a socket's path may hold at most 107 bytes, which a deep `--out` exceeds.
+The link and its private parent folder are the only entries a run makes outside `--out`, and it removes them."""
 
 from __future__ import annotations
 
@@ -12,26 +17,33 @@ from contextlib import contextmanager
 from pathlib import Path
 
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")  # what Python's tempfile, and most tools, read
+LINK_PREFIX = "trtmc-videoqa-"
 
 
 @contextmanager
 def children_temp_dir(folder: Path) -> Iterator[Path]:
     """`folder` (made anew: a leftover of a run killed with -9 is removed first) as the temporary folder of every
-    child started in the block; removed when the block ends, however it ends. This process keeps the machine's own
-    temporary folder (pinned before the environment changes), which publish names by its placeholder."""
-    tempfile.gettempdir()
+    child started in the block, by a short link to it; the folder, the link and the link's parent removed when the
+    block ends, however it ends. This process keeps the machine's own temporary folder (pinned before the
+    environment changes), which publish names by its placeholder. Yields the path the children are given."""
+    machine_tmp = tempfile.gettempdir()
     remove_scratch(folder)
     folder.mkdir(parents=True)
+    parent = Path(tempfile.mkdtemp(prefix=LINK_PREFIX, dir=machine_tmp))  # private (0700), a name no one else has
+    link = parent / "t"
     saved = {name: os.environ.get(name) for name in TEMP_VARIABLES}
-    os.environ.update({name: str(folder.resolve()) for name in TEMP_VARIABLES})
     try:
-        yield folder
+        link.symlink_to(folder.resolve(), target_is_directory=True)
+        os.environ.update({name: str(link) for name in TEMP_VARIABLES})
+        yield link
     finally:
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+        link.unlink(missing_ok=True)
+        parent.rmdir()
         remove_scratch(folder)
 
 
