@@ -146,3 +146,21 @@ def test_two_runs_into_one_out_with_different_models_report_both_rows(tmp_path: 
     assert row(out, "trtmc-videoqa-reference").status == "endpoint-qualified"
     assert row(out, "other").status == "failed"
     _reports_list(out, {"trtmc-videoqa-reference", "other"})
+
+
+def test_a_crash_while_a_row_is_finished_is_recorded_at_the_last_stage_it_reached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing listens on the endpoint (the row fails its capability check, honestly), then finishing the row
+    raises: the row is failed at capability, the stage it reached, not at plan."""
+
+    def raising(*_: object, **__: object) -> None:  # a test double of the row's finishing
+        raise RuntimeError(RAISED)
+
+    monkeypatch.setattr(endpoint_ladder, "measured_row", raising)
+    out = tmp_path / "out"
+    done = run_main(capsys, "qualify", "--endpoint", "http://127.0.0.1:9", "--model", "m", "--out", str(out), *QUICK)
+    assert done.returncode == EXIT_TOOL_ERROR, done.stdout + done.stderr
+    _crashed_at(out, "m", "capability")
+    assert [s.name for s in row(out, "m").stages] == ["plan", "capability"]
+    _reports_list(out, {"m"})

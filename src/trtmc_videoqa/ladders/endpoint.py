@@ -34,6 +34,7 @@ from ..stages.protocol import (
     Stop,
     climb_ladder,
     measured_end,
+    reached,
 )
 from ..stages.timing import timing
 
@@ -122,6 +123,15 @@ def _climbed(
     start = with_server_sampling(with_workload_facts(job, planned), job, target.stated)
     served = Served(url=live.url, model=target.model, records=live.records, alive=live.alive)
     end = climb_ladder(ENDPOINT_LADDER, row, Climb(row=start, commands=commands, served=served))
+    try:
+        return _finished(job, target, live, end)
+    except Exception as error:  # while the row is finished: recorded at the last stage it reached
+        at, stage = reached(end)
+        return crashed_row(job, at, stage, error, commands)
+
+
+def _finished(job: QualifyJob, target: EndpointTarget, live: LiveEndpoint, end: Climb | Stop) -> ResultRow:
+    """The row the ladder's end earns, written; a run interrupted while AIPerf ran stops here, once it is."""
     if isinstance(end, Stop) and end.status is not None:  # ended before it measured (a crash in plan, ...)
         return finish_row(job, stopped_row(end, _provenance(job, target, live)), end.at.commands)
     climb, measurement = measured_end(end)

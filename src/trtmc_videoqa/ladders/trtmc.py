@@ -16,7 +16,7 @@ from ..plan.cache_keys import reusable, trtmc_key
 from ..plan.hub_cache import checkpoint_tokenizer, revision_check
 from ..plan.job import QualifyJob
 from ..results import CheckpointEntry, Inventory, Provenance, ResultRow
-from ..rows.finish import finish_row, measured_row, run_provenance, stopped_row
+from ..rows.finish import crashed_row, finish_row, measured_row, run_provenance, stopped_row
 from ..stages.aiperf import aiperf
 from ..stages.build import build
 from ..stages.checkpoint import Checkpoint
@@ -25,7 +25,7 @@ from ..stages.grading import grading
 from ..stages.identity.trtmc_native import trtmc_identity
 from ..stages.output_check import output_check
 from ..stages.plan_checks import check_plan, planned
-from ..stages.protocol import Climb, Gates, Measurement, Step, Stop, climb_ladder, measured_end
+from ..stages.protocol import Climb, Gates, Measurement, Step, Stop, climb_ladder, measured_end, reached
 from ..stages.serve import serve
 from ..stages.timing import timing
 from ..stages.trtmc_capability import trtmc_capability
@@ -70,9 +70,13 @@ def qualify_entry(
     )
     with cp.resources:  # a server a stage started stops when the row ends, before the row is written
         end = climb_ladder(TRTMC_LADDER, cp, planned(cp, key))
-    if isinstance(end, Stop) and end.status is not None:
-        return finish_row(cp.job, stopped_row(end, _provenance(cp, end.at)), end.at.commands)
-    return _measured(cp, *measured_end(end))
+    try:
+        if isinstance(end, Stop) and end.status is not None:
+            return finish_row(cp.job, stopped_row(end, _provenance(cp, end.at)), end.at.commands)
+        return _measured(cp, *measured_end(end))
+    except Exception as error:  # while the row is finished: recorded at the last stage it reached
+        at, stage = reached(end)
+        return crashed_row(job, at, stage, error, (end.at if isinstance(end, Stop) else end).commands)
 
 
 def _measured(cp: Checkpoint, climb: Climb, measurement: Measurement) -> ResultRow:

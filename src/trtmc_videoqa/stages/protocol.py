@@ -170,6 +170,17 @@ def climb_ladder(steps: tuple[Step[R], ...], row: R, start: Climb) -> Climb | St
     return climb
 
 
+def reached(end: Climb | Stop) -> tuple[ResultRow, StageName]:
+    """Where a ladder ended: the row with every stage it recorded (measured ones included), and the last of them
+    (`plan` where there is none): the stage an exception while the row is finished is recorded at."""
+    climb = end.at if isinstance(end, Stop) else end
+    stages = climb.row.stages + (climb.measurement.stages if climb.measurement else [])
+    if isinstance(end, Stop) and end.stage not in stages:
+        stages = [*stages, end.stage]
+    row = climb.row.model_copy(update={"stages": stages})
+    return row, stages[-1].name if stages else "plan"
+
+
 def crashed(row: RowJob, climb: Climb, stage: StageName, error: Exception) -> Stop:
     """The row ended `failed` at `stage` by `error`: its type and one escaped line on the row (`tool_error`), the
     traceback in the row's private folder. Once measuring, the failed stage joins the measurement's stages."""
