@@ -26,9 +26,10 @@ from trtmc_videoqa.inventory.task_requests import native_requests
 from trtmc_videoqa.media.frames import decode_frames, decode_timed_frames, rgb_sha256
 from trtmc_videoqa.reference import ReferenceServer
 from trtmc_videoqa.results import CheckpointEntry, NativeCapability, NativeRequest, ResultRow
+from trtmc_videoqa.results.layout import FRAME_TIMES_FILE, NATIVE_FRAMES
 from trtmc_videoqa.stages.identity.compare import clip_request_problem, sent_fields
 from trtmc_videoqa.stages.identity.frame_choice import frame_choice
-from trtmc_videoqa.stages.identity.video_request import TIMES_FILE, FrameFiles, sampling_source, video_task_body
+from trtmc_videoqa.stages.identity.video_request import FrameFiles, sampling_source, video_task_body
 from trtmc_videoqa.workloads import builtin_workload
 
 ADAPTER = "apps/benchmark/trtmc_benchmark/task_adapters.py"
@@ -138,7 +139,7 @@ def test_every_frame_decoded_once_written_in_order_with_times(tmp_path: Path, mo
     for png, pixels in zip(clip.pngs, expected, strict=True):  # lossless: the pixels PyAV decoded, in order
         assert np.array_equal(np.asarray(Image.open(io.BytesIO(png)).convert("RGB")), pixels)
     assert list(clip.times) == sorted(clip.times) and clip.times[0] == 0.0 and clip.times[-1] > clip.times[0]
-    listing = json.loads((tmp_path / "row/private/native-frames/forward" / TIMES_FILE).read_text())
+    listing = json.loads((tmp_path / "row" / NATIVE_FRAMES / "forward" / FRAME_TIMES_FILE).read_text())
     assert listing["timestamps_seconds"] == list(clip.times)
     assert listing["frames"][0] == "frame-000000.png" and len(listing["frames"]) == 48
     assert all((tmp_path / "row/private/native-frames/forward" / name).is_file() for name in listing["frames"])

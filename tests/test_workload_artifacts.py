@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from trtmc_videoqa.results.layout import PREPARED_STAMP
 from trtmc_videoqa.workloads import artifacts, builtin_workload
-from trtmc_videoqa.workloads.artifacts import PREPARED_STAMP, prepare_workload_artifacts, restamp_prepared
+from trtmc_videoqa.workloads.artifacts import prepare_workload_artifacts, restamp_prepared
 
 
 def _published(directory: Path) -> None:

@@ -32,6 +32,7 @@ from .dagger_plan import (
     HUB_CACHE,
     KEY_PREFIX,
     MAIN_MOUNT,
+    MATRIX_FILE,
     PACKAGE_DIR,
     PIP_CACHE,
     PRIVATE_EXCLUDE,
@@ -289,7 +290,7 @@ class TrtmcVideoqa:
         trtmc: Annotated[dagger.Directory | None, Doc("a TRTMC tree (default: the pinned commit)")] = None,
     ) -> dagger.File:
         """The JSON list of capable profiles for a CI matrix (`matrix contents`); [] is a valid answer."""
-        return self.inventory(trtmc).file("matrix.json")
+        return self.inventory(trtmc).file(MATRIX_FILE)
 
     @function(cache="never")
     def self_test(
@@ -378,7 +379,7 @@ class TrtmcVideoqa:
         if profile:
             profiles = [check_profile(name) for name in dict.fromkeys(profile)]
         else:  # the only await: ask the inventory which profiles are capable
-            profiles = [check_profile(name) for name in json.loads(await inventory.file("matrix.json").contents())]
+            profiles = [check_profile(name) for name in json.loads(await inventory.file(MATRIX_FILE).contents())]
         runtime = self.runtime(hf_token=hf_token, cuda_arch=cuda_arch).with_(
             with_secret("TRTMC_SERVE_TOKEN", serve_token)
         )

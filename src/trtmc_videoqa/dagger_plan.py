@@ -14,7 +14,8 @@ from . import __version__
 from .common.digests import file_sha256
 from .common.pins import PIN_FILE_ENV, PIN_FILE_NAME, ImagePin, Pins, default_pin_file, load_pins
 from .common.safe_names import plain_revision
-from .results.layout import PRIVATE_DIR
+from .results.layout import MATRIX_FILE as MATRIX_FILE  # the Dagger module reads it from here
+from .results.layout import PRIVATE_DIR, WORKLOAD_FILE
 
 # --- where things are inside the containers (the recipes in containers/ use the same paths) ----------------------
 PACKAGE_DIR = "/opt/trtmc-videoqa/src"  # this repository: pyproject.toml, README.md, src/, containers/
@@ -79,9 +80,9 @@ def pins() -> Pins:
 
 def workload_sha256(name: str) -> str:
     """sha256 of a built-in workload's file (it lists every clip's sha256): a key input of each qualification."""
-    path = WORKLOADS / name / "workload.json"
+    path = WORKLOADS / name / WORKLOAD_FILE
     if not path.is_file():
-        known = ", ".join(sorted(p.name for p in WORKLOADS.iterdir() if (p / "workload.json").is_file()))
+        known = ", ".join(sorted(p.name for p in WORKLOADS.iterdir() if (p / WORKLOAD_FILE).is_file()))
         raise ValueError(f"workload {name!r} is not built in; choose one of: {known}")
     return file_sha256(path)
 

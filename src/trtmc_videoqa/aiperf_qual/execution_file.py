@@ -23,6 +23,7 @@ from ..common.atomic_write import write_text_atomic
 from ..common.errors import UserError
 from ..common.safe_read import MAX_RESULT_BYTES, read_regular_file
 from ..results import RequestRow, ResultRow
+from ..results.layout import AIPERF_EXPORT, AIPERF_OUTCOME, AIPERF_PREVIOUS_EXPORT, AIPERF_SUMMARY_EXPORT
 from .execution import (
     AIPERF_METRICS,
     EXECUTION_FILE,
@@ -38,10 +39,6 @@ from .execution import (
     request_sha,
 )
 
-AIPERF_RUN = "aiperf/export"
-PREVIOUS_RUN = "aiperf/export.previous"
-OUTCOME = "aiperf/outcome.json"
-SUMMARY = "profile_export_aiperf.json"
 CHAT_ROUTE = "POST /v1/chat/completions"
 ENDED_BY_US = -1  # aiperf_exit where AIPerf gave none: this tool ended it (wall limit, interrupt)
 # Generation controls a request must set itself; left out, the server's own default decides the work.
@@ -90,7 +87,7 @@ def execution_record(raw: dict[str, Any], index: int, row: RequestRow | None, si
         work=[("output_tokens", tokens)] if answered else None,
         capacity_rejection=(client is not None and client.http_status == 429) if side == "candidate" else None,
         request_problems=request_problems(payload),
-        output_ref=OutputRef(aiperf_run=AIPERF_RUN, record_index=index, request_id=meta.get("x_request_id")),
+        output_ref=OutputRef(aiperf_run=AIPERF_EXPORT, record_index=index, request_id=meta.get("x_request_id")),
     )
 
 
@@ -110,7 +107,7 @@ def metrics_capture(summary: dict[str, Any]) -> MetricsCapture:
             values["unit"] = source["unit"]
         if values:
             metrics[name] = values
-    return MetricsCapture(source=f"{AIPERF_RUN}/{SUMMARY}", metrics=metrics)
+    return MetricsCapture(source=f"{AIPERF_EXPORT}/{AIPERF_SUMMARY_EXPORT}", metrics=metrics)
 
 
 def execution_batch(
@@ -158,8 +155,8 @@ def _moved(batch: ExecutionBatch) -> ExecutionBatch:
     """An earlier attempt's batch, pointing where its export was set aside."""
 
     def aside(path: str) -> str:
-        inside = path == AIPERF_RUN or path.startswith(AIPERF_RUN + "/")
-        return PREVIOUS_RUN + path[len(AIPERF_RUN) :] if inside else path
+        inside = path == AIPERF_EXPORT or path.startswith(AIPERF_EXPORT + "/")
+        return AIPERF_PREVIOUS_EXPORT + path[len(AIPERF_EXPORT) :] if inside else path
 
     def moved(ref: OutputRef) -> OutputRef:
         return ref.model_copy(update={"aiperf_run": aside(ref.aiperf_run)})
@@ -213,7 +210,7 @@ def next_lines(
 
 
 def _points_at_export(batch: ExecutionBatch) -> bool:
-    return all(r.output_ref.aiperf_run == AIPERF_RUN for r in batch.records)
+    return all(r.output_ref.aiperf_run == AIPERF_EXPORT for r in batch.records)
 
 
 def _json_file(path: Path) -> dict[str, Any]:
@@ -233,15 +230,15 @@ def write_execution(row_dir: Path, row: ResultRow) -> Path | None:
         return None
     new = None
     if ran:
-        outcome = _json_file(row_dir / OUTCOME)
+        outcome = _json_file(row_dir / AIPERF_OUTCOME)
         exit_code = outcome.get("exit_code")
         busy = outcome.get("gpu_busy_percent")
         new = execution_batch(
             row,
-            list(raw_lines(row_dir / AIPERF_RUN)),
+            list(raw_lines(row_dir / AIPERF_EXPORT)),
             batch_id=0,
             aiperf_exit=exit_code if isinstance(exit_code, int) else None,
-            summary=_json_file(row_dir / AIPERF_RUN / SUMMARY),
+            summary=_json_file(row_dir / AIPERF_EXPORT / AIPERF_SUMMARY_EXPORT),
             gpu_busy_percent=float(busy) if isinstance(busy, (int, float)) else None,
         )
     lines = next_lines(previous, superseded, new)

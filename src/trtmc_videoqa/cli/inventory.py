@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.errors import EXIT_OK, BadInput
 from ..common.text_escape import one_line, shown_name
+from ..results.layout import INVENTORY_FILE, INVENTORY_MD
 
 if TYPE_CHECKING:
     from ..results import Inventory
@@ -53,8 +54,8 @@ def cmd_inventory(args: argparse.Namespace) -> int:
     if old is not None:
         inventory.reconciliation = reconcile(old, inventory, str(args.against))
     out: Path = args.out
-    write_model_atomic(out / "inventory.json", inventory)
-    write_text_atomic(out / "inventory.md", render_inventory_markdown(inventory))
+    write_model_atomic(out / INVENTORY_FILE, inventory)
+    write_text_atomic(out / INVENTORY_MD, render_inventory_markdown(inventory))
     s = inventory.summary
     print(one_line(f"{inventory.layout_description}; commit {inventory.commit}"))
     print(f"{s.rows} rows, {s.in_group} in the group, {s.models} models, {s.variant_rows} variant rows")
@@ -78,7 +79,7 @@ def cmd_inventory(args: argparse.Namespace) -> int:
         r = inventory.reconciliation
         counts = f"{len(r.added)} added, {len(r.removed)} removed, {len(r.changed)} changed"
         print(f"against {one_line(r.against)}: {counts}")
-    print(one_line(f"wrote {out / 'inventory.json'} and {out / 'inventory.md'}"))
+    print(one_line(f"wrote {out / INVENTORY_FILE} and {out / INVENTORY_MD}"))
     return EXIT_OK
 
 

@@ -27,6 +27,7 @@ from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.errors import EXIT_OK, BadInput, UserError
 from ..common.pins import load_pins
 from ..results import GroupReconciliation
+from ..results.layout import MAIN_INVENTORY_FILE, PINNED_INVENTORY_FILE, RECONCILIATION_FILE, RECONCILIATION_MD
 from . import run_inventory
 from .group_changes import group_reconciliation, render_reconciliation_markdown
 from .tree import CHECKOUT_PLACEHOLDER, shown_path
@@ -174,10 +175,10 @@ def run_refresh(request: RefreshRequest) -> tuple[GroupReconciliation, Path]:
         pinned_inventory, main_inventory, main_ref=request.ref, pinned_commit_source=pinned.source
     )
     out = request.out
-    write_model_atomic(out / "inventory.pinned.json", pinned_inventory)
-    write_model_atomic(out / "inventory.main.json", main_inventory)
-    write_model_atomic(out / "reconciliation.json", reconciliation)
-    markdown = write_text_atomic(out / "reconciliation.md", render_reconciliation_markdown(reconciliation))
+    write_model_atomic(out / PINNED_INVENTORY_FILE, pinned_inventory)
+    write_model_atomic(out / MAIN_INVENTORY_FILE, main_inventory)
+    write_model_atomic(out / RECONCILIATION_FILE, reconciliation)
+    markdown = write_text_atomic(out / RECONCILIATION_MD, render_reconciliation_markdown(reconciliation))
     return reconciliation, markdown
 
 

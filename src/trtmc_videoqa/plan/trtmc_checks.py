@@ -9,9 +9,8 @@ from pathlib import Path, PurePosixPath
 
 from ..common.safe_names import plain_revision, safe_name
 from ..results import CheckpointEntry, ResultRow
-from ..results.layout import CORRECTNESS_LOG
+from ..results.layout import CORRECTNESS_DIR, CORRECTNESS_LOG, FAMILY_RESULT_FILE, JUNIT_FILE
 from ..trtmc.commands import (
-    JUNIT_NAME,
     bundles_built_by,
     correctness_test,
     family_result,
@@ -130,7 +129,7 @@ def correctness_problem(bundle: Path, digest: str, artifacts: Path, profile: str
         return (
             f"the family's tests did not pass on this bundle: {failing}",
             failing,
-            [*log, f"correctness/{JUNIT_NAME}"],
+            [*log, f"{CORRECTNESS_DIR}/{JUNIT_FILE}"],
         )
     after = file_digest(bundle) if bundle.is_file() else "missing"
     digests = {
@@ -150,7 +149,7 @@ def correctness_problem(bundle: Path, digest: str, artifacts: Path, profile: str
     if verdict is not None and verdict.lower() not in ("pass", "passed"):
         return (
             f"the family's runner recorded status {verdict!r} for {profile}",
-            f"result.json: {verdict}",
-            [*log, f"correctness/{profile}/result.json"],
+            f"{FAMILY_RESULT_FILE}: {verdict}",
+            [*log, f"{CORRECTNESS_DIR}/{profile}/{FAMILY_RESULT_FILE}"],
         )
     return None

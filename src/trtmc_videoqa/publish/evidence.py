@@ -26,13 +26,30 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import PurePosixPath
 
-MEASURED_NAMES = frozenset({"requests.jsonl", "execution.jsonl"})
-AIPERF_INPUTS = frozenset({"inputs.jsonl", "plan.json"})  # in a row's aiperf/ folder: the request bodies planned
-AIPERF_EVIDENCE = frozenset({"profile_export_raw.jsonl", "profile_export.jsonl", "inputs.json"})
-RAW_RECORDS = "raw_records"
-WORKLOAD_DIR, WORKLOAD_FILES = "workload", "files"
+from ..results.layout import (
+    AIPERF_DIR,
+    AIPERF_EXPORT_DIR,
+    AIPERF_INPUTS_EXPORT,
+    AIPERF_INPUTS_FILE,
+    AIPERF_PLAN_FILE,
+    AIPERF_RAW_EXPORT,
+    AIPERF_RAW_RECORDS_DIR,
+    AIPERF_RECORDS_EXPORT,
+    CAPABILITY_FILE,
+    EXECUTION_FILE,
+    GRADING_FILE,
+    IDENTITY_FILE,
+    OUTPUT_CHECK_FILE,
+    REQUESTS_FILE,
+    WORKLOAD_DIR,
+    WORKLOAD_FILES_DIR,
+)
+
+MEASURED_NAMES = frozenset({REQUESTS_FILE, EXECUTION_FILE})
+AIPERF_INPUTS = frozenset({AIPERF_INPUTS_FILE, AIPERF_PLAN_FILE})  # in a row's aiperf/ folder: the request bodies
+AIPERF_EVIDENCE = frozenset({AIPERF_RAW_EXPORT, AIPERF_RECORDS_EXPORT, AIPERF_INPUTS_EXPORT})
 # Files of a row that hold a server's text or the workload's words besides the measured evidence.
-SERVER_TEXT = frozenset({"capability.json", "identity.json", "grading.json", "output_check.json"})
+SERVER_TEXT = frozenset({CAPABILITY_FILE, IDENTITY_FILE, GRADING_FILE, OUTPUT_CHECK_FILE})
 # Keys of the request plan and AIPerf's input file whose value is where a clip was read (not sent): mapped.
 FILE_REFERENCE_KEYS = ("video", "clip_path")
 _FILE_REFERENCE = re.compile(r'("(?:' + "|".join(FILE_REFERENCE_KEYS) + r')"\s*:\s*")((?:[^"\\]|\\.)*)(")')
@@ -61,21 +78,21 @@ def is_measured(relative: str) -> bool:
     if not parts:
         return False
     if parts[0] == WORKLOAD_DIR:
-        return len(parts) > 3 and parts[2] == WORKLOAD_FILES
+        return len(parts) > 3 and parts[2] == WORKLOAD_FILES_DIR
     if parts[-1] in MEASURED_NAMES:
         return True
-    if "aiperf" not in parts[:-1]:
+    if AIPERF_DIR not in parts[:-1]:
         return False
-    rest = parts[parts.index("aiperf") + 1 :]
+    rest = parts[parts.index(AIPERF_DIR) + 1 :]
     if len(rest) == 1:
         return rest[0] in AIPERF_INPUTS
-    return rest[0].startswith("export") and (rest[-1] in AIPERF_EVIDENCE or RAW_RECORDS in rest)
+    return rest[0].startswith(AIPERF_EXPORT_DIR) and (rest[-1] in AIPERF_EVIDENCE or AIPERF_RAW_RECORDS_DIR in rest)
 
 
 def is_file_reference_file(relative: str) -> bool:
     """AIPerf's input file or the request plan, whose clip references the publish step maps."""
     parts = _parts(relative)
-    return len(parts) >= 2 and parts[-2] == "aiperf" and parts[-1] in AIPERF_INPUTS
+    return len(parts) >= 2 and parts[-2] == AIPERF_DIR and parts[-1] in AIPERF_INPUTS
 
 
 def is_outside_text(relative: str) -> bool:

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from ..common.atomic_write import write_bytes_atomic
 from ..common.net import is_loopback_host
+from ..results.layout import WORKLOAD_DIR, WORKLOAD_FILES_DIR, workload_dir
 from .check import (
     BINARY_SUFFIXES,
     PATH_AFTER,
@@ -48,8 +49,6 @@ from .evidence import is_file_reference_file, is_measured, map_file_references
 
 if TYPE_CHECKING:
     from ..workloads import Workload
-
-WORKLOAD_FILES = "files"  # workload/<name>/files/: the workload as it ran, clips included
 
 
 @dataclass(frozen=True)
@@ -108,7 +107,7 @@ def public_map(
     for form in path_forms(out):
         pairs += [(form + "/", ""), (form, ".")]
     for name, root in (workloads or {}).items():
-        pairs += [(form, f"workload/{name}/{WORKLOAD_FILES}") for form in path_forms(root)]
+        pairs += [(form, f"{WORKLOAD_DIR}/{name}/{WORKLOAD_FILES_DIR}") for form in path_forms(root)]
     for program in programs:  # a tool found on PATH is named by its bare name, as a user would type it
         if program:
             pairs += [(form, Path(program).name) for form in path_forms(program)]
@@ -148,8 +147,8 @@ def rewrite_public_files(root: Path, mapping: PublicMap) -> int:
 
 def copy_workload(out: Path, name: str, workload_file: Path, relative_files: Sequence[str]) -> Path:
     """workload/<name>/files/: the workload file and the files it names, at the same relative paths."""
-    target = out / "workload" / name / WORKLOAD_FILES
-    for relative in ["workload.json" if workload_file.name == "workload.json" else workload_file.name, *relative_files]:
+    target = workload_dir(out, name) / WORKLOAD_FILES_DIR
+    for relative in [workload_file.name, *relative_files]:
         source = workload_file.parent / relative
         destination = target / relative
         if destination.is_file() and destination.stat().st_size == source.stat().st_size:

@@ -3,6 +3,9 @@
 <out>/checkpoints/<row>/result.json, command.txt, capability.json (and capability-native.json), identity.json,
     execution.jsonl, aiperf/
 <out>/checkpoints/<row>/private/   raw logs and records, never published (nor is <out>/private/)
+<out>/report.json, report.md, report.html, junit.xml, inventory.json, inventory.md, workload/<name>/
+
+tests/test_source_limits.py finds an artifact name typed anywhere else in the package.
 """
 
 from __future__ import annotations
@@ -24,6 +27,50 @@ INVENTORY_FILE = "inventory.json"  # at the top of --out (a --trtmc run, `invent
 INVENTORY_MD = "inventory.md"
 REPORT_HTML = "report.html"  # beside report.json, report.md and junit.xml at the top of --out
 GUARD_FILE = "guard.json"  # under aiperf/: what the run's loopback guard forwarded and refused
+REQUESTS_FILE = "requests.jsonl"  # every planned request joined to its record, its task time and its grade
+GRADING_FILE = "grading.json"
+OUTPUT_CHECK_FILE = "output_check.json"
+CORRECTNESS_DIR = "correctness"  # the family's correctness command writes its artifacts here, by its own names
+FAMILY_RESULT_FILE = "result.json"  # the family's runner's name: correctness/<profile>/result.json
+JUNIT_FILE = "junit.xml"  # the report's, at the top of --out; also what the family's run is told to write
+
+# Under a row's aiperf/: what its AIPerf run was given and how it ended, and AIPerf's own export folder.
+AIPERF_INPUTS_FILE = "inputs.jsonl"  # AIPerf's input file: the request bodies planned
+AIPERF_PLAN_FILE = "plan.json"
+AIPERF_CONFIG_FILE = "aiperf-config.yaml"  # with an API key only: names the variable AIPerf reads it from
+AIPERF_OUTCOME_FILE = "outcome.json"
+AIPERF_EXPORT_DIR = "export"  # AIPerf's --artifact-dir
+AIPERF_PLAN = f"{AIPERF_DIR}/{AIPERF_PLAN_FILE}"  # row-relative, as stage evidence names them
+AIPERF_OUTCOME = f"{AIPERF_DIR}/{AIPERF_OUTCOME_FILE}"
+AIPERF_EXPORT = f"{AIPERF_DIR}/{AIPERF_EXPORT_DIR}"
+AIPERF_PREVIOUS_EXPORT = f"{AIPERF_EXPORT}.previous"  # an earlier attempt's export, set aside by the next one
+# What AIPerf 0.13.0 writes in its export folder, by its own names (aiperf/ imports only common/, so it keeps a copy
+# of the ones it reads, held equal to these by tests/test_source_limits.py).
+AIPERF_RAW_EXPORT = "profile_export_raw.jsonl"
+AIPERF_RECORDS_EXPORT = "profile_export.jsonl"
+AIPERF_INPUTS_EXPORT = "inputs.json"
+AIPERF_SUMMARY_EXPORT = "profile_export_aiperf.json"
+AIPERF_RAW_RECORDS_DIR = "raw_records"  # per record processor, before AIPerf consolidates them
+AIPERF_OWN_LOGS_DIR = "logs"  # AIPerf's own log folder (kept under private/ as AIPERF_LOGS)
+
+# At the top of --out, beside checkpoints/ (and inventory.json, report.html above).
+REPORT_JSON = "report.json"
+REPORT_MD = "report.md"
+MATRIX_FILE = "matrix.json"  # the capable profiles for a CI matrix (containers/inventory-rows.sh, the Dagger module)
+WORKLOAD_DIR = "workload"  # workload/<name>/: each workload's clip manifests, frame strips and sampling
+WORKLOAD_FILES_DIR = "files"  # workload/<name>/files/: the workload as it ran, clips included
+COMPARISON_WORKLOAD_DIR = "comparison-workload"  # compare: the copy of the workload the server was asked about
+# In workload/<name>/ (workloads/artifacts.py); WORKLOAD_FILE is also a workload's own file name.
+WORKLOAD_FILE = "workload.json"
+PREPARED_STAMP = "prepared.digest.json"  # two dots: no clip id ("^[a-z][a-z0-9-]*$") can name this file
+SAMPLING_FILE = "sampling.json"
+FRAME_STRIP = "frames.png"  # the first clip's strip, which the report shows
+
+# refresh --out: both sides' inventories and their reconciliation.
+PINNED_INVENTORY_FILE = "inventory.pinned.json"
+MAIN_INVENTORY_FILE = "inventory.main.json"
+RECONCILIATION_FILE = "reconciliation.json"
+RECONCILIATION_MD = "reconciliation.md"
 
 # Raw logs and records, relative to a row folder (or, for the clip server, to --out).
 BUILD_LOG = f"{PRIVATE_DIR}/build.log"
@@ -35,12 +82,44 @@ CLIP_SERVER_LOG = f"{PRIVATE_DIR}/clip-server.log"
 # reader holds): one file per request, named by its request id (raw_answer_file).
 RAW_ANSWERS_DIR = f"{PRIVATE_DIR}/raw-answers"
 TRACEBACK_FILE = f"{PRIVATE_DIR}/traceback.txt"  # an exception of ours that ended the row, in full
+AIPERF_LOG = f"{PRIVATE_DIR}/aiperf.log"  # AIPerf's stdout and stderr
+AIPERF_LOGS = f"{PRIVATE_DIR}/aiperf-logs"  # AIPerf's own log folder, moved out of its export
+NATIVE_SERVER_LOG = f"{PRIVATE_DIR}/native-server.log"  # perf_serving, identity's native side of a TRTMC row
+NATIVE_RECORDS = f"{PRIVATE_DIR}/native-records.jsonl"  # perf_serving's --records
+NATIVE_SCRATCH = f"{PRIVATE_DIR}/native-scratch"  # perf_serving's --scratch: the raw files its requests carried
+NATIVE_FRAMES = f"{PRIVATE_DIR}/native-frames"  # a video Task's frames as sent: <clip id>/ PNG files and their times
+FRAME_FILE = "frame-{index:06d}.png"  # one frame there, by its index (str.format)
+FRAME_TIMES_FILE = "times.json"  # beside a video Task's frame files: each frame's time
+# Relative to --out: the self-test's reference endpoint, and compare's server.
+REFERENCE_RECORDS = f"{PRIVATE_DIR}/reference/records.jsonl"
+REFERENCE_LOG = f"{PRIVATE_DIR}/reference/server.log"
+COMPARISON_SERVER_LOG = f"{PRIVATE_DIR}/transformers-serve.log"
 # Under --out: the temporary folder of every child a run starts, removed when the run ends (common/scratch.py).
 RUN_SCRATCH_DIR = f"{PRIVATE_DIR}/tmp"
 
 
 def checkpoints_dir(out: Path) -> Path:
     return out / CHECKPOINTS_DIR
+
+
+def workload_dir(out: Path, name: str) -> Path:
+    """workload/<name>/ under an output folder: the workload's artifacts, and files/ once published."""
+    return out / WORKLOAD_DIR / name
+
+
+def clip_manifest_file(clip_id: str) -> str:
+    """A clip's manifest in workload/<name>/."""
+    return f"{clip_id}.json"
+
+
+def frame_strip_file(clip_id: str, *, first: bool) -> str:
+    """A clip's frame strip in workload/<name>/: the first clip's is FRAME_STRIP."""
+    return FRAME_STRIP if first else f"frames-{clip_id}.png"
+
+
+def schema_file(name: str) -> str:
+    """A schema exported by `trtmc-videoqa schemas` (schemas/<name>.schema.json)."""
+    return f"{name}.schema.json"
 
 
 _PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,149}")  # a request id that is a file name as it is

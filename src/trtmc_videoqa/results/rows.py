@@ -9,6 +9,7 @@ from pydantic import Field
 from .base import _Model
 from .clips import ClipManifest, NoSampling, SamplingFacts
 from .inventory import Inventory, VariantKind
+from .layout import schema_file
 from .transports import VideoTransport
 
 RESULT_SCHEMA: Final = "trtmc-videoqa.result/v1"
@@ -388,7 +389,7 @@ class Report(_Model):
 def json_schemas() -> dict[str, dict[str, Any]]:
     """The committed JSON Schemas, by file name (tests check the committed copies are current)."""
     return {
-        "inventory.schema.json": Inventory.model_json_schema(),
-        "result.schema.json": ResultRow.model_json_schema(),
-        "report.schema.json": Report.model_json_schema(),
+        schema_file("inventory"): Inventory.model_json_schema(),
+        schema_file("result"): ResultRow.model_json_schema(),
+        schema_file("report"): Report.model_json_schema(),
     }

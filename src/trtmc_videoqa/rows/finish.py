@@ -18,7 +18,15 @@ from ..common.scrub import known_secrets, scrub_secrets
 from ..common.shell_quoting import UNSAFE_IN_COMMAND
 from ..machine.provenance import hardware_provenance
 from ..results import Mode, Provenance, QualificationStatus, ResultRow, StageName, StageResult
-from ..results.layout import CAPABILITY_FILE, COMMAND_FILE, IDENTITY_FILE, RESULT_FILE
+from ..results.layout import (
+    AIPERF_OUTCOME,
+    CAPABILITY_FILE,
+    COMMAND_FILE,
+    GRADING_FILE,
+    IDENTITY_FILE,
+    OUTPUT_CHECK_FILE,
+    RESULT_FILE,
+)
 
 if TYPE_CHECKING:
     from ..plan.job import QualifyJob
@@ -94,10 +102,10 @@ def measured_fields(row: ResultRow, measurement: Measurement) -> dict[str, Any]:
 
 
 QUALIFIED_EVIDENCE = [
-    "result.json#requests",
-    "aiperf/outcome.json",
-    "grading.json",
-    "output_check.json",
+    f"{RESULT_FILE}#requests",
+    AIPERF_OUTCOME,
+    GRADING_FILE,
+    OUTPUT_CHECK_FILE,
     IDENTITY_FILE,
 ]
 

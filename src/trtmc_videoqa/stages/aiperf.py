@@ -34,7 +34,21 @@ from ..common.shell_quoting import reproducible_command
 from ..machine.gpu import gpu_busy_percent
 from ..plan.settings import RunSettings
 from ..results import RequestRow, StageResult, StageStatus
-from ..results.layout import AIPERF_DIR, GUARD_FILE, PRIVATE_DIR
+from ..results.layout import (
+    AIPERF_CONFIG_FILE,
+    AIPERF_DIR,
+    AIPERF_EXPORT_DIR,
+    AIPERF_INPUTS_FILE,
+    AIPERF_LOG,
+    AIPERF_LOGS,
+    AIPERF_OUTCOME,
+    AIPERF_OUTCOME_FILE,
+    AIPERF_OWN_LOGS_DIR,
+    AIPERF_PLAN,
+    AIPERF_PLAN_FILE,
+    GUARD_FILE,
+    REQUESTS_FILE,
+)
 from ..results.transports import TRANSPORTS, used_transport
 from ..serving.forward_proxy import GRACE_S, ForwardProxy, GuardTally
 from ..workloads import Workload
@@ -49,9 +63,6 @@ HTTP_INPUTS_NOTE = (
     "# inputs.jsonl names this run's loopback clip server (video transport http), which served the workload's\n"
     "# files (workload/<name>/files/) only while the run lasted: re-run qualify with --video-transport http\n"
 )
-AIPERF_LOG = "aiperf.log"  # AIPerf's stdout and stderr, under the row's private/ folder: a raw log, never published
-AIPERF_OWN_LOGS = "logs"  # the folder AIPerf writes its own log to, in its artifact directory
-AIPERF_LOGS = "aiperf-logs"  # where that folder is kept, under the row's private/ folder
 GUARD_NOTE = (
     "# AIPerf's requests went through this run's loopback guard (serving/forward_proxy.py): no redirect followed,\n"
     "# no response past --max-response-bytes; the command below names the endpoint itself\n"
@@ -93,7 +104,7 @@ def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
     result.records, result.graded = joined.records, joined.graded
     result.task_time_field, result.timing_scope = joined.task_time_field, joined.timing_scope
     result.figures = _figures(result.records, run.clients)
-    write_text_atomic(row.row_dir / "requests.jsonl", "".join(r.model_dump_json() + "\n" for r in result.records))
+    write_text_atomic(row.row_dir / REQUESTS_FILE, "".join(r.model_dump_json() + "\n" for r in result.records))
     stage = _aiperf_stage(run.outcome, result.records, plan, settings, server_gone=not target.alive())
     stage = with_server_text_notes(stage, result.records)
     if guard is not None:
@@ -150,18 +161,18 @@ def run_aiperf(row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: 
     Its raw logs (its output, and the log folder it writes among its exports) are kept under the row's private/.
     The command recorded names `recorded_url` where given (the endpoint behind the loopback guard)."""
     job, settings = row.job, row.job.settings
-    aiperf_dir, private = row.row_dir / AIPERF_DIR, row.row_dir / PRIVATE_DIR
-    input_file = write_input_file(plan, aiperf_dir / "inputs.jsonl")
-    write_model_atomic(aiperf_dir / "plan.json", plan)
+    aiperf_dir = row.row_dir / AIPERF_DIR
+    input_file = write_input_file(plan, aiperf_dir / AIPERF_INPUTS_FILE)
+    write_model_atomic(aiperf_dir / AIPERF_PLAN_FILE, plan)
     config_file = None
     if job.api_key:  # the key reaches AIPerf by environment, named in this file, never on its command line
-        config_file = write_text_atomic(aiperf_dir / "aiperf-config.yaml", key_config_yaml(str(input_file.resolve())))
+        config_file = write_text_atomic(aiperf_dir / AIPERF_CONFIG_FILE, key_config_yaml(str(input_file.resolve())))
     aiperf_settings = AiperfSettings(
         url=target.url,
         model=target.model,
         tokenizer=str(row.tokenizer),
         input_file=str(input_file.resolve()),
-        artifact_dir=str((aiperf_dir / "export").resolve()),
+        artifact_dir=str((aiperf_dir / AIPERF_EXPORT_DIR).resolve()),
         warmup_requests=len(plan.warmup),
         profiling_requests=len(plan.profiling),
         concurrency=settings.concurrency,
@@ -174,7 +185,7 @@ def run_aiperf(row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: 
     command = reproducible_command(profile_argv(job.aiperf.executable, shown))
     row.progress(f"aiperf: {len(plan.warmup)} warmup + {len(plan.profiling)} profiling requests")
     _set_aside(Path(aiperf_settings.artifact_dir))
-    log = private / AIPERF_LOG
+    log = row.row_dir / AIPERF_LOG
     busy = gpu_busy_percent()  # aiperf_qual's idleness fact for the run (execution.jsonl): read before it starts
     started = time.monotonic()
     interrupted = False
@@ -198,8 +209,8 @@ def run_aiperf(row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: 
     secrets = known_secrets(job.api_key)
     scrub_exports(aiperf_dir, secrets)
     scrub_export_file(log, secrets)
-    _keep_private(Path(aiperf_settings.artifact_dir) / AIPERF_OWN_LOGS, private / AIPERF_LOGS)
-    write_model_atomic(aiperf_dir / "outcome.json", outcome)
+    _keep_private(Path(aiperf_settings.artifact_dir) / AIPERF_OWN_LOGS_DIR, row.row_dir / AIPERF_LOGS)
+    write_model_atomic(aiperf_dir / AIPERF_OUTCOME_FILE, outcome)
     return AiperfRun(outcome=outcome, clients=clients, command=command, interrupted=interrupted)
 
 
@@ -249,7 +260,7 @@ def _aiperf_stage(
             "every one accounted for"
         )
         status = "passed"
-    evidence = ["aiperf/plan.json", "aiperf/outcome.json", f"{PRIVATE_DIR}/{AIPERF_LOG}", "requests.jsonl"]
+    evidence = [AIPERF_PLAN, AIPERF_OUTCOME, AIPERF_LOG, REQUESTS_FILE]
     return StageResult(name="aiperf", status=status, detail=detail, wall_s=round(outcome.wall_s, 3), evidence=evidence)
 
 
@@ -276,7 +287,7 @@ def _set_aside(export_dir: Path) -> None:
         shutil.rmtree(previous)
     export_dir.rename(previous)
     # An attempt cut off before its logs were kept apart (Ctrl-C during AIPerf) left them in its export.
-    _keep_private(previous / AIPERF_OWN_LOGS, export_dir.parent.parent / PRIVATE_DIR / (AIPERF_LOGS + ".previous"))
+    _keep_private(previous / AIPERF_OWN_LOGS_DIR, export_dir.parent.parent / (AIPERF_LOGS + ".previous"))
 
 
 def _failure_summary(failed: list[RequestRow], settings: RunSettings) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..common.progress import watched_log
 from ..plan.trtmc_checks import correctness_problem
 from ..results import StageResult
-from ..results.layout import CORRECTNESS_LOG
+from ..results.layout import CORRECTNESS_DIR, CORRECTNESS_LOG
 from ..trtmc.commands import correctness_argv, correctness_env, correctness_test, family_test_outcome
 from .checkpoint import Checkpoint, redacted, run_step
 from .protocol import Climb, Stop, built
@@ -27,7 +27,7 @@ def correctness(cp: Checkpoint, climb: Climb) -> Climb | Stop:
         return Stop(climb, blocked, "blocked", reason)
     # The family's command runs in the checkout: every path it is given is absolute, or a relative --out would
     # send its artifacts into the checkout and leave ours empty (the public rewrite makes the recorded one portable).
-    artifacts = cp.row_dir.resolve() / "correctness"
+    artifacts = cp.row_dir.resolve() / CORRECTNESS_DIR
     shutil.rmtree(artifacts, ignore_errors=True)  # an earlier run's verdict or bundle must not speak for this one
     argv = correctness_argv(cp.toolchain, cp.checkout, test, entry, artifacts, engine_dir=bundle.path.parent.resolve())
     climb = replace(climb, commands=climb.commands | {"correctness": redacted(argv)})

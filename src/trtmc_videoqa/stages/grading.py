@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..common.atomic_write import write_model_atomic
 from ..results import Accuracy, StageResult
+from ..results.layout import GRADING_FILE
 from ..workloads import Workload
 from ..workloads.grading import GradedAnswer, grade_workload
 from .protocol import Climb, RowJob, Stop, measuring, recorded
@@ -14,12 +15,12 @@ def grading(row: RowJob, climb: Climb) -> Climb | Stop:
     """Accuracy over the joined answers, written to grading.json; the stage always passes."""
     climb, result = measuring(climb)
     result.accuracy = _accuracy(row.job.workload, result.graded)
-    write_model_atomic(row.row_dir / "grading.json", result.accuracy)
+    write_model_atomic(row.row_dir / GRADING_FILE, result.accuracy)
     stage = StageResult(
         name="grading",
         status="passed",
         detail=f"{len(result.graded)} answers graded; both-right {result.accuracy.both_right}",
-        evidence=["grading.json"],
+        evidence=[GRADING_FILE],
     )
     return recorded(climb, result, stage, stops=False)
 

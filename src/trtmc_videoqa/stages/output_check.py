@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Final
 from ..common.atomic_write import write_model_atomic
 from ..common.scrub import known_secrets
 from ..results import AnswerExample, AnswerOutcome, OutputCheck, RequestRow, StageResult
+from ..results.layout import OUTPUT_CHECK_FILE, REQUESTS_FILE
 from ..workloads.grading import GradedAnswer
 from .protocol import Climb, RowJob, Stop, measuring, recorded
 
 if TYPE_CHECKING:
     from ..plan.self_test import DeclaredNoAnswer
 
-OUTPUT_CHECK_FILE: Final = "output_check.json"
 ANSWER_OUTCOMES: tuple[AnswerOutcome, ...] = AnswerOutcome.__args__  # type: ignore[attr-defined]
 # Only these pass; classify gives "declared-no-answer" only where a declaration was given.
 PASSING: Final = frozenset({"resolved", "declared-no-answer"})
@@ -174,7 +174,7 @@ def output_check_stage(check: OutputCheck) -> StageResult:
         name="output-check",
         status="passed" if check.passed else "failed",
         detail=output_check_detail(check),
-        evidence=[OUTPUT_CHECK_FILE, "requests.jsonl"],
+        evidence=[OUTPUT_CHECK_FILE, REQUESTS_FILE],
     )
 
 

@@ -13,6 +13,7 @@ counts the invalid ones and names the first, in either mode; in TRTMC mode they 
 from __future__ import annotations
 
 from ..results import RequestRow, StageResult
+from ..results.layout import REQUESTS_FILE
 from .protocol import Climb, RowJob, Stop, measuring, recorded
 
 NOT_REPORTED = "not reported by this server"
@@ -52,7 +53,7 @@ def timing_stage(
     missing = [r for r in completed if r.server_task_ms is None and not r.server_task_invalid]
     joined = len(completed) - len(missing) - len(invalid)
     where = f" from `{task_time_field}` ({timing_scope})" if task_time_field else ""
-    evidence = ["requests.jsonl"]
+    evidence = [REQUESTS_FILE]
     bad = invalid_summary(invalid, len(completed)) if invalid else None
     if not missing and not invalid:
         detail = f"server task time joined by X-Request-ID for all {len(completed)} profiling requests{where}"

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from ..common.digests import file_sha256
 from ..results import CheckpointEntry
+from ..results.layout import FAMILY_RESULT_FILE, JUNIT_FILE
 
 TRTMC_TOOLS = ("trtmc", "trtmc-server")
 GPU_PROBE = ("nvidia-smi", "-L")
@@ -133,11 +134,8 @@ def correctness_argv(
         "-p",
         "no:cacheprovider",
         "-rs",
-        f"--junitxml={artifacts / JUNIT_NAME}",
+        f"--junitxml={artifacts / JUNIT_FILE}",
     ]
-
-
-JUNIT_NAME = "junit.xml"
 
 
 class TestOutcome(BaseModel):
@@ -166,7 +164,7 @@ def family_test_outcome(artifacts: Path) -> TestOutcome | None:
     import xml.etree.ElementTree as ElementTree
 
     try:
-        root = ElementTree.parse(artifacts / JUNIT_NAME).getroot()
+        root = ElementTree.parse(artifacts / JUNIT_FILE).getroot()
     except (OSError, ElementTree.ParseError):
         return None
     outcome = TestOutcome()
@@ -192,7 +190,7 @@ def correctness_env(checkout: Path, base: dict[str, str]) -> dict[str, str]:
 def family_result(artifacts: Path, profile: str) -> str | None:
     """The status the family's runner wrote for this profile (<artifacts>/<profile>/result.json), if it wrote one."""
     try:
-        status = json.loads((artifacts / profile / "result.json").read_text()).get("status")
+        status = json.loads((artifacts / profile / FAMILY_RESULT_FILE).read_text()).get("status")
     except (OSError, ValueError, AttributeError):
         return None
     return str(status) if status is not None else None

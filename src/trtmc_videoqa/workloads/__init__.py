@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from .loading import WORKLOAD_FILE_NAME, Workload, WorkloadError, load_workload_file
+from ..results.layout import WORKLOAD_FILE
+from .loading import Workload, WorkloadError, load_workload_file
 from .model import (
     Clip,
     ClipDerivation,
@@ -27,7 +28,7 @@ from .model import (
 DATA_DIR = Path(__file__).parent / "data"
 
 BUILTIN_WORKLOADS: Mapping[str, Path] = MappingProxyType(
-    {name: DATA_DIR / name / WORKLOAD_FILE_NAME for name in ("bigbuckbunny", "synthetic")}
+    {name: DATA_DIR / name / WORKLOAD_FILE for name in ("bigbuckbunny", "synthetic")}
 )
 
 

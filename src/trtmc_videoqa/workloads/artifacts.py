@@ -14,14 +14,13 @@ from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.digests import file_sha256
 from ..common.errors import UserError
 from ..results import ClipManifest, PickedFrames, SamplingFacts
+from ..results.layout import PREPARED_STAMP, SAMPLING_FILE, WORKLOAD_DIR, clip_manifest_file, frame_strip_file
 from . import Workload
 
 if TYPE_CHECKING:
     from ..media import SamplingPolicy
     from .model import Clip
 
-PREPARED_STAMP = "prepared.digest.json"  # two dots: no clip id ("^[a-z][a-z0-9-]*$") can name this file
-SAMPLING_FILE = "sampling.json"
 SAMPLING_NOTE = (
     "the clip is sent whole; where the server samples, these are the frames the declared "
     "policy picks, and the server's own settings are recorded beside them"
@@ -43,7 +42,7 @@ class WorkloadFacts:
 
 
 def workload_dir(out: Path, workload: Workload) -> Path:
-    return out / "workload" / workload.name
+    return out / WORKLOAD_DIR / workload.name
 
 
 def prepare_workload_artifacts(out: Path, workload: Workload) -> WorkloadFacts:
@@ -62,9 +61,9 @@ def prepare_workload_artifacts(out: Path, workload: Workload) -> WorkloadFacts:
     picked: dict[str, PickedFrames] = {}
     written: list[str] = []
     for index, clip in enumerate(workload.spec.clips):
-        strip = "frames.png" if index == 0 else f"frames-{clip.id}.png"
+        strip = frame_strip_file(clip.id, first=index == 0)
         clips[clip.id], picked[clip.id] = _prepare_clip(directory, workload, clip, policy, strip)
-        written += [f"{clip.id}.json", strip]
+        written += [clip_manifest_file(clip.id), strip]
     sampling = SamplingFacts(policy=policy.spec, where=policy.where, clips=picked, note=SAMPLING_NOTE)
     write_text_atomic(directory / SAMPLING_FILE, json.dumps(sampling.model_dump(), indent=2) + "\n")
     written.append(SAMPLING_FILE)
@@ -89,7 +88,7 @@ def _prepare_clip(
             f"clip {path} is not the one workload {workload.name!r} records (sha256 or frame count differ); "
             "restore it from the repository or seal a new workload identity"
         )
-    write_model_atomic(directory / f"{clip.id}.json", manifest)
+    write_model_atomic(directory / clip_manifest_file(clip.id), manifest)
     resolved = policy.resolve(manifest.frames_counted, manifest.fps, manifest.start_time_s)
     try:
         write_strip(path, resolved, directory / strip)
@@ -138,7 +137,7 @@ def _still_prepared(directory: Path, workload: Workload, identity: dict[str, Any
         if not all(file_sha256(directory / name) == digest for name, digest in stamp["files"].items()):
             return None
         clips = {
-            clip.id: ClipManifest.model_validate_json((directory / f"{clip.id}.json").read_bytes())
+            clip.id: ClipManifest.model_validate_json((directory / clip_manifest_file(clip.id)).read_bytes())
             for clip in workload.spec.clips
         }
         sampling = SamplingFacts.model_validate_json((directory / SAMPLING_FILE).read_bytes())

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from ..common.digests import file_sha256
 from ..common.errors import UserError
+from ..results.layout import WORKLOAD_FILE
 from .digest import workload_digest
 from .model import Clip, Question, RenderedPrompt, WorkloadFile
 from .prompts import rendered_prompt
@@ -18,7 +19,6 @@ from .prompts import rendered_prompt
 if TYPE_CHECKING:
     from ..media.sampling import SamplingPolicy
 
-WORKLOAD_FILE_NAME = "workload.json"
 SEAL_COMMAND = "python -m trtmc_videoqa.workloads.seal"
 
 
@@ -91,7 +91,7 @@ def resolve_inside(root: Path, relative: str, workload_file: Path, what: str) ->
 def read_workload_file(path: Path) -> WorkloadFile:
     """Parse and validate the file's shape and internal consistency (no clip file is opened)."""
     if not path.is_file():
-        raise WorkloadError(f"{path}: no such workload file; give a path to a {WORKLOAD_FILE_NAME} or a built-in name")
+        raise WorkloadError(f"{path}: no such workload file; give a path to a {WORKLOAD_FILE} or a built-in name")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -156,7 +156,7 @@ def load_workload_file(path: str | Path) -> Workload:
     """Load a workload from its file (or the directory holding ``workload.json``), checking everything."""
     file = Path(path)
     if file.is_dir():
-        file = file / WORKLOAD_FILE_NAME
+        file = file / WORKLOAD_FILE
     file = file.absolute()
     spec = read_workload_file(file)
     check_prompts_and_digest(spec, file)

@@ -21,9 +21,9 @@ from pydantic import ValidationError
 from ..common.atomic_write import write_text_atomic
 from ..common.digests import file_sha256
 from ..common.errors import UserError
+from ..results.layout import WORKLOAD_FILE
 from .digest import workload_digest
 from .loading import (
-    WORKLOAD_FILE_NAME,
     WorkloadError,
     resolve_inside,
 )
@@ -113,7 +113,7 @@ def seal_workload_file(path: str | Path) -> WorkloadFile:
     """Fill in the computed fields of the workload file at ``path`` and rewrite it atomically."""
     file = Path(path)
     if file.is_dir():
-        file = file / WORKLOAD_FILE_NAME
+        file = file / WORKLOAD_FILE
     try:
         raw = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.atomic_write import write_text_atomic
+from ..results.layout import WORKLOAD_FILE
 from .loading import Workload, WorkloadError, load_workload_file
 from .seal import seal_workload_file
 
@@ -76,7 +77,7 @@ def silent_audio_workload(workload: Workload, folder: Path, *, why: str = "") ->
     extra = dict(generation.get("extra_body") or {})
     extra["chat_template_kwargs"] = {**extra.get("chat_template_kwargs", {}), "num_frames": frames}
     generation["extra_body"] = extra
-    file = folder / "workload.json"
+    file = folder / WORKLOAD_FILE
     write_text_atomic(file, json.dumps(raw, indent=2) + "\n")
     seal_workload_file(file)
     return load_workload_file(file)  # what a run checks: digest, prompts, clip bytes

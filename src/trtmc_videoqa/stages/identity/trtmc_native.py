@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ...aiperf_qual.execution import EVIDENCE
 from ...common.shell_quoting import reproducible_command
 from ...results import IdentityAnswer, IdentityCheck, ServingMechanics
-from ...results.layout import PRIVATE_DIR
+from ...results.layout import NATIVE_FRAMES, NATIVE_RECORDS, NATIVE_SCRATCH, NATIVE_SERVER_LOG, PRIVATE_DIR
 from ...results.transports import used_transport
 from ...trtmc.commands import (
     PERF_SERVING_PACKAGE,
@@ -26,9 +26,6 @@ from ..join import read_server_records, record_task_time
 from ..protocol import Bundle, Climb, Stop, built, measuring, recorded, served
 from .live import chat_side, compared, identity_written, native_side
 
-NATIVE_RECORDS = "native-records.jsonl"
-NATIVE_FRAMES = "native-frames"  # under private/: a video-to-text Task's frames as sent, PNG files and times.json
-NATIVE_SCRATCH = "native-scratch"  # under private/: perf_serving's --scratch
 TRTMC_CHAT = (
     "trtmc-server POST /v1/chat/completions, started with --records; each task time joined by X-Request-ID "
     "(task_time_field names where it was read)"
@@ -89,7 +86,7 @@ class NativeRoute:
         self.cp, self.request = cp, request
         self.private = cp.row_dir / PRIVATE_DIR  # its log and records are raw: never published
         self.private.mkdir(parents=True, exist_ok=True)
-        self.records = self.private / NATIVE_RECORDS
+        self.records = cp.row_dir / NATIVE_RECORDS
         port = free_loopback_port()
         self.url = f"http://127.0.0.1:{port}"
         self.route = f"perf_serving POST /v1/tasks/{request.operation}"
@@ -100,7 +97,7 @@ class NativeRoute:
             profile=cp.entry.profile,
             port=port,
             records=self.records,
-            scratch=self.private / NATIVE_SCRATCH,  # the files its requests carried, as it wrote them: raw
+            scratch=cp.row_dir / NATIVE_SCRATCH,  # the files its requests carried, as it wrote them: raw
             request_timeout_s=cp.job.settings.request_timeout_s,
         )
         self.commands = {"native": reproducible_command(self.argv)}
@@ -111,7 +108,7 @@ class NativeRoute:
             from .video_request import FrameFiles, asks_for_frames
 
             self.choice = frame_choice(cp.entry, cp.job.workload) if asks_for_frames(request) else None
-            self.frames = FrameFiles(self.private / NATIVE_FRAMES, cp.row_dir, self.choice)
+            self.frames = FrameFiles(cp.row_dir / NATIVE_FRAMES, cp.row_dir, self.choice)
 
     def process(self) -> ServerProcess:
         """The server, to be entered (ServerProblem while it starts)."""
@@ -120,7 +117,7 @@ class NativeRoute:
         return ServerProcess(
             self.argv,
             url=self.url,
-            log_path=self.private / "native-server.log",
+            log_path=self.cp.row_dir / NATIVE_SERVER_LOG,
             startup_timeout_s=self.cp.job.stage_timeouts.startup,
             env=perf_serving_env(self.cp.checkout, dict(os.environ)),
         )
@@ -142,7 +139,7 @@ def with_native_records(check: IdentityCheck, records: Path) -> IdentityCheck:
         pairs.append(pair.model_copy(update={"native": pair.native.model_copy(update={"server_task_ms": time.ms})}))
     where = f" from `{fields[0]}`" if fields else ""
     summary = (
-        f"{PRIVATE_DIR}/{NATIVE_RECORDS} (perf_serving's --records), joined by X-Request-ID: "
+        f"{NATIVE_RECORDS} (perf_serving's --records), joined by X-Request-ID: "
         f"{len(fields)} of {len(pairs)} native task times found{where}"
     )
     return check.model_copy(update={"pairs": pairs, "native_records": summary})

@@ -25,12 +25,10 @@ from ...inventory.request_template import SLOT, slots
 from ...inventory.task_requests import GREEDY_FIELDS, TOKEN_LIMIT_FIELD
 from ...media.errors import ClipError
 from ...results import NativeRequest, SentClip
+from ...results.layout import FRAME_FILE, FRAME_TIMES_FILE
 
 if TYPE_CHECKING:
     from .frame_choice import FrameChoice
-
-TIMES_FILE = "times.json"
-FRAME_NAME = "frame-{index:06d}.png"
 
 
 @dataclass(frozen=True)
@@ -124,11 +122,11 @@ class FrameFiles:
             raise ClipError(prompt.clip_path, f"frame {back}'s time goes back in presentation order", "re-encode it")
         pngs = tuple(png_bytes(frame.rgb) for frame in frames)
         where = self.folder / prompt.clip_id
-        names = [FRAME_NAME.format(index=index) for index in range(len(pngs))]
+        names = [FRAME_FILE.format(index=index) for index in range(len(pngs))]
         for name, png in zip(names, pngs, strict=True):
             write_bytes_atomic(where / name, png)
         listing = {"clip_id": prompt.clip_id, "frames": names, "frame_indices": indices, "timestamps_seconds": known}
-        write_text_atomic(where / TIMES_FILE, json.dumps(listing, indent=1) + "\n")
+        write_text_atomic(where / FRAME_TIMES_FILE, json.dumps(listing, indent=1) + "\n")
         return ClipFrames(prompt.clip_id, tuple(indices), pngs, tuple(known))
 
     def sent(self) -> list[SentClip]:
