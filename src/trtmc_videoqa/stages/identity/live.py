@@ -22,7 +22,7 @@ from ...results import (
     StageResult,
     VideoTransport,
 )
-from ...results.transports import used_transport
+from ...results.transports import FALLBACK_TRANSPORT, used_transport
 from ..prompts import workload_prompts
 from ..protocol import Climb, EndpointRow, Stop, measuring, recorded, served
 
@@ -38,7 +38,7 @@ def max_tokens(job: QualifyJob) -> int:
 
 
 def chat_side(
-    job: QualifyJob, url: str, model: str, transport: VideoTransport = "data-url", *, row_dir: Path
+    job: QualifyJob, url: str, model: str, transport: VideoTransport = FALLBACK_TRANSPORT, *, row_dir: Path
 ) -> list[IdentityAnswer]:
     """Each (question, clip) of the workload once through HTTP chat, greedy, its clip carried by `transport` (the
     one the row's capability check accepted) and with the workload's extra body fields; an answer whose text had
@@ -134,7 +134,7 @@ def endpoint_identity(
     url: str,
     model: str,
     native_url: str | None,
-    transport: VideoTransport = "data-url",
+    transport: VideoTransport = FALLBACK_TRANSPORT,
     row_dir: Path,
 ) -> IdentityCheck:
     """A server we did not build: identity against the native route the user named, else not-applicable."""
