@@ -198,7 +198,7 @@ def _exchange(url: str, request: bytes, *, read_s: float = 5.0) -> bytes:
         return received
 
 
-def test_the_guard_passes_request_and_response_bytes_unchanged_but_host() -> None:
+def test_the_guard_passes_request_bytes_unchanged_but_host_and_the_response_as_parsed() -> None:
     answer = (
         b"HTTP/1.1 200 OK\r\nX-Odd-Header:  kept   as is\r\ncontent-type: application/json\r\n"
         b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n5;ext=1\r\nhello\r\n0\r\nX-Trailer: t\r\n\r\n"
@@ -214,7 +214,8 @@ def test_the_guard_passes_request_and_response_bytes_unchanged_but_host() -> Non
             received = _exchange(guard.url, request)
         upstream_port = upstream.url.rsplit(":", 1)[1].encode()
         assert upstream.requests == [request.replace(b"127.0.0.1:" + port.encode(), b"127.0.0.1:" + upstream_port)]
-    assert received == answer
+    # The response as h11 parsed it, written again (tests/test_guard_parser.py): values trimmed, chunks framed anew.
+    assert received == answer.replace(b":  kept", b": kept").replace(b"5;ext=1", b"5")
     assert guard.tally.forwarded == 1 and guard.tally.cause() == ""
 
 

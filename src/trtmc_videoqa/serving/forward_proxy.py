@@ -5,20 +5,22 @@ either, and its records show neither. AIPerf is the published client and is neve
 `--endpoint` gives AIPerf this proxy's loopback URL instead; the proxy forwards each request to the endpoint and
 each response back, and:
 
-- a 3xx is never passed on: AIPerf gets a 502 whose JSON error names the redirect and its Location, nothing is sent
-  to that Location, and the upstream connection is dropped unread;
+- every response is read by h11 (serving/guard_responses.py), and AIPerf gets only its heads and body as h11
+  parsed them, written again: a server's bytes cannot say one thing to the guard and another to aiohttp;
+- a 3xx is never passed on, after any number of interim (1xx) heads too: AIPerf gets a 502 whose JSON error names
+  the redirect and its Location, nothing is sent to that Location, and the upstream connection is dropped unread;
 - a response past `--max-response-bytes` once decoded (the same `BodyMeter` the tool's own reads use) is cut: the
   connection closes mid-body, so AIPerf records a failed request and never holds more than the cap; a head that
   says in advance it cannot be bounded (a Content-Encoding nobody can bound, a Content-Length over the cap, a head
-  over `HEAD_CAP`) gets a 502 naming why;
+  over `HEAD_CAP`, more than `INTERIM_CAP` interim heads, anything h11 will not parse) gets a 502 naming why;
 - an exchange that outlives `deadline_s` (the request timeout plus a grace) is closed, and one whose client went
   away (AIPerf's own timeout) is closed at once, as a direct connection would be.
 
 Nothing else is altered: the request's line, headers and body go on byte for byte but for `Host` (the endpoint's
-own, as AIPerf would have sent it), so `X-Request-ID` and every body digest hold; the response's head and body,
-chunk framing included, are forwarded piece by piece as they arrive, never buffered. Each AIPerf connection has one
-upstream connection, and each closes with the other. Every refusal is counted, the first few named, in a
-`GuardTally` (the row's aiperf/guard.json).
+own, as AIPerf would have sent it), so `X-Request-ID` and every body digest hold; the response's header values and
+body content are the server's, forwarded piece by piece as they arrive, never buffered (only the line ends, folding
+and chunk framing are the guard's own). Each AIPerf connection has one upstream connection, and each closes with
+the other. Every refusal is counted, the first few named, in a `GuardTally` (the row's aiperf/guard.json).
 """
 
 from __future__ import annotations
@@ -44,14 +46,14 @@ from .bounded_http import (
     codings,
     shown_size,
 )
+from .guard_responses import READ, Head, Unreadable, UpstreamResponses
 
 HEAD_CAP = 64 * 1024  # the longest request or response head passed on (and the longest chunk-size line)
-READ = 64 * 1024
+INTERIM_CAP = 16  # interim (1xx) heads passed on before one response's final head
 GRACE_S = 5.0  # added to the request timeout AIPerf itself keeps
 NAMED_KEPT = 10  # refusals named in the tally; the rest are counted
 GUARD = "trtmc-videoqa loopback guard"
 RefusalKind = Literal["redirect", "over_cap", "refused_head", "upstream_error", "deadline"]
-_Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
 class GuardTally(BaseModel):
@@ -63,7 +65,7 @@ class GuardTally(BaseModel):
     forwarded: int = 0  # responses passed on whole
     redirect: int = 0
     over_cap: int = 0
-    refused_head: int = 0  # an encoding nobody can bound, a head over HEAD_CAP or not HTTP
+    refused_head: int = 0  # an encoding nobody can bound, a head over HEAD_CAP, not HTTP h11 reads
     upstream_error: int = 0
     deadline: int = 0
     named: list[str] = []  # the first NAMED_KEPT refusals, each "<kind>: <words>"
@@ -94,8 +96,17 @@ class GuardTally(BaseModel):
 
 
 @dataclass(frozen=True)
+class _Upstream:
+    """One upstream connection and the parser of its responses."""
+
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    responses: UpstreamResponses
+
+
+@dataclass(frozen=True)
 class _Framing:
-    kind: Literal["none", "length", "chunked", "eof"]
+    kind: Literal["none", "length", "chunked"]
     length: int = 0
 
 
@@ -163,7 +174,7 @@ class ForwardProxy:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
-        upstream: _Stream | None = None
+        upstream: _Upstream | None = None
         try:
             while True:
                 head = await _next_head(reader, upstream)
@@ -178,15 +189,15 @@ class ForwardProxy:
         except asyncio.CancelledError:
             return  # the guard is stopping: the connection ends quietly
         finally:
-            for stream in (writer, upstream[1] if upstream else None):
+            for stream in (writer, upstream.writer if upstream else None):
                 if stream is not None:
                     stream.close()
             if task is not None:
                 self._tasks.discard(task)
 
     async def _exchange(
-        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, upstream: _Stream | None
-    ) -> tuple[_Stream | None, bool]:
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, upstream: _Upstream | None
+    ) -> tuple[_Upstream | None, bool]:
         """One request forwarded and its response passed back, or refused: (the upstream connection, whether both
         connections may carry another exchange)."""
         fields = _fields(head)
@@ -195,9 +206,9 @@ class ForwardProxy:
             async with asyncio.timeout(self._deadline_s):
                 if upstream is None:
                     upstream = await self._open()
-                upstream[1].write(_with_host(head, self._authority))
-                await _relay(reader, upstream[1], _request_framing(fields), None)
-                keep = await _unless_client_leaves(reader, self._respond(head, upstream[0], writer))
+                upstream.writer.write(_with_host(head, self._authority))
+                await _relay(reader, upstream.writer, _request_framing(fields))
+                keep = await _unless_client_leaves(reader, self._respond(head, upstream.responses, writer))
         except _Refused as refusal:
             self.tally.refuse(refusal.kind, f"{refusal} (X-Request-ID {request_id!r})")
             if not refusal.head_sent:  # a body cut short has its head on the wire already: closing is the answer
@@ -209,64 +220,83 @@ class ForwardProxy:
             return upstream, False
         return upstream, keep and fields.get("connection", "").lower() != "close"
 
-    async def _open(self) -> _Stream:
+    async def _open(self) -> _Upstream:
         try:
             if self._tls:
                 context = ssl.create_default_context()
-                return await asyncio.open_connection(
-                    self._host, self._port, ssl=context, server_hostname=self._host, limit=HEAD_CAP
-                )
-            return await asyncio.open_connection(self._host, self._port, limit=HEAD_CAP)
+                opened = await asyncio.open_connection(self._host, self._port, ssl=context, server_hostname=self._host)
+            else:
+                opened = await asyncio.open_connection(self._host, self._port)
         except OSError as error:
             raise _Refused("upstream_error", f"could not reach {self.tally.upstream}: {error}") from None
+        return _Upstream(*opened, UpstreamResponses(opened[0], head_cap=HEAD_CAP))
 
-    async def _respond(self, request_head: bytes, upstream: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        """The response passed on (informational heads first) unless refused; whether the connection carries on."""
-        while True:
-            head = await _read_head(upstream, "response")
-            if head is None:
-                return False  # the server closed without answering: so does the guard, as the server would
-            status, fields = _status(head), _fields(head)
-            if not 100 <= status < 200 or status == 101:
-                break
-            writer.write(head)
-        if 300 <= status < 400:
-            location = fields.get("location", "")[:200]
+    async def _respond(self, request_head: bytes, responses: UpstreamResponses, writer: asyncio.StreamWriter) -> bool:
+        """The response passed on (interim heads first, one at a time) unless refused, each head as h11 parsed it and
+        written again, never the server's bytes; whether the connection carries on."""
+        try:
+            responses.expect(request_head.split(b" ", 1)[0])
+            head = await _final_head(responses, writer)
+        except Unreadable as error:
+            raise _Refused("refused_head", str(error)) from None
+        if head is None:
+            return False  # the server closed without answering: so does the guard, as the server would
+        if 300 <= head.status < 400:
+            location = head.fields.get("location", "")[:200]
             raise _Refused(
                 "redirect",
-                f"the server answered HTTP {status}, a redirect to {location!r}; a qualification run follows no "
+                f"the server answered HTTP {head.status}, a redirect to {location!r}; a qualification run follows no "
                 "redirect, so nothing was sent there: give --endpoint the address that answers",
             )
-        meter, framing = self._bounded(request_head, status, fields)
-        writer.write(head)
+        meter, unsent = self._meter(request_head, head), head.serialised
         try:
-            await _relay(upstream, writer, framing, meter)
+            async for content, framed in responses.body():  # the first batch (what came with the head) at once
+                if content:
+                    meter.feed(content)
+                writer.write(unsent + framed)
+                unsent = b""
+                await writer.drain()
         except (ResponseTooLarge, BadEncoding) as error:
+            writer.write(unsent)  # the head alone, where the first batch was already too much: then the cut
             kind: RefusalKind = "over_cap" if isinstance(error, ResponseTooLarge) else "refused_head"
             raise _Refused(kind, str(error), head_sent=True) from None
         self.tally.forwarded += 1
-        return framing.kind != "eof" and fields.get("connection", "").lower() != "close"
+        return responses.reusable
 
-    def _bounded(self, request_head: bytes, status: int, fields: dict[str, str]) -> tuple[BodyMeter, _Framing]:
-        if status == 101:
-            raise _Refused("refused_head", "the server switched protocols (HTTP 101), which no chat request asks for")
+    def _meter(self, request_head: bytes, head: Head) -> BodyMeter:
+        """What counts the body as the client will hold it, against the cap: the meter undoes gzip, deflate and br
+        (all that aiohttp 3.14 undoes here; zstd only with a zstd module, which it lacks) and refuses any other
+        coding, zstd included, as one it cannot bound. A Content-Length over the cap is refused first."""
+        encoding = head.fields.get("content-encoding")
         try:
-            meter = BodyMeter(fields.get("content-encoding"), self._cap, keep=False)
+            meter = BodyMeter(encoding, self._cap, keep=False)
         except UnboundedEncoding as error:
             raise _Refused("refused_head", str(error)) from None
-        framing = _response_framing(request_head, status, fields)
-        if framing.kind == "length" and not codings(fields.get("content-encoding")) and framing.length > self._cap:
+        has_body = not request_head.startswith(b"HEAD ") and head.status not in (204, 304)
+        length = head.fields.get("content-length", "") if has_body and not head.chunked else ""
+        if length.isdigit() and not codings(encoding) and int(length) > self._cap:
             raise _Refused("over_cap", str(ResponseTooLarge(self._cap)))
-        return meter, framing
+        return meter
 
 
-async def _next_head(reader: asyncio.StreamReader, upstream: _Stream | None) -> bytes | None:
+async def _final_head(responses: UpstreamResponses, writer: asyncio.StreamWriter) -> Head | None:
+    """The response's final head, each interim (1xx) one before it passed on as parsed; None when the server closed
+    first. A 101 is h11's to refuse: no request the guard forwards asks to switch protocols."""
+    for _ in range(INTERIM_CAP + 1):
+        head = await responses.next_head()
+        if head is None or not 100 <= head.status < 200:
+            return head
+        writer.write(head.serialised)
+    raise Unreadable(f"the server sent more than {INTERIM_CAP} interim (1xx) heads before its answer")
+
+
+async def _next_head(reader: asyncio.StreamReader, upstream: _Upstream | None) -> bytes | None:
     """The client's next request head; None when it closes, or when the idle upstream connection closes (or speaks
     out of turn) first: the client's connection then closes too, as the server's did."""
     if upstream is None:
-        return await _read_head(reader, "request")
-    head = asyncio.ensure_future(_read_head(reader, "request"))
-    idle = asyncio.ensure_future(upstream[0].read(1))
+        return await _read_head(reader)
+    head = asyncio.ensure_future(_read_head(reader))
+    idle = asyncio.ensure_future(upstream.reader.read(1))
     try:
         done, _ = await asyncio.wait({head, idle}, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -300,18 +330,15 @@ async def _settled(*tasks: asyncio.Future[Any]) -> None:
             task.exception()
 
 
-async def _read_head(reader: asyncio.StreamReader, what: str) -> bytes | None:
-    """A head up to its blank line; None at a clean end of the connection before any byte."""
+async def _read_head(reader: asyncio.StreamReader) -> bytes | None:
+    """AIPerf's next request head up to its blank line (aiohttp ends every line with CRLF); None at a clean end of
+    the connection before any byte."""
     try:
         return await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError as error:
         if error.partial:
             raise
         return None
-    except asyncio.LimitOverrunError:
-        if what == "request":
-            raise
-        raise _Refused("refused_head", f"the server's response head is over {HEAD_CAP} bytes") from None
 
 
 def _fields(head: bytes) -> dict[str, str]:
@@ -324,13 +351,6 @@ def _fields(head: bytes) -> dict[str, str]:
             text = value.strip().decode("latin-1")
             found[key] = f"{found[key]}, {text}" if key in found else text
     return found
-
-
-def _status(head: bytes) -> int:
-    parts = head.split(b"\r\n", 1)[0].split(b" ", 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
-        raise _Refused("refused_head", f"not an HTTP response: {head[:80]!r}")
-    return int(parts[1])
 
 
 def _with_host(head: bytes, authority: bytes) -> bytes:
@@ -355,56 +375,34 @@ def _request_framing(fields: dict[str, str]) -> _Framing:
     return _Framing("length", _length(fields)) if "content-length" in fields else _Framing("none")
 
 
-def _response_framing(request_head: bytes, status: int, fields: dict[str, str]) -> _Framing:
-    if request_head.startswith(b"HEAD ") or status in (204, 304):
-        return _Framing("none")
-    if "transfer-encoding" in fields:
-        return _Framing("chunked" if codings(fields["transfer-encoding"])[-1:] == ["chunked"] else "eof")
-    if "content-length" not in fields:
-        return _Framing("eof")
-    try:
-        return _Framing("length", _length(fields))
-    except ValueError:
-        raise _Refused("refused_head", f"an unreadable Content-Length: {fields['content-length'][:40]!r}") from None
-
-
-async def _relay(
-    source: asyncio.StreamReader, sink: asyncio.StreamWriter, framing: _Framing, meter: BodyMeter | None
-) -> None:
-    """A body passed on as it arrives, its framing bytes as they came; `meter` counts the content."""
+async def _relay(source: asyncio.StreamReader, sink: asyncio.StreamWriter, framing: _Framing) -> None:
+    """A request body passed on as it arrives, its framing bytes as they came."""
     if framing.kind == "chunked":
-        await _relay_chunked(source, sink, meter)
-    elif framing.kind != "none":
-        await _relay_bytes(source, sink, framing.length if framing.kind == "length" else None, meter)
+        await _relay_chunked(source, sink)
+    elif framing.kind == "length":
+        await _relay_bytes(source, sink, framing.length)
     await sink.drain()
 
 
-async def _relay_bytes(
-    source: asyncio.StreamReader, sink: asyncio.StreamWriter, length: int | None, meter: BodyMeter | None
-) -> None:
+async def _relay_bytes(source: asyncio.StreamReader, sink: asyncio.StreamWriter, length: int) -> None:
     remaining = length
-    while remaining is None or remaining > 0:
-        data = await source.read(READ if remaining is None else min(READ, remaining))
+    while remaining > 0:
+        data = await source.read(min(READ, remaining))
         if not data:
-            if remaining is None:
-                return
             raise EOFError("the body ended early")
-        if meter is not None:
-            meter.feed(data)
         sink.write(data)
         await sink.drain()
-        if remaining is not None:
-            remaining -= len(data)
+        remaining -= len(data)
 
 
-async def _relay_chunked(source: asyncio.StreamReader, sink: asyncio.StreamWriter, meter: BodyMeter | None) -> None:
+async def _relay_chunked(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
     while True:
         line = await source.readuntil(b"\r\n")
         size = int(line.split(b";", 1)[0].strip(), 16)  # ValueError on a malformed line: the exchange ends
         sink.write(line)
         if size == 0:
             break
-        await _relay_bytes(source, sink, size, meter)
+        await _relay_bytes(source, sink, size)
         sink.write(await source.readexactly(2))
     while True:  # trailers, up to the blank line
         line = await source.readuntil(b"\r\n")
