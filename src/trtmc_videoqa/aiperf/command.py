@@ -17,9 +17,6 @@ from pydantic import BaseModel, ConfigDict
 
 from ..common.scrub import SERVER_TOKEN_ENV
 
-# Its old home: runs/owner.py and runs/compare.py still import it from here.
-from ..common.shell_quoting import reproducible_command  # noqa: F401
-
 API_KEY_ENV = SERVER_TOKEN_ENV  # the variable AIPerf reads the key from, through its config file: the server's own
 API_KEY_PLACEHOLDER = f"${API_KEY_ENV}"  # in common/shell_quoting.py's SECRET_PLACEHOLDERS
 

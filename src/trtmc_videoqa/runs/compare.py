@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..aiperf.command import reproducible_command
 from ..common.errors import BadInput
 from ..common.safe_names import safe_name
+from ..common.shell_quoting import reproducible_command
 from ..results import ComparisonFacts
-from ..results.layout import PRIVATE_DIR
+from ..results.layout import COMPARISON_SERVER_LOG, COMPARISON_WORKLOAD_DIR
 from ..serving.transformers_serve import ServeTarget, find_transformers, serve_target
 from .inputs import LONGEST_MODEL_NAME, checked_run_inputs
 from .owner import RunConsole, RunOutcome, RunTools, owned_run
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from ..results import ResultRow
     from ..workloads import Workload
 
-ADAPTATION_FOLDER = "comparison-workload"  # under --out: the workload copy the server was asked about
-SERVER_LOG = "transformers-serve.log"
 PROFILE_SUFFIX = ".transformers-serve"
 
 
@@ -61,7 +59,7 @@ class ComparisonRun:
 
         copy = silent_audio_workload(
             original,
-            out / ADAPTATION_FOLDER / original.name,
+            out / COMPARISON_WORKLOAD_DIR / original.name,
             why="Made by trtmc-videoqa compare for transformers serve 5.19-5.24, which reads audio from every video.",
         )
         return copy, adaptation_note(original, frame_count(original))
@@ -202,7 +200,7 @@ def _served(
     with ServerProcess(
         argv,
         url=url,
-        log_path=request.out / PRIVATE_DIR / SERVER_LOG,
+        log_path=request.out / COMPARISON_SERVER_LOG,
         startup_timeout_s=comparison.startup_timeout_s,
         cwd=comparison.target.cwd,
         ready_path=HEALTH_PATH,

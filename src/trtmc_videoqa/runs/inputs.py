@@ -8,6 +8,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ..common.errors import BadInput
+from ..results.transports import body_limit_checked, over_body_limit_refused
 
 if TYPE_CHECKING:
     from ..plan.settings import RunSettings
@@ -74,7 +75,7 @@ def _check_bodies(workloads: list[Workload], settings: RunSettings, model: str) 
     from ..media import ClipError, check_body_limit, predicted_body_size
 
     notes: list[str] = []
-    if settings.video_transport == "http":
+    if not body_limit_checked(settings.video_transport):
         return notes
     for workload in workloads:
         max_tokens = settings.max_tokens or workload.spec.generation.max_tokens
@@ -92,7 +93,7 @@ def _check_bodies(workloads: list[Workload], settings: RunSettings, model: str) 
             try:
                 check_body_limit(size, settings.body_limit, clip=workload.clip_path(clip.id))
             except ClipError as error:
-                if settings.video_transport == "auto":
+                if not over_body_limit_refused(settings.video_transport):
                     notes.append(
                         f"workload {workload.name!r}: clip {clip.id!r} as a data URL would be a {size:,}-byte body, "
                         f"over --body-limit {settings.body_limit:,}: its data-url try is not sent, http is tried"

@@ -15,14 +15,16 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from ..aiperf.command import API_KEY_PLACEHOLDER, reproducible_command
+from ..aiperf.command import API_KEY_PLACEHOLDER
 from ..aiperf.locate import locate_aiperf
 from ..aiperf.tokenizer import choose_tokenizer
 from ..common.errors import EXIT_OK, EXIT_TOOL_ERROR
 from ..common.pins import load_pins
 from ..common.scratch import children_temp_dir
+from ..common.shell_quoting import reproducible_command
 from ..results import ResultRow
 from ..results.layout import CHECKPOINTS_DIR, CLIP_SERVER_LOG, REPORT_HTML, RESULT_FILE, RUN_SCRATCH_DIR
+from ..results.transports import needs_clip_server
 
 if TYPE_CHECKING:
     from ..aiperf.locate import AiperfInstall
@@ -225,7 +227,7 @@ def _write_interrupted_report(out: Path) -> None:
 def _clip_server(request: RunRequest, workloads: list[Workload]) -> Iterator[str | None]:
     """The run's loopback clip server, serving exactly the workloads' clips, while the rows run (its base URL);
     None when the transport needs none. It stops with the block, on an error or SIGINT too."""
-    from ..stages.capability import clip_routes, needs_clip_server
+    from ..stages.capability import clip_routes
 
     if not needs_clip_server(request.settings.video_transport):
         yield None

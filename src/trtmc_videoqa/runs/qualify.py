@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.errors import BadInput
 from ..results import ResultRow
-from ..results.layout import INVENTORY_FILE, INVENTORY_MD, PRIVATE_DIR
+from ..results.layout import INVENTORY_FILE, INVENTORY_MD, REFERENCE_LOG, REFERENCE_RECORDS
 from .inputs import LONGEST_MODEL_NAME, checked_run_inputs
 from .owner import RunConsole, RunOutcome, RunTools, owned_run
 from .requests import QualifyRequest
@@ -156,7 +156,7 @@ def _reference_endpoint(
         url = f"http://127.0.0.1:{config.port}"
         progress(f"starting the reference endpoint on {url}")
         with ServerProcess(
-            argv_for_subprocess(config), url=url, log_path=records.parent / "server.log", startup_timeout_s=60
+            argv_for_subprocess(config), url=url, log_path=request.out / REFERENCE_LOG, startup_timeout_s=60
         ) as server:
             live = LiveEndpoint(
                 url=url,
@@ -176,7 +176,7 @@ def _reference_config(out: Path, body_limit: int, policy: str) -> tuple[Referenc
     from ..reference import ReferenceConfig
     from ..serving.process import free_loopback_port
 
-    records = out / PRIVATE_DIR / "reference" / "records.jsonl"
+    records = out / REFERENCE_RECORDS
     records.parent.mkdir(parents=True, exist_ok=True)
     config = ReferenceConfig(
         port=free_loopback_port(), records_path=records, max_body_bytes=body_limit, sampling_policy=policy

@@ -24,7 +24,6 @@ from ..common.server_answers import parse_server_json
 from ..results import StageResult, StageStatus, TransportAttempt, VideoTransport
 from ..results.layout import CAPABILITY_FILE, raw_answer_file
 from ..results.transports import CHOICES, TRANSPORTS
-from ..results.transports import needs_clip_server as needs_clip_server  # re-exported: runs/owner.py asks it here
 from ..serving.clip_server import ServedFile
 from .prompts import workload_prompts
 from .protocol import Climb, RowJob, Stop, measuring, recorded, served
