@@ -169,3 +169,53 @@ def test_a_hanging_tool_times_out(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(hp, "PROBE_TIMEOUT_S", 0.5)
     facts = hp.hardware_provenance()
     assert facts["gpus"] == [] and facts["cuda_driver"] is None and facts["cuda_toolkit"] is None
+
+
+def test_this_interpreter_is_read_in_process_as_a_fresh_start_of_it_answers() -> None:
+    """What provenance keeps of this interpreter's packages is what the packages script says when it is started."""
+    started = hp.installed_packages(Path(sys.executable))
+    here = hp.own_packages()
+    assert started is not None and here is not None
+    assert hp.tensorrt_version(here) == hp.tensorrt_version(started)
+    assert hp.trtmc_packages(here) == hp.trtmc_packages(started)
+    assert {name: started[name] for name in here} == here  # nothing it would not have said
+
+
+def test_this_interpreter_is_read_on_its_path_without_the_script_folder(tmp_path: Path, monkeypatch) -> None:
+    """Distributions on this interpreter's path are read in-process; what lies in the folder Python put first (the
+    script's, or the current directory) is not an installed package; a description that names TRTMC names nothing."""
+    site, here = tmp_path / "site", tmp_path / "script-folder"
+    _fake_dist(site, "tensorrt", "10.9.0.34")
+    _fake_dist(site, "trtmc", "0.4.0")
+    _fake_dist(here, "trtmc-server", "0.4.0")
+    info = site / "other-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: other\nVersion: 1.0\n\nWorks with TRTMC and TensorRT.\n"
+    )
+    monkeypatch.setattr(sys, "path", [str(here), str(site), *sys.path[1:]])
+    own = hp.own_packages() or {}
+    assert own["tensorrt"] == "10.9.0.34" and own["trtmc"] == "0.4.0"
+    assert "trtmc-server" not in own and "other" not in own
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")  # a PATH not probed before
+    facts = hp.hardware_provenance()
+    assert facts["tensorrt"] == "10.9.0.34"
+    assert facts["trtmc_packages"] == {"trtmc": "0.4.0"}
+
+
+def test_the_machine_is_probed_once_per_run_and_each_row_gets_its_own_copy(tmp_path: Path, monkeypatch) -> None:
+    calls: list[int] = []
+
+    def counted() -> dict[str, str]:
+        calls.append(1)
+        return {"trtmc": "0.4.0"}
+
+    monkeypatch.setattr(hp, "own_packages", counted)
+    monkeypatch.setenv("PATH", str(tmp_path))  # a PATH not probed before: neither nvidia-smi nor nvcc on it
+    first = hp.hardware_provenance()
+    first["trtmc_packages"]["trtmc"] = "changed by a row"
+    assert hp.hardware_provenance()["trtmc_packages"] == {"trtmc": "0.4.0"}
+    assert len(calls) == 1
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{tmp_path}")  # another PATH: other tools, probed again
+    hp.hardware_provenance()
+    assert len(calls) == 2

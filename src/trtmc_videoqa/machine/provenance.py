@@ -5,10 +5,14 @@ package versions in TRTMC's interpreter; the CPU count; the CPU architecture and
 Never kept: host or user names, paths, kernel releases or boot IDs, GPU UUIDs or serial numbers, PCI bus IDs.
 
 Every probe has a timeout and never raises: a tool that is missing, fails or does not answer gives None (or []/{}).
+The machine is probed once per run (a run is one process): the answer is kept by interpreter and PATH (the tools a
+probe finds on it), and every row gets its own copy. This interpreter's packages are read in-process; another one's
+(TRTMC's, when given) by starting it.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import platform
@@ -16,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +54,14 @@ _NVCC_RELEASE = re.compile(r"release\s+([0-9]+(?:\.[0-9]+)*)")
 
 def hardware_provenance(*, trtmc_python: Path | None = None) -> dict[str, Any]:
     """The `hardware` of a row's provenance. Package versions are read in `trtmc_python` (TRTMC's interpreter) when
-    given, else in this one."""
-    packages = installed_packages(trtmc_python or Path(sys.executable))
+    given, else in this one. Probed on the first call of a run, by interpreter and PATH; a copy of that answer after."""
+    return copy.deepcopy(_probed(trtmc_python, os.environ.get("PATH")))
+
+
+@lru_cache(maxsize=8)
+def _probed(trtmc_python: Path | None, path: str | None) -> dict[str, Any]:
+    """The machine probed (`path`, the PATH its tools are found on, keys the answer kept)."""
+    packages = installed_packages(trtmc_python) if trtmc_python else own_packages()
     return {
         "gpus": gpus(),
         "cuda_driver": cuda_driver_version(),
@@ -119,6 +130,33 @@ def installed_packages(python: Path) -> dict[str, str] | None:
     """Distribution name -> version in that interpreter, or None when it cannot be run or answers nonsense."""
     text = _run([str(python), "-c", _PACKAGES_SCRIPT])
     return parse_packages(text) if text else None
+
+
+# Every distribution name provenance keeps (TENSORRT_DISTRIBUTIONS, TRTMC_PREFIXES) holds one of these.
+_KEPT_NAME_PART = re.compile(r"tensorrt|trtmc", re.IGNORECASE)
+
+
+def own_packages() -> dict[str, str] | None:
+    """The packages script's answer for this interpreter, read in-process, for the distributions provenance keeps
+    (TensorRT's and TRTMC's; this tool's own too, as the script's answer holds it): searched on the path a fresh start
+    of this interpreter searches, without the folder of the script or the current directory that Python put first.
+    Only a distribution whose metadata headers name TensorRT or TRTMC somewhere is parsed; None where reading fails."""
+    from importlib import metadata
+
+    first = 0 if sys.flags.safe_path else 1  # our script's folder or the current directory: "" in a fresh `-c`
+    search = [entry for entry in sys.path[first:] if entry not in ("", ".")]
+    found: dict[str, str] = {}
+    try:
+        for dist in metadata.distributions(path=search):
+            text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or dist.read_text("") or ""
+            if not _KEPT_NAME_PART.search(text.partition("\n\n")[0]):  # a name lies in the headers, before a blank line
+                continue
+            name = dist.metadata["Name"]
+            if name and dist.version:
+                found.setdefault(name, dist.version)
+    except Exception:  # a probe never raises: an unreadable distribution makes the answer unknown, as the script's
+        return None
+    return found
 
 
 def parse_packages(text: str) -> dict[str, str] | None:
