@@ -204,3 +204,17 @@ def test_floor_rule_matches_numpy_integer_linspace_as_vllm_computes_it() -> None
                 continue
             expected = np.linspace(0, frame_count - 1, count, dtype=int).tolist()
             assert picks(f"uniform:{count},floor", frame_count=frame_count) == expected, (frame_count, count)
+
+
+def test_positions_are_numpys_linspace_rint_and_trunc_bit_for_bit() -> None:
+    """The spread runs without NumPy; every position, and every index either rounding picks, is NumPy's own."""
+    from trtmc_videoqa.media.sampling import _spread, linspace
+
+    for frame_count in [*range(1, 400), 719, 1000, 1799, 7201, 86_401, 2**31 + 1]:
+        for count in [*range(2, 70), 128, 257, 768]:
+            expected = np.linspace(0, frame_count - 1, count)
+            assert np.array(linspace(frame_count - 1, count)).tobytes() == expected.tobytes(), (frame_count, count)
+            if count <= frame_count:
+                assert _spread(frame_count, count, "round") == [int(i) for i in np.rint(expected)]
+                assert _spread(frame_count, count, "floor") == [int(i) for i in np.trunc(expected)]
+    assert linspace(0, 3) == list(np.linspace(0, 0, 3))  # numpy's zero-step path

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +12,7 @@ from media_clips import HEIGHT, WIDTH, Clips, measured_square_x, square_x
 from PIL import Image
 
 from trtmc_videoqa.media import SamplingPolicy, decode_frames, probe_clip, write_strip
+from trtmc_videoqa.media.frames import decode_images
 
 
 @pytest.mark.parametrize("name", ["mp4", "webm", "mkv", "avi", "mpg", "gif"])
@@ -20,6 +23,35 @@ def test_decoded_frames_are_rgb_in_the_asked_order(name: str, clips: Clips) -> N
     for index, pixels in zip(indices, frames, strict=True):
         assert pixels.shape == (HEIGHT, WIDTH, 3) and pixels.dtype == np.uint8
         assert abs(measured_square_x(pixels) - square_x(index)) <= 1, (name, index)
+
+
+@pytest.mark.parametrize("name", ["mp4", "webm", "gif"])
+def test_images_hold_the_decoded_frames_pixels(name: str, clips: Clips) -> None:
+    """The strip's frames come as Pillow images, without NumPy: the very pixels decode_frames gives."""
+    indices = [47, 0, 20]
+    images = decode_images(getattr(clips, name), indices)
+    arrays = decode_frames(getattr(clips, name), indices)
+    for image, pixels in zip(images, arrays, strict=True):
+        assert image.mode == "RGB" and image.size == (WIDTH, HEIGHT) and image.tobytes() == pixels.tobytes()
+    with pytest.raises(ValueError, match="non-negative integers"):
+        decode_images(clips.mp4, [np.int64(1), True])
+    assert decode_images(clips.mp4, [np.int64(1)])[0].tobytes() == decode_frames(clips.mp4, [1])[0].tobytes()
+
+
+def test_a_clip_probed_sampled_and_stripped_loads_no_numpy(clips: Clips, tmp_path: Path) -> None:
+    """What a workload's preparation does with each clip (probe, the policy resolved, the strip) leaves NumPy
+    unloaded: importing it is a tenth of a second of every run's start."""
+    script = (
+        "import sys\n"
+        "from trtmc_videoqa.media import SamplingPolicy, probe_clip, write_strip\n"
+        f"manifest = probe_clip({str(clips.mp4)!r})\n"
+        "resolved = SamplingPolicy.parse('uniform:8').resolve(manifest.frames_counted, manifest.fps)\n"
+        f"write_strip({str(clips.mp4)!r}, resolved, {str(tmp_path / 'frames.png')!r})\n"
+        "assert 'numpy' not in sys.modules, 'numpy was loaded'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "frames.png").is_file()
 
 
 def test_square_moves_left_to_right_over_the_uniform_8_frames(clips: Clips) -> None:

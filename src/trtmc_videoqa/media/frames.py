@@ -3,50 +3,79 @@ frame's RGB pixels.
 
 Clips are a few seconds long, so each call decodes the clip once from the start and picks what it needs
 (seeking lands on the previous keyframe anyway, which for a typical x264 clip is frame 0).
+
+NumPy loads only where arrays are asked for: a strip's frames come as Pillow images of the same RGB24 pixels.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Generator, Sequence
+import sys
+from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, TypeVar
 
 import av
 import av.error
-import numpy as np
 
 from .source import DEFAULT_MAX_BYTES, ClipSource, decode_failure, load_clip, open_video
+
+if TYPE_CHECKING:
+    import numpy as np
+    from PIL import Image
+
+Picked = TypeVar("Picked")
 
 
 def decode_frames(
     source: ClipSource, indices: Sequence[int], *, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> list[np.ndarray]:
     """The frames at ``indices`` (presentation order, 0-based), in the order asked, as HxWx3 uint8 RGB arrays."""
+    return _pick(source, indices, max_bytes, lambda frame: frame.to_ndarray(format="rgb24"))
+
+
+def decode_images(
+    source: ClipSource, indices: Sequence[int], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> list[Image.Image]:
+    """The frames ``decode_frames`` gives, as RGB Pillow images of the same pixels (no NumPy loaded)."""
+    return _pick(source, indices, max_bytes, lambda frame: frame.to_image())
+
+
+def _pick(
+    source: ClipSource, indices: Sequence[int], max_bytes: int, convert: Callable[[av.VideoFrame], Picked]
+) -> list[Picked]:
+    """The frames at ``indices``, in the order asked, each converted; decoding stops after the last one needed."""
     wanted = list(indices)
     for index in wanted:
-        if isinstance(index, bool) or not isinstance(index, int | np.integer) or index < 0:
+        if isinstance(index, bool) or not _is_integer(index) or index < 0:
             raise ValueError(f"frame indices must be non-negative integers, got {index!r}")
     data, clip = load_clip(source, max_bytes=max_bytes)
     if not wanted:
         return []
     needed = set(wanted)
     last_needed = max(needed)
-    picked: dict[int, np.ndarray] = {}
+    picked: dict[int, Picked] = {}
     seen = 0
     with closing(_frames(data, clip)) as frames:  # stops decoding (and closes the file) after the last one needed
         for position, frame in enumerate(frames):
             seen = position + 1
             if position in needed:
-                picked[position] = frame.to_ndarray(format="rgb24")
+                picked[position] = convert(frame)
             if position == last_needed:
                 break
     missing = sorted(needed - picked.keys())
     if missing:
         raise ValueError(f"frame index {missing[0]} is out of range: clip {clip} has {seen} frames")
     return [picked[index] for index in wanted]
+
+
+def _is_integer(value: object) -> bool:
+    """An int or a NumPy integer (a NumPy integer exists only once NumPy is loaded, so it is not loaded for this)."""
+    numpy = sys.modules.get("numpy")
+    return isinstance(value, int) or (numpy is not None and isinstance(value, numpy.integer))
 
 
 @dataclass(frozen=True)
@@ -84,6 +113,8 @@ def png_bytes(rgb: np.ndarray) -> bytes:
 
 def rgb_sha256(rgb: np.ndarray) -> str:
     """sha256 of one frame's RGB pixels (rows packed): what a test compares a frame a server received with."""
+    import numpy as np
+
     return hashlib.sha256(np.ascontiguousarray(rgb, dtype=np.uint8).tobytes()).hexdigest()
 
 

@@ -20,7 +20,8 @@ Spec syntax (what ``SamplingPolicy.parse`` reads and ``SamplingPolicy.spec`` wri
   it picks) or ``client`` (the tool sends the picked frames). Default ``server``.
 
 Positions are computed as numpy float64 linspace, as the servers compute them, not in exact arithmetic: the two
-differ by one frame at rare exact-half or exact-integer positions.
+differ by one frame at rare exact-half or exact-integer positions. The same float64 operations run here in plain
+Python, without loading NumPy (tests/test_media_sampling.py holds them equal to numpy.linspace, rint and trunc).
 """
 
 from __future__ import annotations
@@ -232,11 +233,20 @@ def _integer(text: str, spec: str) -> int:
 def _spread(frame_count: int, count: int, rounding: Rounding) -> list[int]:
     if count == 1:
         return [0]
-    import numpy as np  # here, not at the top: a policy is parsed far more often than it is spread
+    return [round(p) if rounding == "round" else math.trunc(p) for p in linspace(frame_count - 1, count)]
 
-    positions = np.linspace(0, frame_count - 1, count)  # float64, as numpy-based loaders compute it
-    picked = np.rint(positions) if rounding == "round" else np.trunc(positions)
-    return [int(index) for index in picked]
+
+def linspace(stop: int, count: int) -> list[float]:
+    """numpy.linspace(0, stop, count) (count >= 2), float64 as numpy-based loaders compute it, operation for
+    operation: each position is i x step, step = stop / (count - 1), and the last is `stop` itself. Python's round()
+    on a float is numpy.rint (halves to even), math.trunc numpy.trunc."""
+    delta = float(stop)
+    div = count - 1
+    step = delta / div
+    # numpy's path for a zero step (a one-frame clip) is i / div x delta
+    positions = [i / div * delta for i in range(count)] if step == 0 else [i * step for i in range(count)]
+    positions[-1] = delta
+    return positions
 
 
 def _as_fraction(value: Fraction | int | float | str) -> Fraction:

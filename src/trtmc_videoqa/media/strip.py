@@ -10,7 +10,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from ..common.atomic_write import write_bytes_atomic
 from .errors import ClipError
-from .frames import decode_frames
+from .frames import decode_images
 from .sampling import ResolvedSampling
 from .source import DEFAULT_MAX_BYTES
 
@@ -40,16 +40,16 @@ def write_strip(
     out = Path(out_png)
     if frame_size is not None:
         _check_size(clip_path, len(indices), *frame_size)
-    frames = decode_frames(clip_path, indices, max_bytes=max_bytes)
-    height, width = frames[0].shape[:2]
+    frames = decode_images(clip_path, indices, max_bytes=max_bytes)
+    width, height = frames[0].size
     _check_size(clip_path, len(frames), width, height)
     font = _font(width)
     band = _band_height(font)
     strip = Image.new("RGB", (width * len(frames), height + band), _BAND_COLOUR)
     draw = ImageDraw.Draw(strip)
     labels = zip(frames, indices, resolved_sampling.timestamps_s, strict=False)
-    for slot, (pixels, index, seconds) in enumerate(labels):
-        strip.paste(Image.fromarray(pixels, "RGB"), (slot * width, 0))
+    for slot, (image, index, seconds) in enumerate(labels):
+        strip.paste(image, (slot * width, 0))
         draw.text((slot * width + 2, height + 1), f"#{index} {seconds:.2f}s", fill=_LABEL_COLOUR, font=font)
     png = io.BytesIO()
     strip.save(png, format="PNG")
