@@ -275,3 +275,20 @@ def test_qualify_cli_does_not_import_the_cli() -> None:
     probe = "import sys, trtmc_videoqa.cli.qualify; print('trtmc_videoqa.cli.main' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_the_command_line_starts_without_httpx_own_client_or_the_package_metadata() -> None:
+    """httpx, once the command line has started, loads without its own command-line client (rich, click, pygments);
+    importing the package reads no package metadata until the version is asked for."""
+    probe = (
+        "import sys, trtmc_videoqa\n"
+        "assert 'importlib.metadata' not in sys.modules, 'the package read its metadata on import'\n"
+        "from trtmc_videoqa.cli.main import skip_httpx_cli\n"
+        "skip_httpx_cli()\n"
+        "import httpx\n"
+        "assert not {'rich', 'click', 'pygments'} & set(sys.modules), 'httpx loaded its own client'\n"
+        "assert callable(httpx.main) and httpx.AsyncClient\n"
+        "print(trtmc_videoqa.__version__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip(), done.stderr

@@ -13,13 +13,15 @@ from importlib import import_module
 
 from pydantic import ValidationError
 
-from .. import __version__
 from ..common.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL_ERROR, UserError
 from ..common.stop_signals import interrupted_by, interrupted_exit_code, stop_signals_interrupt
 from ..common.text_escape import ControlFree
 from .console import say
 
 DEBUG_ENV = "TRTMC_VIDEOQA_DEBUG"
+# httpx loads its own command-line client at its first import wherever rich, click and pygments are installed (AIPerf
+# installs them): about 50 ms of every run's start, for a client our command line never runs.
+HTTPX_CLI = "httpx._main"
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,19 @@ COMMANDS: dict[str, Command] = {
 }
 
 
+class _Version(argparse.Action):
+    """argparse's `version` action, the version read only when asked for (reading it loads the package metadata)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from .. import __version__
+
+        print(f"trtmc-videoqa {__version__}")
+        parser.exit()
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser. Given `argv`, only the command it names gets its options, so only that command's module is
     imported; without it, every command does (for tests and documentation)."""
@@ -68,7 +83,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         description="Which TRTMC checkpoints answer a temporal question about a short clip through trtmc-server, "
         "and how fast.",
     )
-    parser.add_argument("--version", action="version", version=f"trtmc-videoqa {__version__}")
+    parser.add_argument("--version", action=_Version, help="show program's version number and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = None if argv is None else next((arg for arg in argv if not arg.startswith("-")), "")
     for name, command in COMMANDS.items():
@@ -90,7 +105,15 @@ def _validation_message(error: ValidationError, option_for_field: Mapping[str, s
     return f"{where}: {first['msg']}"
 
 
+def skip_httpx_cli() -> None:
+    """Make httpx, when it is first imported in this process, keep its stub `main` instead of loading its
+    command-line client (it does so where that cannot be imported). Nothing of ours runs `httpx.main`."""
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault(HTTPX_CLI, None)  # type: ignore[arg-type]  # None there: "cannot be imported"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    skip_httpx_cli()
     # Nothing printed drives the terminal: a manifest name or a server's text may hold escape sequences.
     if not isinstance(sys.stdout, ControlFree):
         sys.stdout, sys.stderr = ControlFree(sys.stdout), ControlFree(sys.stderr)
