@@ -372,14 +372,15 @@ def test_a_server_that_rejects_video_is_unsupported_with_the_rejection(
     tmp_path: Path, text_only_server: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ("--endpoint", text_only_server, "--model", "text-only-double", "--workload", "synthetic")
-    done = run_main(capsys, "qualify", *args, "--out", str(tmp_path), "--server-setting", "media_cache=off")
+    out = tmp_path / "out"  # beside the server's log, which is no file of a run's
+    done = run_main(capsys, "qualify", *args, "--out", str(out), "--server-setting", "media_cache=off")
     assert done.returncode == 0, done.stderr
-    result = row(tmp_path, "text-only-double")
+    result = row(out, "text-only-double")
     assert result.status == "unsupported" and "HTTP 400" in result.status_reason
     assert result.status_evidence == ["capability.json"]
-    capability = json.loads((tmp_path / "checkpoints" / "text-only-double" / "capability.json").read_text())
+    capability = json.loads((out / "checkpoints" / "text-only-double" / "capability.json").read_text())
     assert capability["rejected"] and capability["http_status"] == 400
-    assert not (tmp_path / "checkpoints" / "text-only-double" / "aiperf").exists()
+    assert not (out / "checkpoints" / "text-only-double" / "aiperf").exists()
 
 
 def test_unreachable_endpoint_fails_at_capability(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,9 +8,12 @@ a folder that does not exist where the caller did not name it as one to create.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import stat
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
@@ -51,6 +54,16 @@ def check_target(path: Path, *, make_parents: bool = True) -> None:
         raise UnsafeTarget(
             f"{path} is {kind}: trtmc-videoqa writes only regular files it creates and never through a link or "
             "into a device; remove it or choose another path"
+        )
+
+
+def check_inside(path: Path, root: Path) -> None:
+    """Raise UnsafeTarget unless path's folder, every link in it resolved, is root or inside it: a folder on the way
+    replaced by a link never takes a write out of the output folder."""
+    if not path.parent.resolve().is_relative_to(root.resolve()):
+        raise UnsafeTarget(
+            f"{path.parent} leads outside {root} (a folder on the way is a link): trtmc-videoqa writes an output "
+            "folder's files only inside it; remove the link"
         )
 
 
@@ -100,6 +113,43 @@ def write_bytes_atomic(path: Path, data: bytes, *, fsync: bool = False, make_par
     """Write to a temporary file beside it (mkstemp: a new name, created exclusively), then rename: a reader never
     sees half a file, and a failure (a full or read-only file system) leaves the old file and no temporary one. The
     target must be absent or a regular file (`check_target`); its folder is made unless make_parents is False."""
+    return _write_atomic(path, lambda stream: stream.write(data), fsync=fsync, make_parents=make_parents)
+
+
+def copy_file_atomic(source: Path, path: Path) -> Path:
+    """`source`'s bytes written to `path` as `write_bytes_atomic` writes (streamed, never held whole): what
+    `shutil.copyfile` would do, but never through a link, into a device or over half a file."""
+    with source.open("rb") as stream:
+        return _write_atomic(path, lambda out: shutil.copyfileobj(stream, out, 1 << 20))
+
+
+@contextlib.contextmanager
+def atomic_target(path: Path) -> Iterator[Path]:
+    """For a writer that opens a path itself (PyAV): a new temporary file beside `path` (mkstemp) to write, renamed
+    onto `path` when the block ends, removed when it raises; `path` is checked as `write_bytes_atomic` checks it."""
+    check_target(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+        os.close(handle)
+    except OSError as error:
+        raise _named(error, path) from None
+    try:
+        yield Path(temporary)
+        check_target(path)  # planted while the writer wrote: refused, never replaced
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise _named(error, path) from None
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _write_atomic(
+    path: Path, fill: Callable[[BinaryIO], object], *, fsync: bool = False, make_parents: bool = True
+) -> Path:
     check_target(path, make_parents=make_parents)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -108,7 +158,7 @@ def write_bytes_atomic(path: Path, data: bytes, *, fsync: bool = False, make_par
         raise _named(error, path) from None
     try:
         with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
+            fill(stream)
             stream.flush()
             if fsync:
                 os.fsync(stream.fileno())

@@ -7,6 +7,7 @@ and without blocking (O_NONBLOCK), checked to be a regular file on what was open
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -15,17 +16,22 @@ from pathlib import Path
 from .errors import UserError
 
 MAX_RESULT_BYTES = 64 << 20  # a result row or an inventory is tens or hundreds of kB: past this it is no file of ours
+MAX_STRIP_BYTES = 16 << 20  # a frame strip the report embeds is tens or hundreds of kB (8 frames of 320x180: ~0.2 MB)
 
 
 class UnreadableInput(UserError):
     """A path to read that is not a regular file, or is larger than what the tool reads."""
 
 
-def read_regular_file(path: Path, max_bytes: int) -> bytes:
-    """The bytes of path: a regular file (a link to one is fine) of at most max_bytes, else UnreadableInput."""
+def read_regular_file(path: Path, max_bytes: int, *, follow_links: bool = True) -> bytes:
+    """The bytes of path: a regular file (a link to one is fine, unless follow_links is off) of at most max_bytes,
+    else UnreadableInput."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_links else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except OSError as error:
+        if error.errno == errno.ELOOP and not follow_links:
+            raise UnreadableInput(f"{path} is a symbolic link: only a regular file is read here") from None
         raise UnreadableInput(f"cannot read {path}: {error.strerror or error}") from None
     with os.fdopen(fd, "rb") as stream:
         info = os.fstat(fd)
@@ -39,6 +45,15 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes:
     if len(data) > max_bytes:  # grew while being read
         raise UnreadableInput(f"{path} is more than the {max_bytes} bytes this reads")
     return data
+
+
+def read_file_inside(root: Path, path: Path, max_bytes: int) -> bytes:
+    """The bytes of path, a regular file inside root: never a link itself (O_NOFOLLOW), never a file that a linked
+    folder on the way (or `..`) takes outside root once resolved, at most max_bytes; else UnreadableInput. What
+    `report` reads of the folders it is given: a link planted there reads nothing of this machine."""
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise UnreadableInput(f"{path} leads outside {root}: only files inside the folder are read")
+    return read_regular_file(path, max_bytes, follow_links=False)
 
 
 def regular_file_lines(path: Path, max_line_bytes: int) -> Iterator[bytes]:

@@ -12,6 +12,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from ..common.atomic_write import atomic_target
 from .errors import ClipError
 
 SILENT_RATE = 16_000
@@ -30,8 +31,7 @@ def with_silent_audio(clip: Path, out: Path) -> Path:
         if not source.streams.video:
             raise ClipError(clip, "has no video stream", "give a video clip")
         video_in = source.streams.video[0]
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with av.open(str(out), "w", format="mp4") as target:
+        with atomic_target(out) as temporary, av.open(str(temporary), "w", format="mp4") as target:
             video_out = target.add_stream_from_template(video_in)
             audio = target.add_stream("aac", rate=SILENT_RATE, layout="mono")
             last_end = 0.0

@@ -21,16 +21,17 @@ Paths are replaced longest first, so a path inside the output folder becomes rel
 from __future__ import annotations
 
 import re
-import shutil
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ..common.atomic_write import write_bytes_atomic
+from ..common.atomic_write import check_inside, copy_file_atomic, write_bytes_atomic
+from ..common.digests import file_sha256
 from ..common.net import is_loopback_host
-from ..results.layout import WORKLOAD_DIR, WORKLOAD_FILES_DIR, workload_dir
+from ..results.layout import BUNDLES_DIR, OUTPUT_TOP_NAMES, WORKLOAD_DIR, WORKLOAD_FILES_DIR, workload_dir
 from .check import (
     BINARY_SUFFIXES,
     PATH_AFTER,
@@ -127,11 +128,14 @@ def public_map(
 
 
 def rewrite_public_files(root: Path, mapping: PublicMap) -> int:
-    """Rewrite every public text file in place (atomically), measured evidence left as measured; the number
-    changed."""
+    """Rewrite every public text file the tool wrote in place (atomically), measured evidence left as measured; the
+    number changed. Only files under the names the tool writes at the top of an output folder (OUTPUT_TOP_NAMES)
+    are the tool's: a user's own file beside them keeps its bytes."""
     changed = 0
     for path in public_files(root):
         relative = path.relative_to(root).as_posix()
+        if relative.split("/", 1)[0] not in OUTPUT_TOP_NAMES:
+            continue
         if path.suffix.lower() in BINARY_SUFFIXES or (is_measured(relative) and not is_file_reference_file(relative)):
             continue  # never read: a raw export of many MB stays on disk as it is
         data = path.read_bytes()
@@ -146,16 +150,28 @@ def rewrite_public_files(root: Path, mapping: PublicMap) -> int:
 
 
 def copy_workload(out: Path, name: str, workload_file: Path, relative_files: Sequence[str]) -> Path:
-    """workload/<name>/files/: the workload file and the files it names, at the same relative paths."""
+    """workload/<name>/files/: the workload file and the files it names, at the same relative paths. A copy is kept
+    only when its sha256 is the source's (a file re-sealed with one answer changed keeps its size); each is written
+    through the safe writer, so a link planted in its place is refused, never written through."""
     target = workload_dir(out, name) / WORKLOAD_FILES_DIR
     for relative in [workload_file.name, *relative_files]:
         source = workload_file.parent / relative
         destination = target / relative
-        if destination.is_file() and destination.stat().st_size == source.stat().st_size:
+        check_inside(destination, out)
+        if _same_bytes(destination, source):
             continue
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, destination)
+        copy_file_atomic(source, destination)
     return target
+
+
+def _same_bytes(copy: Path, source: Path) -> bool:
+    """Whether `copy` is a regular file (not a link) holding exactly `source`'s bytes."""
+    try:
+        if not stat.S_ISREG(copy.lstat().st_mode) or copy.stat().st_size != source.stat().st_size:
+            return False
+    except FileNotFoundError:
+        return False
+    return file_sha256(copy) == file_sha256(source)
 
 
 def publish(
@@ -197,7 +213,7 @@ def publish_run(
     # Bundles are never published (a run's own bundles/ folder included): a command names them by placeholder.
     named: dict[str, Path | str | None] = {
         "$TRTMC_CHECKOUT": trtmc,
-        "$BUNDLE_CACHE": bundle_cache or out / "bundles",
+        "$BUNDLE_CACHE": bundle_cache or out / BUNDLES_DIR,
         "$HF_HUB_CACHE": hub_cache_dir(),  # a checkpoint's tokenizer is read from there
         "$TRTMC_VIDEOQA_SRC": source_tree(),
     }

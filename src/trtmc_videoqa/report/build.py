@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections import Counter
 from pathlib import Path
 
@@ -12,7 +13,8 @@ from .. import __version__
 from ..aiperf_qual.verdicts import with_verdict
 from ..common.atomic_write import open_for_appending, write_text_atomic
 from ..common.errors import UserError
-from ..common.safe_read import MAX_RESULT_BYTES, read_regular_file
+from ..common.safe_names import safe_name
+from ..common.safe_read import MAX_RESULT_BYTES, MAX_STRIP_BYTES, read_file_inside
 from ..common.text_escape import json_inert
 from ..results import Inventory, Report, ResultRow, UnreadableRow
 from ..results.layout import (
@@ -57,7 +59,7 @@ def load_rows(directory: Path) -> tuple[list[ResultRow], list[UnreadableRow]]:
     rows, unreadable = [], []
     for path in results:
         try:
-            row = ResultRow.model_validate_json(read_regular_file(path, MAX_RESULT_BYTES))
+            row = ResultRow.model_validate_json(read_file_inside(directory, path, MAX_RESULT_BYTES))
         except (ValueError, OSError, UserError) as error:
             first = _first_problem(error)
             unreadable.append(
@@ -135,10 +137,10 @@ def _inventory_group_line(directories: list[Path]) -> str | None:
     lines = set()
     for directory in directories:
         path = directory / INVENTORY_FILE
-        if not path.is_file():
+        if not path.exists():
             continue
         try:
-            lines.add(Inventory.model_validate_json(read_regular_file(path, MAX_INVENTORY_BYTES)).group_line)
+            lines.add(Inventory.model_validate_json(read_file_inside(directory, path, MAX_INVENTORY_BYTES)).group_line)
         except (OSError, ValueError, UserError):
             continue
     return lines.pop() if len(lines) == 1 else None
@@ -150,14 +152,26 @@ def _by_status(rows: list[ResultRow]) -> dict[str, int]:
 
 def frame_strip(report: Report, directories: list[Path]) -> Path | None:
     """The strip the report shows: that of the first row's workload (rows in report order), from the first
-    directory that has it, so `qualify` and a later `report` over the same artifacts show the same frames."""
+    directory that has it, so `qualify` and a later `report` over the same artifacts show the same frames. Only a
+    workload named as one path component names one, and only a regular file inside its directory (not a link, no
+    folder on the way leading out) of at most MAX_STRIP_BYTES is one: the report embeds it whole. Returned
+    resolved, for `render_html` to read without following a link."""
     workloads = [row.provenance.workload for row in report.rows if row.provenance is not None]
-    for workload in dict.fromkeys(workloads):
+    for workload in dict.fromkeys(name for name in workloads if safe_name(name)):
         for directory in directories:
             strip = workload_dir(directory, workload) / FRAME_STRIP
-            if strip.is_file():
-                return strip
+            if _strip_inside(directory, strip):
+                return strip.resolve()
     return None
+
+
+def _strip_inside(directory: Path, strip: Path) -> bool:
+    try:
+        info = strip.lstat()
+    except OSError:
+        return False
+    inside = strip.resolve().is_relative_to(directory.resolve())
+    return inside and stat.S_ISREG(info.st_mode) and info.st_size <= MAX_STRIP_BYTES
 
 
 def write_report(report: Report, out: Path, frames_png: Path | None = None) -> list[Path]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+from ..common.safe_read import MAX_STRIP_BYTES, UnreadableInput, read_regular_file
 from ..common.text_escape import html_text as escape
 from ..common.text_escape import one_line, shown_name
 from ..results import IdentityCheck, LatencyStats, OutputCheck, Report, ResultRow
@@ -312,6 +313,17 @@ def _aiperf_qual_section(report: Report) -> list[str]:
     ]
 
 
+def _strip_png(frames_png: Path | None) -> bytes | None:
+    """The strip's bytes: a regular file, never through a link, at most MAX_STRIP_BYTES (report/build.py's
+    `frame_strip` chose it inside the report's folders); None without one."""
+    if frames_png is None:
+        return None
+    try:
+        return read_regular_file(frames_png, MAX_STRIP_BYTES, follow_links=False)
+    except UnreadableInput:
+        return None
+
+
 def render_html(report: Report, frames_png: Path | None = None) -> str:
     group = report.group
     background = _GROUP_COLOURS.get(group.status, "#f6f8fa")
@@ -332,8 +344,8 @@ def render_html(report: Report, frames_png: Path | None = None) -> str:
     if report.unreadable:
         items = "".join(f"<li>{escape(line)}</li>" for line in unreadable_lines(report))
         parts.append(f"<h2>Result files that could not be read</h2><ul>{items}</ul>")
-    if frames_png is not None and frames_png.is_file():
-        encoded = base64.b64encode(frames_png.read_bytes()).decode()
+    if (png := _strip_png(frames_png)) is not None:
+        encoded = base64.b64encode(png).decode()
         parts.append(
             "<h2>What the model is meant to see</h2><p>The frames the declared sampling policy picks from "
             f'the first clip.</p><img class="strip" alt="frame strip" src="data:image/png;base64,{encoded}">'

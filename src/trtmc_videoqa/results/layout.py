@@ -60,6 +60,8 @@ MATRIX_FILE = "matrix.json"  # the capable profiles for a CI matrix (containers/
 WORKLOAD_DIR = "workload"  # workload/<name>/: each workload's clip manifests, frame strips and sampling
 WORKLOAD_FILES_DIR = "files"  # workload/<name>/files/: the workload as it ran, clips included
 COMPARISON_WORKLOAD_DIR = "comparison-workload"  # compare: the copy of the workload the server was asked about
+TOKENIZER_DIR = "tokenizer"  # the tokenizer AIPerf counted with, when none was given
+BUNDLES_DIR = "bundles"  # the bundle cache when --bundle-cache names none (never published)
 # In workload/<name>/ (workloads/artifacts.py); WORKLOAD_FILE is also a workload's own file name.
 WORKLOAD_FILE = "workload.json"
 PREPARED_STAMP = "prepared.digest.json"  # two dots: no clip id ("^[a-z][a-z0-9-]*$") can name this file
@@ -96,6 +98,31 @@ REFERENCE_LOG = f"{PRIVATE_DIR}/reference/server.log"
 COMPARISON_SERVER_LOG = f"{PRIVATE_DIR}/transformers-serve.log"
 # Under --out: the temporary folder of every child a run starts, removed when the run ends (common/scratch.py).
 RUN_SCRATCH_DIR = f"{PRIVATE_DIR}/tmp"
+
+# Everything the tool writes at the top of an output folder (qualify, compare, report, inventory, refresh, the
+# matrix; beside them only the output lock, common/output_lock.py's LOCK_NAME): the publish step rewrites files
+# under these names only, never a file of the user's beside them.
+OUTPUT_TOP_NAMES = frozenset(
+    {
+        CHECKPOINTS_DIR,
+        WORKLOAD_DIR,
+        COMPARISON_WORKLOAD_DIR,
+        TOKENIZER_DIR,
+        BUNDLES_DIR,
+        PRIVATE_DIR,
+        REPORT_JSON,
+        REPORT_MD,
+        REPORT_HTML,
+        JUNIT_FILE,
+        INVENTORY_FILE,
+        INVENTORY_MD,
+        MATRIX_FILE,
+        PINNED_INVENTORY_FILE,
+        MAIN_INVENTORY_FILE,
+        RECONCILIATION_FILE,
+        RECONCILIATION_MD,
+    }
+)
 
 
 def checkpoints_dir(out: Path) -> Path:

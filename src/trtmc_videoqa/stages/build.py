@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..common.progress import watched_log
 from ..results import StageResult
-from ..results.layout import BUILD_LOG
+from ..results.layout import BUILD_LOG, BUNDLES_DIR
 from ..trtmc.commands import build_argv, bundle_header, bundle_path, effective_precision, file_digest, partial_path
 from .checkpoint import Checkpoint, redacted, run_step
 from .protocol import Bundle, Climb, Stop
@@ -17,7 +17,7 @@ from .protocol import Bundle, Climb, Stop
 def build(cp: Checkpoint, climb: Climb) -> Climb | Stop:
     """The bundle, built unless the cache (by profile, commit and revision) has it; then its digest and precision."""
     job, entry = cp.job, cp.entry
-    path = bundle_path(job.bundle_cache or (job.out / "bundles"), entry, cp.inventory.commit)
+    path = bundle_path(job.bundle_cache or (job.out / BUNDLES_DIR), entry, cp.inventory.commit)
     climb = replace(climb, commands=climb.commands | {"build": redacted(build_argv(cp.toolchain, entry, path))})
     if not path.is_file():
         failed = _run_build(cp, path)

@@ -10,6 +10,8 @@ from pathlib import Path
 import av
 import numpy as np
 
+from ..common.atomic_write import atomic_target
+
 
 @dataclass(frozen=True)
 class H264Settings:
@@ -48,7 +50,10 @@ def write_h264_mp4(
     path = Path(path)
     time_base = Fraction(1, fps)
     # bitexact keeps the muxer from writing its version string into the file.
-    with av.open(str(path), mode="w", format="mp4", options={"fflags": "+bitexact"}) as container:
+    with (
+        atomic_target(path) as temporary,
+        av.open(str(temporary), mode="w", format="mp4", options={"fflags": "+bitexact"}) as container,
+    ):
         stream = container.add_stream("libx264", rate=fps)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.time_base = time_base

@@ -17,11 +17,10 @@ so a row measured on it says what was changed.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
-from ..common.atomic_write import write_text_atomic
+from ..common.atomic_write import copy_file_atomic, write_text_atomic
 from ..results.layout import WORKLOAD_FILE
 from .loading import Workload, WorkloadError, load_workload_file
 from .seal import seal_workload_file
@@ -57,9 +56,7 @@ def silent_audio_workload(workload: Workload, folder: Path, *, why: str = "") ->
     folder.mkdir(parents=True, exist_ok=True)
     raw: dict[str, Any] = json.loads(workload.file.read_text(encoding="utf-8"))
     for attribution in {clip["attribution"] for clip in raw["clips"]}:
-        target = folder / attribution
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(workload.root / attribution, target)
+        copy_file_atomic(workload.root / attribution, folder / attribution)
     for clip in raw["clips"]:
         original = workload.clip_path(clip["id"])
         copy_name = f"{original.stem}-{SUFFIX}{original.suffix}"
