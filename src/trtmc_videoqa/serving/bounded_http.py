@@ -8,6 +8,8 @@
   each read, so a server sending one byte at a time would never meet it. Each request runs in an event loop of its
   own thread (an anyio blocking portal) under `anyio.fail_after`.
 - Redirects are never followed: a 3xx is handed back as it came, for the caller to name.
+- https is verified as httpx verifies it by default; that transport (and its CA store, about 30 ms to load) is made
+  at the client's first https request, so a check of a plain-http server never loads it.
 
 `BodyMeter` is shared with the loopback guard (serving/forward_proxy.py), which meters what AIPerf will inflate.
 """
@@ -19,7 +21,10 @@ import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import httpx
 
 MIB = 1 << 20
 DEFAULT_MAX_RESPONSE_BYTES = 16 * MIB  # RunSettings.max_response_bytes's default
@@ -207,7 +212,14 @@ class BoundedClient:
         from anyio.from_thread import start_blocking_portal
 
         self._portal = self._stack.enter_context(start_blocking_portal())
-        self._client = httpx.AsyncClient(timeout=self.timeout_s, trust_env=False, follow_redirects=False)
+        self._client = httpx.AsyncClient(
+            timeout=self.timeout_s,
+            trust_env=False,
+            follow_redirects=False,
+            # Plain http negotiates no TLS, so its transport needs no CA store; https gets httpx's default transport.
+            transport=httpx.AsyncHTTPTransport(verify=False, trust_env=False),
+            mounts={"https://": _verified_on_first_use()},
+        )
         self._stack.callback(self._portal.call, self._client.aclose)
         return self
 
@@ -232,6 +244,27 @@ class BoundedClient:
             raise RequestDeadline(self.timeout_s) from error
         found = {name.lower(): value for name, value in response.headers.items()}
         return BoundedResponse(status_code=response.status_code, headers=found, content=meter.body())
+
+
+def _verified_on_first_use() -> httpx.AsyncBaseTransport:
+    """httpx's default transport (TLS verified against its CA store, as AsyncClient(trust_env=False) makes it), made
+    at its first request."""
+    import httpx
+
+    class VerifiedOnFirstUse(httpx.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self._transport: httpx.AsyncHTTPTransport | None = None
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            if self._transport is None:
+                self._transport = httpx.AsyncHTTPTransport(trust_env=False)
+            return await self._transport.handle_async_request(request)
+
+        async def aclose(self) -> None:
+            if self._transport is not None:
+                await self._transport.aclose()
+
+    return VerifiedOnFirstUse()
 
 
 def redirect_note(response: BoundedResponse) -> str:
