@@ -292,3 +292,22 @@ def test_the_command_line_starts_without_httpx_own_client_or_the_package_metadat
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip(), done.stderr
+
+
+def test_the_process_own_command_line_leaves_its_objects_to_the_exit_and_says_everything() -> None:
+    """Run as the process's own command line, main() freezes what it built before the exit (no last walk over every
+    object); the output is whole and the exit code the command's. Called with arguments (a test), it does not."""
+    probe = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: sys.__stderr__.write(f'frozen {gc.get_freeze_count() > 0}\\n'))\n"
+        "from trtmc_videoqa.cli.main import main\n"
+        f"command = ['matrix', '--trtmc', {str(FIXTURES / 'trtmc_families')!r}]\n"
+        "if sys.argv[1:] == ['given']:\n"
+        "    sys.exit(main(command))\n"
+        "sys.argv = ['trtmc-videoqa', *command]\n"
+        "sys.exit(main())\n"
+    )
+    for given, frozen in (([], "frozen True"), (["given"], "frozen False")):
+        done = subprocess.run([sys.executable, "-c", probe, *given], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) and frozen in done.stderr

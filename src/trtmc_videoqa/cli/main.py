@@ -5,6 +5,7 @@ with one message; a tool error 1."""
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -113,6 +114,17 @@ def skip_httpx_cli() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (`argv`, or this process's own) run; its exit code. Given none (the console script, `python
+    -m`), the process ends right after: what it built is left to the exit. Python's exit would otherwise walk every
+    object still alive in its last garbage collections, 0.1 to 0.3 s after a run; frozen, they are freed with the
+    process (the exit's own steps still run: atexit, flushing the output, module teardown)."""
+    code = _command(argv)
+    if argv is None:
+        gc.freeze()
+    return code
+
+
+def _command(argv: Sequence[str] | None) -> int:
     skip_httpx_cli()
     # Nothing printed drives the terminal: a manifest name or a server's text may hold escape sequences.
     if not isinstance(sys.stdout, ControlFree):
