@@ -8,7 +8,9 @@ the tokenizer and input file that the bare runs reuse); it is not counted. Then 
 order, (1) the full qualify in a fresh --out directory (nothing reused: the aiperf lookup, the local tokenizer,
 the clips' probes and strips, the capability check, AIPerf, the join, grading, the reports) and (2) the bare
 `aiperf profile` with exactly the argv our run recorded (same input file, tokenizer and settings; only
---artifact-dir differs). Figures are medians of wall time. Goal: at most 1.10x and under 2 s more.
+--artifact-dir differs). Figures are medians of wall time. Goal: our own work outside the AIPerf run (our wall time
+minus the AIPerf run inside it, from aiperf/outcome.json) at most 0.5 s, printed on the last line; beside it the
+ratio to bare AIPerf (it was at most 1.10x and under 2 s more).
 
 The row records AIPerf's command as a user re-runs it: relative to the run's --out folder and naming `aiperf`
 (result.json's commands, command.txt). The bare run therefore starts in the warm-up's --out folder, with `aiperf`
@@ -23,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -38,7 +39,8 @@ from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, ReferenceConfig, argv_fo
 from trtmc_videoqa.results.layout import AIPERF_DIR, RESULT_FILE, checkpoints_dir
 from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
 
-GOAL_RATIO, GOAL_EXTRA_S = 1.10, 2.0
+GOAL_OUTSIDE_S = 0.5  # our own work outside the AIPerf run, per checkpoint
+GOAL_RATIO, GOAL_EXTRA_S = 1.10, 2.0  # the earlier goal, still printed beside it
 PROFILE = DEFAULT_MODEL_NAME
 
 
@@ -79,7 +81,10 @@ def qualify(url: str, out: Path, repeats: int, warmup: int) -> float:
         raise SystemExit(f"qualify failed (exit {done.returncode}, {result} {written}):\n{done.stderr}")
     row = json.loads(result.read_text())
     if row["status"] != "endpoint-qualified" or row["reused"]:
-        raise SystemExit(f"qualify did not measure cleanly ({row['status']}, reused {row['reused']}):\n{done.stderr}")
+        raise SystemExit(
+            f"qualify did not measure cleanly ({row['status']}, reused {row['reused']}: {row['status_reason']}):\n"
+            f"{done.stderr}"
+        )
     return wall
 
 
@@ -87,7 +92,7 @@ def bare_argv(out: Path, artifact_dir: Path, executable: str) -> list[str]:
     """AIPerf's argv exactly as our run recorded it (paths relative to `out`), with the resolved executable and its
     own artifact directory."""
     row = json.loads((row_dir(out) / RESULT_FILE).read_text())
-    argv = shlex.split(row["commands"]["aiperf"], comments=True)  # an http run's note is a comment before it
+    argv = list(row["commands"]["aiperf"]["argv"])  # recorded as a list, the program by its name
     if Path(argv[0]).name != "aiperf" or "--artifact-dir" not in argv:
         raise SystemExit(f"the recorded AIPerf command is not the one this bench expects: {argv[:3]} ...")
     argv[0] = executable
@@ -165,10 +170,10 @@ def main() -> None:
     ratio, extra = ours_s / bare_s, ours_s - bare_s
     print(
         f"median: qualify {ours_s:.2f} s, bare aiperf profile {bare_s:.2f} s, {extra:+.2f} s "
-        f"(goal <= {GOAL_RATIO:.2f}x and < {GOAL_EXTRA_S:.0f} s more); our own work outside AIPerf: median "
-        f"{statistics.median(outside):.2f} s"
+        f"(earlier goal <= {GOAL_RATIO:.2f}x and < {GOAL_EXTRA_S:.0f} s more)"
     )
     print(f"overhead {ratio:.2f}x")
+    print(f"outside AIPerf {statistics.median(outside):.2f} s (goal <= {GOAL_OUTSIDE_S:.2f} s)")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ from trtmc_videoqa.aiperf.command import AiperfSettings, profile_argv
 from trtmc_videoqa.aiperf.dataset import Prompt, plan_requests, write_input_file
 from trtmc_videoqa.cli.main import main
 from trtmc_videoqa.common.shell_quoting import ESCAPED_NOTE, reproducible_command
-from trtmc_videoqa.rows.finish import NOT_RECORDED, command_file_text
+from trtmc_videoqa.results import RecordedCommand
+from trtmc_videoqa.rows.finish import command_file_text
 from trtmc_videoqa.stages.aiperf import HTTP_INPUTS_NOTE
 from trtmc_videoqa.trtmc.commands import Toolchain, build_argv, correctness_argv, server_argv
 
@@ -119,14 +120,14 @@ def test_a_value_written_in_bash_quoting_is_named_by_a_note() -> None:
 # --- command.txt and the documented recipe ---------------------------------------------------------------------
 
 
-def _hostile_commands(tmp_path: Path) -> tuple[dict[str, str], dict[str, str]]:
+def _hostile_commands(tmp_path: Path) -> tuple[dict[str, RecordedCommand], dict[str, str]]:
     """Every command a row records, built by the tool's own builders with a hostile value in each field that
     reaches one: (the commands, the values by field)."""
     values = {
         field: _hostile(tmp_path, field)
         for field in ("model", "setting", "profile", "checkpoint", "url", "workload", "precision")
     }
-    ours = reproducible_command(
+    ours = RecordedCommand.of(
         ["trtmc-videoqa", "qualify", "--endpoint", values["url"], "--model", values["model"],
          "--server-setting", f"sampling={values['setting']}", "--workload", values["workload"]]
     )  # fmt: skip
@@ -150,11 +151,11 @@ def _hostile_commands(tmp_path: Path) -> tuple[dict[str, str], dict[str, str]]:
     bundle = Path(f"$BUNDLE_CACHE/{values['profile']}.bundle")
     commands = {
         "trtmc-videoqa": ours,
-        "build": reproducible_command(build_argv(toolchain, entry, bundle)),
-        "correctness": reproducible_command(
+        "build": RecordedCommand.of(build_argv(toolchain, entry, bundle)),
+        "correctness": RecordedCommand.of(
             correctness_argv(toolchain, Path("/c"), Path("/c/t.py"), entry, Path("a"), Path("e"))
         ),
-        "serve": reproducible_command(
+        "serve": RecordedCommand.of(
             server_argv(
                 toolchain,
                 bundle,
@@ -166,7 +167,7 @@ def _hostile_commands(tmp_path: Path) -> tuple[dict[str, str], dict[str, str]]:
                 request_timeout_s=1,
             )
         ),  # fmt: skip
-        "aiperf": HTTP_INPUTS_NOTE + reproducible_command(profile_argv("aiperf", settings)),
+        "aiperf": RecordedCommand.of(profile_argv("aiperf", settings), notes=[HTTP_INPUTS_NOTE]),
     }
     return commands, values
 
@@ -210,21 +211,23 @@ def test_every_other_section_picks_its_own_one_line(tmp_path: Path, section: str
         assert ran[0][ran[0].index("--model-name") + 1] == values["profile"]
 
 
-def test_a_command_that_is_not_one_safe_line_is_written_as_nothing_to_run(tmp_path: Path) -> None:
+def test_a_recorded_argv_is_one_safe_line_whatever_it_holds(tmp_path: Path) -> None:
+    """A row records argv lists, never lines of text: a value with a line break, an escape sequence or a note that
+    looks like a marker still comes back as one quoted line, which runs exactly that argv and nothing else."""
     hostile = _hostile(tmp_path, "raw")
-    # Built elsewhere without our quoting (shlex.join keeps a newline inside quotes): never written as a command.
+    second = "m\ntouch " + str(tmp_path / "pwned-second-line")
     commands = {
-        "serve": shlex.join(["trtmc-videoqa", "serve-reference", "--x", hostile]),
-        "aiperf": "aiperf profile --model m\ntouch " + str(tmp_path / "pwned-second-line"),
-        "native": "# a note of ours\n# aiperf\naiperf profile --model \x1b[2J",
+        "serve": RecordedCommand.of(["trtmc-videoqa", "serve-reference", "--x", hostile]),
+        "aiperf": RecordedCommand.of(["aiperf", "profile", "--model", second]),
+        "native": RecordedCommand.of(["aiperf", "profile", "--model", "\x1b[2J"], notes=["a note of ours", "aiperf"]),
     }
     command_txt = tmp_path / "command.txt"
     command_txt.write_text(command_file_text(commands))
     lines = command_txt.read_text().splitlines()
-    assert lines.count(NOT_RECORDED) == 3 and "# aiperf (note)" in lines
-    for section in commands:
+    assert "# aiperf (note)" in lines and "# aiperf" in lines  # the note cannot pass for the marker
+    for section, command in commands.items():
         ran, picked = _run_recipe(tmp_path, command_txt, section)
-        assert ran == [] and picked == NOT_RECORDED + "\n"
+        assert len(picked.splitlines()) == 1 and ran == [command.argv]
     _nothing_else(tmp_path)
 
 
@@ -240,8 +243,8 @@ def test_the_question_text_and_extra_body_travel_in_the_input_file_only(tmp_path
         url="http://127.0.0.1:1", model="m", tokenizer="t", input_file=str(inputs), artifact_dir="e",
         warmup_requests=1, profiling_requests=2,
     )  # fmt: skip
-    command = reproducible_command(profile_argv("aiperf", settings))
-    assert "pwned" not in command and "\n" not in command
+    command = RecordedCommand.of(profile_argv("aiperf", settings))
+    assert not any("pwned" in part or "\n" in part for part in command.argv)
     command_txt = tmp_path / "command.txt"
     command_txt.write_text(command_file_text({"aiperf": command}))
     ran, _ = _run_recipe(tmp_path, command_txt, "aiperf")
@@ -266,7 +269,7 @@ def test_a_manifest_value_reaches_a_command_only_quoted(tmp_path: Path) -> None:
     entry = next(e for e in run_inventory(tree).entries if e.profile == "vidqa-2b")
     assert entry.checkpoint == data["hf_id"]
     toolchain = Toolchain(trtmc="trtmc", trtmc_server="trtmc-server", python="python3")
-    command = reproducible_command(build_argv(toolchain, entry, Path("b.bundle")))
+    command = RecordedCommand.of(build_argv(toolchain, entry, Path("b.bundle")))
     command_txt = tmp_path / "command.txt"
     command_txt.write_text(command_file_text({"build": command}))
     ran, _ = _run_recipe(tmp_path, command_txt, "build")
@@ -299,3 +302,23 @@ def test_a_value_with_a_line_break_is_refused_where_it_enters(tmp_path: Path, ca
     assert option in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
     _nothing_else(tmp_path)
+
+
+def test_every_path_placeholder_publish_writes_stays_expandable_in_a_recorded_command() -> None:
+    """A row records argv lists; publish turns this machine's paths in them into placeholders, which the command
+    line written from the list must leave for the shell to expand (`"$BUNDLE_CACHE"/x.bundle`)."""
+    import ast
+
+    from trtmc_videoqa.common.shell_quoting import PATH_PLACEHOLDERS
+    from trtmc_videoqa.publish import check, rewrite
+
+    written = {
+        node.value
+        for node in ast.walk(ast.parse(Path(rewrite.__file__).read_text()))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.fullmatch(r"\$[A-Z][A-Z0-9_]*", node.value)
+    }
+    assert written and written | set(check.run_dirs()) <= PATH_PLACEHOLDERS
+    line = reproducible_command(["trtmc", "--output", "$BUNDLE_CACHE/a b/x.bundle", "--model", "$HOME2/x"])
+    assert line == "trtmc --output \"$BUNDLE_CACHE\"'/a b/x.bundle' --model '$HOME2/x'"

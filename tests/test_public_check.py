@@ -240,3 +240,36 @@ def test_run_sentinels_survives_an_unknown_user(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(socket, "gethostname", lambda: "localhost")
 
     assert run_sentinels(tmp_path).words == []
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        '"aiperf": "# a note\\n{path}/bin/aiperf profile"',  # a JSON \n puts an `n` right before the path
+        '"log": "x\\t{path}/x.log"',
+        '"log": "{escaped_slashes}/x.log"',  # \/ for every slash
+        '"log": "{unicode_slashes}/x.log"',  # \u002f for every slash
+        "see {url_encoded}%2Fx.log",  # %2F for every slash
+        '"v": "x%20{url_encoded}"',
+    ],
+)
+def test_a_path_hidden_behind_an_escape_is_found_in_its_decoded_form(tmp_path: Path, written: str) -> None:
+    """The check reads what a reader of the file gets: JSON strings decoded and URLs unquoted, not only the raw
+    text (every published --endpoint row kept the absolute path of aiperf after a JSON `\\n`, and passed)."""
+    out = tmp_path / "out"
+    path = "/opt/work/secret-place"
+    line = written.format(
+        path=path,
+        escaped_slashes=path.replace("/", "\\/"),
+        unicode_slashes=path.replace("/", "\\u002f"),
+        url_encoded=path.replace("/", "%2F"),
+    )
+    write(out, "checkpoints/p/result.json", "{\n" + line + "\n}\n")
+    hits = scan_public(out, sentinels(paths=[path]))
+    assert places(hits) == [("checkpoints/p/result.json", 2, "path")]
+
+
+def test_decoding_adds_no_hit_where_none_is(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write(out, "a.json", '{"a": "x\\ny", "b": "\\u00e9t\\u00e9", "c": "100%25 sure", "d": "not json \\q"}\n')
+    assert scan_public(out, sentinels(paths=["/opt/work/secret-place"])) == []

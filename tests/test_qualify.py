@@ -24,7 +24,8 @@ from doubles.toolchain import install_doubles
 from helpers import QUICK, cli, one_message, qualify, row, run_main
 from shared_runs import HUB_REVISION, SERVE_TOKEN, SharedRun, tripwire_aiperf
 
-from trtmc_videoqa.results import ResultRow
+from trtmc_videoqa.common.shell_quoting import reproducible_command
+from trtmc_videoqa.results import RecordedCommand, ResultRow
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DOUBLES = Path(__file__).parent / "doubles"
@@ -232,11 +233,11 @@ def test_trtmc_chain_runs_every_step_through_doubles(trtmc_rows_run: SharedRun) 
     assert len({pair.native.request_sha for pair in capable.identity.pairs}) == len(capable.identity.pairs)
     assert capable.identity.request_fields and "video_path" in capable.identity.request_fields
     assert capable.identity.request_source.startswith("apps/benchmark/trtmc_benchmark/task_adapters.py:")
-    assert "perf_serving" in capable.commands["native"] and "--bundle" in capable.commands["native"]
+    assert "perf_serving" in _line(capable.commands["native"]) and "--bundle" in _line(capable.commands["native"])
     assert capable.normal_profile is True and capable.variant_kinds == []
     assert capable.provenance.bundle_digest.startswith("sha256:")
     # built with the manifest's precision, as the family's runner builds it, and read back from the bundle
-    assert "--precision bf16" in capable.commands["build"]
+    assert "--precision bf16" in _line(capable.commands["build"])
     assert capable.provenance.effective_precision == "bf16"
     assert capable.provenance.settings["precision_source"] == "bundle header field 'precision'"
     assert capable.provenance.settings["build"]["max_sequence_length"] == 1024  # the manifest's build settings
@@ -255,12 +256,11 @@ def test_trtmc_chain_runs_every_step_through_doubles(trtmc_rows_run: SharedRun) 
     # the public row says what the private logs saw, and its commands run from the artifact folder elsewhere
     correctness = next(s for s in capable.stages if s.name == "correctness")
     assert correctness.detail.endswith(": 1 passed, 0 failed, 0 skipped")
-    assert (
-        capable.commands["build"].startswith("trtmc build ") and "--output $BUNDLE_CACHE/" in capable.commands["build"]
-    )
-    serve = capable.commands["serve"]
-    assert serve.startswith("trtmc-server $BUNDLE_CACHE/") and "checkpoints/vidqa-2b/private/server-records" in serve
-    assert "--input-file checkpoints/vidqa-2b/aiperf/inputs.jsonl" in capable.commands["aiperf"]
+    build = _line(capable.commands["build"])  # a placeholder left for the shell: "$BUNDLE_CACHE"/...
+    assert build.startswith("trtmc build ") and '--output "$BUNDLE_CACHE"/' in build
+    serve = _line(capable.commands["serve"])
+    assert serve.startswith('trtmc-server "$BUNDLE_CACHE"/') and "checkpoints/vidqa-2b/private/server-records" in serve
+    assert "--input-file checkpoints/vidqa-2b/aiperf/inputs.jsonl" in _line(capable.commands["aiperf"])
     assert str(out) not in (out / "checkpoints" / "vidqa-2b" / "command.txt").read_text()
     unsupported = row(out, "vlm-3b")
     assert unsupported.status == "unsupported" and "one image" in unsupported.status_reason
@@ -277,6 +277,11 @@ def test_trtmc_chain_runs_every_step_through_doubles(trtmc_rows_run: SharedRun) 
     assert (out / "inventory.json").is_file()
     junit = (out / "junit.xml").read_text()
     assert 'name="vlm-3b"' in junit and "<skipped" in junit
+
+
+def _line(command: RecordedCommand) -> str:
+    """A recorded command as command.txt writes it: one shell-quoted line."""
+    return reproducible_command(command.argv)
 
 
 def vidqa_through_doubles(tmp_path: Path, **env: str) -> ResultRow:
@@ -316,7 +321,7 @@ def test_the_checkpoints_own_tokenizer_is_taken_from_the_hub_cache(trtmc_resumed
     assert qualified.provenance.settings["revision_check"].startswith("verified: the hub cache's main of example")
     # named by placeholder in public files: where the hub cache is differs on another machine
     snapshot = f"models--example--VidQA-2B/snapshots/{HUB_REVISION}"
-    assert f"--tokenizer $HF_HUB_CACHE/{snapshot}" in qualified.commands["aiperf"]
+    assert f'--tokenizer "$HF_HUB_CACHE"/{snapshot}' in _line(qualified.commands["aiperf"])
 
 
 def test_a_family_run_that_only_skips_validates_nothing(tmp_path: Path) -> None:

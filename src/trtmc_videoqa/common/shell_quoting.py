@@ -14,6 +14,13 @@ from .scrub import SERVER_TOKEN_ENV
 
 # Placeholders a recorded command holds instead of a secret: the server's API key, by its variable.
 SECRET_PLACEHOLDERS = frozenset({f"${SERVER_TOKEN_ENV}"})
+# Placeholders the publish step writes for a path of this machine (publish/rewrite.py): at the start of an argument,
+# left for the shell to expand, so that a recorded command runs with the reader's own folders.
+PATH_PLACEHOLDERS = frozenset(
+    {"$TRTMC_CHECKOUT", "$BUNDLE_CACHE", "$HF_HUB_CACHE", "$TRTMC_VIDEOQA_SRC", "$AIPERF_VENV", "$VENV", "$HOME"}
+    | {"$TMPDIR", "$PWD"}
+)
+_LEADING_PLACEHOLDER = re.compile(r"\$[A-Z][A-Z0-9_]*(?=/|$)")
 
 # What a recorded value may not hold as it is: C0 and C1 controls (a newline or carriage return ends the line and
 # lets the rest of the value be read as a command of its own), DEL, the line and paragraph separators, and the
@@ -45,7 +52,12 @@ def _ansi_c_quoted(part: str) -> str:
 
 def quoted(part: str) -> str:
     """One argument as a shell reads it back: shlex's quoting, or bash's $'...' where the value holds a character
-    no line of command.txt may hold."""
+    no line of command.txt may hold; a path placeholder that starts it stays for the shell to expand
+    (`"$BUNDLE_CACHE"/x.bundle`)."""
+    leading = _LEADING_PLACEHOLDER.match(part)
+    if leading and leading.group() in PATH_PLACEHOLDERS:
+        rest = part[leading.end() :]
+        return f'"{leading.group()}"' + (quoted(rest) if rest else "")
     return _ansi_c_quoted(part) if UNSAFE_IN_COMMAND.search(part) else shlex.quote(part)
 
 

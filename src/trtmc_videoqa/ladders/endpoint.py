@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING
 from ..plan.cache_keys import cache_key
 from ..plan.job import QualifyJob
 from ..plan.row_start import with_workload_facts
-from ..results import ComparisonFacts, OutputCheck, Provenance, ResultRow, SamplingFacts, StageResult
+from ..results import (
+    ComparisonFacts,
+    OutputCheck,
+    Provenance,
+    RecordedCommand,
+    ResultRow,
+    SamplingFacts,
+    StageResult,
+)
 from ..rows.finish import crashed_row, finish_row, measured_row, run_provenance, stopped_row
 from ..stages.aiperf import aiperf
 from ..stages.capability import capability
@@ -87,7 +95,7 @@ class LiveEndpoint:
     records: Path | None = None
     alive: Callable[[], bool] = lambda: True
     native_url: str | None = None
-    serve_command: str | None = None
+    serve_command: RecordedCommand | None = None
 
 
 def endpoint_key(job: QualifyJob, target: EndpointTarget) -> str:
@@ -111,7 +119,11 @@ def qualify_endpoint(job: QualifyJob, target: EndpointTarget, live: LiveEndpoint
 
 
 def _climbed(
-    job: QualifyJob, target: EndpointTarget, live: LiveEndpoint, planned: ResultRow, commands: dict[str, str]
+    job: QualifyJob,
+    target: EndpointTarget,
+    live: LiveEndpoint,
+    planned: ResultRow,
+    commands: dict[str, RecordedCommand],
 ) -> ResultRow:
     row = EndpointRow(
         job=job,

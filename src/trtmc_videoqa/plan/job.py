@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from ..common.safe_names import row_dir_name
+from ..results import RecordedCommand
 from ..results.layout import CHECKPOINTS_DIR
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class QualifyJob:
     aiperf: AiperfInstall
     tokenizer: Path
     tokenizer_label: str
-    command: str  # our own command line, secrets as placeholders
+    command: RecordedCommand  # our own command line, secrets as placeholders
     api_key: str | None = None
     progress: Callable[[str], None] = lambda _: None
     inventory_digest: str | None = None  # of the TRTMC run's inventory.json; None off TRTMC

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from ..common.errors import UserError
 from ..common.scrub import REDACTED
 from ..results.layout import PRIVATE_DIR
+from .decoded import decoded_forms
 from .evidence import is_outside_text, machine_paths, token_around
 
 HitKind = Literal["path", "user-or-host", "secret"]
@@ -323,9 +324,11 @@ def _scan_file(path: Path, name: str, matchers: _Matchers) -> tuple[list[Hit], l
         hits: dict[tuple[int, HitKind], Hit] = {}
         words: dict[int, _WordLine] = {}
         outside = is_outside_text(name)
+        json_text = path.suffix.lower() in (".json", ".jsonl")
         for number, text in _lines(handle, matchers.overlap):
-            for kind, excerpt in matchers.find(text):
-                hits.setdefault((number, kind), Hit(file=name, line=number, kind=kind, excerpt=excerpt))
+            for variant in (text, *decoded_forms(text, json_text=json_text)):
+                for kind, excerpt in matchers.find(variant):
+                    hits.setdefault((number, kind), Hit(file=name, line=number, kind=kind, excerpt=excerpt))
             named = matchers.find_words(text)
             if named is not None and number not in words:
                 hit = Hit(file=name, line=number, kind="user-or-host", excerpt=named[0])

@@ -8,7 +8,6 @@ plain mapping (``vars()`` of what was parsed): nothing past the parser takes the
 from __future__ import annotations
 
 import argparse
-import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -188,7 +187,6 @@ def argv_from_config(config: ReferenceConfig) -> list[str]:
     return argv
 
 
-def serve_command(config: ReferenceConfig) -> str:
-    """The command a user types to serve this config, shell-quoted (its records file, a raw log, left out)."""
-    argv = ["trtmc-videoqa", "serve-reference", *argv_from_config(config.model_copy(update={"records_path": None}))]
-    return shlex.join(argv)
+def serve_command(config: ReferenceConfig) -> list[str]:
+    """The command a user types to serve this config (its records file, a raw log, left out)."""
+    return ["trtmc-videoqa", "serve-reference", *argv_from_config(config.model_copy(update={"records_path": None}))]

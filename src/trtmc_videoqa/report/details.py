@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Final
 from urllib.parse import urlsplit
 
-from ..results import IdentityCheck, IdentityPair, LatencyStats, OutputCheck, Report, ResultRow
+from ..common.shell_quoting import reproducible_command
+from ..results import IdentityCheck, IdentityPair, LatencyStats, OutputCheck, RecordedCommand, Report, ResultRow
 
 NOT_REPORTED: Final = "not reported by this server"
 NOT_REPORTED_LINE: Final = f"server task time: {NOT_REPORTED}; client latency stands alone"
@@ -15,6 +16,11 @@ _ANSWER_CHARS: Final = 200
 SHORT_CHARS: Final = 56
 # Samples a percentile needs before the row's figures give it (at least one sample above it), as stages/stats.py says.
 MIN_SAMPLES: Final = {"p50": 2, "p90": 10, "p99": 100}
+
+
+def command_text(command: RecordedCommand) -> str:
+    """A recorded command as a person reads it again: its notes as `#` lines, then its one shell-quoted line."""
+    return "\n".join([*(f"# {note}" for note in command.notes), reproducible_command(command.argv)])
 
 
 def ms(value: float | None) -> str:

@@ -20,6 +20,7 @@ from .details import (
     accuracy_line,
     aiperf_qual_line,
     aiperf_qual_rows,
+    command_text,
     comparison_line,
     counts_line,
     figures,
@@ -270,7 +271,9 @@ def _row_section(row: ResultRow, index: int) -> list[str]:
         _answers(row),
     ]
     if row.commands:
-        commands = "".join(f"<li>{escape(k)}: <code>{escape(v)}</code></li>" for k, v in row.commands.items())
+        commands = "".join(
+            f"<li>{escape(k)}: <code>{escape(command_text(v))}</code></li>" for k, v in row.commands.items()
+        )
         parts.append(f"<details><summary>Reproduce</summary><ul>{commands}</ul></details>")
     return [*parts, "</section>"]
 

@@ -14,6 +14,7 @@ from .details import (
     accuracy_line,
     aiperf_qual_line,
     aiperf_qual_rows,
+    command_text,
     comparison_line,
     counts_line,
     distribution_line,
@@ -212,7 +213,7 @@ def _details_lines(row: ResultRow) -> list[str]:
     out += _clip_lines(row)
     out += _provenance_lines(row)
     for name, command in row.commands.items():
-        out += [f"- Reproduce ({_cell(name)}):", "", *md_fence(command, indent="  ")]
+        out += [f"- Reproduce ({_cell(name)}):", "", *md_fence(command_text(command), indent="  ")]
     return out
 
 

@@ -68,6 +68,7 @@ from .rows import (  # noqa: F401
     OutputCheck,
     Provenance,
     QualificationStatus,
+    RecordedCommand,
     Report,
     RequestRow,
     ResultRow,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
+from pathlib import PurePosixPath
 from typing import Any, Final, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .base import _Model
 from .clips import ClipManifest, NoSampling, SamplingFacts
@@ -273,6 +275,34 @@ class ComparisonFacts(_Model):
     media_adaptation: str = Field(description="what was changed in the workload for this server, or 'none: ...'")
 
 
+class RecordedCommand(_Model):
+    """A command as a row records it, to be run again on another machine: the program by its name alone (never a
+    path of this machine), its arguments as a list (secrets as placeholders the shell expands), and the notes said
+    before it. command.txt and the reports write it as one shell-quoted line (common/shell_quoting.py)."""
+
+    argv: list[str] = Field(min_length=1)
+    notes: list[str] = Field(default_factory=list, description="sentences said before the command, each one line")
+
+    @classmethod
+    def of(cls, argv: list[str], notes: list[str] | None = None) -> RecordedCommand:
+        """`argv` recorded: its program by name only."""
+        program = PurePosixPath(argv[0]).name or argv[0]
+        return cls(argv=[program, *argv[1:]], notes=notes or [])
+
+    @classmethod
+    def from_line(cls, text: str) -> RecordedCommand:
+        """A command recorded as one line of text, as rows before the argv lists did: its leading `# ` lines are
+        its notes, the rest split as the shell would (left whole where it cannot be)."""
+        lines = text.split("\n")
+        notes = [line.removeprefix("#").strip() for line in lines if line.startswith("#")]
+        rest = " ".join(line for line in lines if not line.startswith("#")).strip()
+        try:
+            argv = shlex.split(rest)
+        except ValueError:
+            argv = [rest]
+        return cls(argv=argv or [rest], notes=notes)
+
+
 class ToolError(_Model):
     """An exception of ours that ended a row at a stage: a tool error, never the model's outcome (the run exits 1)."""
 
@@ -336,12 +366,22 @@ class ResultRow(_Model):
     identity: IdentityCheck | None = None
     serving_mechanics: ServingMechanics | None = None
     provenance: Provenance | None = None
-    commands: dict[str, str] = Field(default_factory=dict, description="ours and AIPerf's, secrets as placeholders")
+    commands: dict[str, RecordedCommand] = Field(
+        default_factory=dict, description="ours, the servers' and AIPerf's by name: argv lists, secrets as placeholders"
+    )
     cache_key: str | None = None
     reused: bool = False
     tool_error: ToolError | None = Field(
         default=None, description="set when an exception of ours ended the row: its stage, type and message"
     )
+
+    @field_validator("commands", mode="before")
+    @classmethod
+    def _commands_of_earlier_rows(cls, value: Any) -> Any:
+        """A row written before commands were argv lists holds each as one line of text: read it as one."""
+        if isinstance(value, dict):
+            return {k: RecordedCommand.from_line(v) if isinstance(v, str) else v for k, v in value.items()}
+        return value
 
 
 # The group's status, one line at the top of every report; a run without TRTMC rows says what it is instead.

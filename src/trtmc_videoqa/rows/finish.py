@@ -6,7 +6,6 @@ A row never claims more than its evidence: a qualified row's reason names each g
 
 from __future__ import annotations
 
-import itertools
 import re
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -15,9 +14,9 @@ from ..aiperf_qual.verdicts import with_verdict
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.pins import tool_versions
 from ..common.scrub import known_secrets, scrub_secrets
-from ..common.shell_quoting import UNSAFE_IN_COMMAND
+from ..common.shell_quoting import UNSAFE_IN_COMMAND, reproducible_command
 from ..machine.provenance import hardware_provenance
-from ..results import Mode, Provenance, QualificationStatus, ResultRow, StageName, StageResult
+from ..results import Mode, Provenance, QualificationStatus, RecordedCommand, ResultRow, StageName, StageResult
 from ..results.layout import (
     AIPERF_OUTCOME,
     CAPABILITY_FILE,
@@ -176,7 +175,7 @@ def stopped_row(stop: Stop, provenance: Provenance) -> ResultRow:
 
 
 def crashed_row(
-    job: QualifyJob, row: ResultRow, stage: StageName, error: Exception, commands: dict[str, str]
+    job: QualifyJob, row: ResultRow, stage: StageName, error: Exception, commands: dict[str, RecordedCommand]
 ) -> ResultRow:
     """`row` ended `failed` at `stage` by an exception of ours raised outside any step (its start, its finishing):
     the exception on the row as a tool error, the traceback in its private folder; written."""
@@ -227,7 +226,7 @@ def earned_reason(stages: list[StageResult]) -> str:
     return "; ".join(parts)
 
 
-def finish_row(job: QualifyJob, row: ResultRow, commands: dict[str, str]) -> ResultRow:
+def finish_row(job: QualifyJob, row: ResultRow, commands: dict[str, RecordedCommand]) -> ResultRow:
     """Scrub the row directory of secrets, then write execution.jsonl (aiperf_qual's evidence of its AIPerf run),
     command.txt and result.json, the row carrying the aiperf_qual verdict its status supports: the row is done."""
     row_dir = job.row_dir(row.profile)
@@ -253,28 +252,19 @@ COMMAND_FILE_HEADER = (
     "# sed -n '/^# NAME$/,/^[^#]/{/^[^#]/p}' command.txt (docs/public-evidence.md)"
 )
 _SECTION_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
-# Written where a command cannot be written safely: the shell's no-op with a quoted sentence of ours, no value.
-NOT_RECORDED = (
-    ": 'not recorded: this command held a line break or control character that no command line may hold; "
-    "result.json has it'"
-)
 
 
-def command_file_text(commands: dict[str, str]) -> str:
-    """command.txt's text: each command's section with its marker, its notes (the leading `#` lines), then its one
-    command line; a command that is not one safe line after its notes (a value's line break got past the quoting,
-    a control character) is written as a line the shell runs as nothing, which says so."""
+def command_file_text(commands: dict[str, RecordedCommand]) -> str:
+    """command.txt's text: each command's section with its marker, its notes, then its argv as one shell-quoted
+    line (common/shell_quoting.py: no value holds a line break or control character there, nor starts the line)."""
     lines = [COMMAND_FILE_HEADER]
     for name, command in commands.items():
         if not _SECTION_NAME.fullmatch(name):
             raise ValueError(f"a command section is named by us, plainly; got {name!r}")
-        parts = command.split("\n")
-        notes = list(itertools.takewhile(lambda part: part.startswith("#"), parts))
-        rest = parts[len(notes) :]  # one line, unless a value carried a line break past our quoting
+        parts = reproducible_command(command.argv).split("\n")  # its quoting's own note, if any, then the line
         lines.append(f"# {name}")
-        lines += [_note_line(note) for note in notes]
-        safe = len(rest) == 1 and rest[0].strip() and not UNSAFE_IN_COMMAND.search(rest[0])
-        lines.append(rest[0] if safe else NOT_RECORDED)
+        lines += [_note_line(note) for note in [*command.notes, *parts[:-1]]]
+        lines.append(parts[-1])
     return "\n".join(lines) + "\n"
 
 

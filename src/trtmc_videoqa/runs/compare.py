@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..common.errors import BadInput
 from ..common.safe_names import safe_name
-from ..common.shell_quoting import reproducible_command
-from ..results import ComparisonFacts
+from ..results import ComparisonFacts, RecordedCommand
 from ..results.layout import COMPARISON_SERVER_LOG, COMPARISON_WORKLOAD_DIR
 from ..serving.transformers_serve import ServeTarget, find_transformers, serve_target
 from .inputs import LONGEST_MODEL_NAME, checked_run_inputs
@@ -205,5 +204,5 @@ def _served(
         cwd=comparison.target.cwd,
         ready_path=HEALTH_PATH,
     ) as server:
-        live = LiveEndpoint(url=url, alive=lambda: server.alive, serve_command=reproducible_command(argv))
+        live = LiveEndpoint(url=url, alive=lambda: server.alive, serve_command=RecordedCommand.of(argv))
         yield lambda _: live

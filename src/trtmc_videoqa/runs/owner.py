@@ -21,8 +21,7 @@ from ..aiperf.tokenizer import choose_tokenizer
 from ..common.errors import EXIT_OK, EXIT_TOOL_ERROR, UserError
 from ..common.pins import load_pins
 from ..common.scratch import children_temp_dir
-from ..common.shell_quoting import reproducible_command
-from ..results import ResultRow
+from ..results import RecordedCommand, ResultRow
 from ..results.layout import (
     CHECKPOINTS_DIR,
     CLIP_SERVER_LOG,
@@ -61,7 +60,7 @@ class RunTools:
     aiperf: AiperfInstall
     tokenizer: Path
     tokenizer_label: str
-    command: str  # our own command line, the API key replaced by a placeholder
+    command: RecordedCommand  # our own command line, the API key replaced by a placeholder
     progress: Callable[[str], None]
     api_key: str | None
     facts: dict[str, WorkloadFacts]  # by workload name: the clip manifests and sampling its rows carry
@@ -135,9 +134,8 @@ def owned_run(
     pins = load_pins()
     aiperf = locate_aiperf(settings.aiperf, expected_version=pins.aiperf.version)
     progress = console.progress(api_key)
-    command = reproducible_command(["trtmc-videoqa", *argv])
-    if api_key:
-        command = command.replace(api_key, API_KEY_PLACEHOLDER)
+    typed = ["trtmc-videoqa", *argv]
+    command = RecordedCommand.of([part.replace(api_key, API_KEY_PLACEHOLDER) for part in typed] if api_key else typed)
     refuse_foreign_output(request.out)  # before the lock: nothing is written into a folder of the user's own
     with OutputLock(request.out), children_temp_dir(request.out / RUN_SCRATCH_DIR):
         try:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.errors import BadInput
-from ..results import ResultRow
+from ..results import RecordedCommand, ResultRow
 from ..results.layout import INVENTORY_FILE, INVENTORY_MD, REFERENCE_LOG, REFERENCE_RECORDS
 from .inputs import LONGEST_MODEL_NAME, checked_run_inputs
 from .owner import RunConsole, RunOutcome, RunTools, owned_run
@@ -163,7 +163,7 @@ def _reference_endpoint(
                 records=records,
                 alive=lambda: server.alive,
                 native_url=url if native_route else None,
-                serve_command=serve_command(config),
+                serve_command=RecordedCommand.of(serve_command(config)),
             )
             yield lambda _: live
 

@@ -30,10 +30,9 @@ from ..aiperf.tokenizer import aiperf_environment
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.progress import watching
 from ..common.scrub import known_secrets
-from ..common.shell_quoting import reproducible_command
 from ..machine.gpu import gpu_busy_percent
 from ..plan.settings import RunSettings
-from ..results import RequestRow, StageResult, StageStatus
+from ..results import RecordedCommand, RequestRow, StageResult, StageStatus
 from ..results.layout import (
     AIPERF_CONFIG_FILE,
     AIPERF_DIR,
@@ -60,12 +59,12 @@ from .stats import latency_stats, requests_per_second
 
 # Over http the input file names the run's own loopback clip server, which lives only as long as the run.
 HTTP_INPUTS_NOTE = (
-    "# inputs.jsonl names this run's loopback clip server (video transport http), which served the workload's\n"
-    "# files (workload/<name>/files/) only while the run lasted: re-run qualify with --video-transport http\n"
+    "inputs.jsonl names this run's loopback clip server (video transport http), which served the workload's files "
+    "(workload/<name>/files/) only while the run lasted: re-run qualify with --video-transport http"
 )
 GUARD_NOTE = (
-    "# AIPerf's requests went through this run's loopback guard (serving/forward_proxy.py): no redirect followed,\n"
-    "# no response past --max-response-bytes; the command below names the endpoint itself\n"
+    "AIPerf's requests went through this run's loopback guard (serving/forward_proxy.py): no redirect followed, no "
+    "response past --max-response-bytes; the command below names the endpoint itself"
 )
 GUARD_RAN = "through the run's loopback guard: no redirect followed, every response within --max-response-bytes"
 
@@ -76,7 +75,7 @@ class AiperfRun:
 
     outcome: RunOutcome
     clients: list[ClientRecord]
-    command: str  # secrets as placeholders
+    command: RecordedCommand  # secrets as placeholders
     interrupted: bool  # SIGINT while it ran
 
 
@@ -95,8 +94,8 @@ def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
     with _guard(row, climb, target) as guard:
         url = guard.url if guard else target.url
         run = run_aiperf(row, replace(target, url=url), plan, recorded_url=target.url if guard else None)
-    notes = (HTTP_INPUTS_NOTE if TRANSPORTS[transport].by_url else "") + (GUARD_NOTE if guard else "")
-    result.commands["aiperf"] = notes + run.command
+    notes = [HTTP_INPUTS_NOTE] if TRANSPORTS[transport].by_url else []
+    result.commands["aiperf"] = run.command.model_copy(update={"notes": notes + ([GUARD_NOTE] if guard else [])})
     result.aiperf_exit, result.interrupted = run.outcome.exit_code, run.interrupted
     wanted = {client.x_request_id for client in run.clients if client.x_request_id}
     joined = join_requests(plan, run.clients, read_server_records(target.records, wanted), workload, max_tokens)
@@ -182,7 +181,7 @@ def run_aiperf(row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: 
     )
     argv = profile_argv(job.aiperf.executable, aiperf_settings)
     shown = aiperf_settings.model_copy(update={"url": recorded_url}) if recorded_url else aiperf_settings
-    command = reproducible_command(profile_argv(job.aiperf.executable, shown))
+    command = RecordedCommand.of(profile_argv(job.aiperf.executable, shown))
     row.progress(f"aiperf: {len(plan.warmup)} warmup + {len(plan.profiling)} profiling requests")
     _set_aside(Path(aiperf_settings.artifact_dir))
     log = row.row_dir / AIPERF_LOG

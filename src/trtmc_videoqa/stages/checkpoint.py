@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..results import CheckpointEntry, Inventory
+from ..results import CheckpointEntry, Inventory, RecordedCommand
 from ..trtmc.commands import Toolchain
 from .protocol import RowJob
 
@@ -33,8 +33,7 @@ def run_step(
     return (None if run.timed_out else run.exit_code), run.wall_s
 
 
-def redacted(argv: list[str]) -> str:
-    """The command as a row records it: one shell-quoted line, secrets as placeholders."""
-    from ..common.shell_quoting import reproducible_command
-
-    return reproducible_command(argv)
+def redacted(argv: list[str]) -> RecordedCommand:
+    """The command as a row records it: its program by name, its arguments as given (secrets never in them: TRTMC's
+    commands take them from the environment)."""
+    return RecordedCommand.of(argv)

@@ -22,6 +22,7 @@ from ..results import (
     Accuracy,
     OutputCheck,
     QualificationStatus,
+    RecordedCommand,
     RequestRow,
     ResultRow,
     StageName,
@@ -72,7 +73,7 @@ class Measurement:
     output_check: OutputCheck | None = None
     task_time_field: str | None = None
     timing_scope: str | None = None
-    commands: dict[str, str] = field(default_factory=dict)
+    commands: dict[str, RecordedCommand] = field(default_factory=dict)
     aiperf_exit: int | None = None
     figures: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False  # SIGINT while AIPerf ran: the ladder records the row, then stops the run
@@ -97,7 +98,7 @@ class Climb:
     """The row as far as it has climbed, with what its provenance needs so far."""
 
     row: ResultRow
-    commands: dict[str, str]
+    commands: dict[str, RecordedCommand]
     precision: tuple[str | None, str] = (None, "")  # (effective precision, where it was read): TRTMC rows
     bundle: Bundle | None = None  # once built
     served: Served | None = None  # once a server answers on its URL

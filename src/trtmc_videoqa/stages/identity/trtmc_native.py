@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...aiperf_qual.execution import EVIDENCE
-from ...common.shell_quoting import reproducible_command
-from ...results import IdentityAnswer, IdentityCheck, ServingMechanics
+from ...results import IdentityAnswer, IdentityCheck, RecordedCommand, ServingMechanics
 from ...results.layout import NATIVE_FRAMES, NATIVE_RECORDS, NATIVE_SCRATCH, NATIVE_SERVER_LOG, PRIVATE_DIR
 from ...results.transports import used_transport
 from ...trtmc.commands import (
@@ -100,7 +99,7 @@ class NativeRoute:
             scratch=cp.row_dir / NATIVE_SCRATCH,  # the files its requests carried, as it wrote them: raw
             request_timeout_s=cp.job.settings.request_timeout_s,
         )
-        self.commands = {"native": reproducible_command(self.argv)}
+        self.commands = {"native": RecordedCommand.of(self.argv)}
         self.frames: FrameFiles | None = None
         self.choice: FrameChoice | None = None
         if request.template is not None:
