@@ -23,7 +23,8 @@ from test_task_declarations import FIXTURE, capable_tree
 from trtmc_videoqa.aiperf.dataset import Prompt
 from trtmc_videoqa.inventory.request_template import SLOT, slots
 from trtmc_videoqa.inventory.task_requests import native_requests
-from trtmc_videoqa.media.frames import decode_frames, decode_timed_frames, rgb_sha256
+from trtmc_videoqa.media.errors import ClipError
+from trtmc_videoqa.media.frames import FrameBudget, decode_frames, decode_timed_frames, rgb_sha256
 from trtmc_videoqa.reference import ReferenceServer
 from trtmc_videoqa.results import CheckpointEntry, NativeCapability, NativeRequest, ResultRow
 from trtmc_videoqa.results.layout import FRAME_TIMES_FILE, NATIVE_FRAMES
@@ -34,6 +35,8 @@ from trtmc_videoqa.workloads import builtin_workload
 
 ADAPTER = "apps/benchmark/trtmc_benchmark/task_adapters.py"
 VIDEO_H = "core/api/include/trtmc/video.h"
+
+BUDGET = FrameBudget(max_frames=3000, max_pixels=500_000_000)  # the run settings' defaults
 
 
 def _roles(request: NativeRequest) -> dict[str, list[str]]:
@@ -128,9 +131,14 @@ def test_every_frame_decoded_once_written_in_order_with_times(tmp_path: Path, mo
     import trtmc_videoqa.media.frames as frames_module
 
     calls: list[object] = []
-    real = frames_module.decode_timed_frames
-    monkeypatch.setattr(frames_module, "decode_timed_frames", lambda source: calls.append(source) or real(source))
-    files = FrameFiles(tmp_path / "row" / "private" / "native-frames", tmp_path / "row")
+    real = frames_module.TimedFrames.__iter__
+
+    def counted(self):  # type: ignore[no-untyped-def]
+        calls.append(self.source)
+        return real(self)
+
+    monkeypatch.setattr(frames_module.TimedFrames, "__iter__", counted)
+    files = FrameFiles(tmp_path / "row" / "private" / "native-frames", tmp_path / "row", BUDGET)
     prompt = _prompt()
     clip = files.of(prompt)
     assert files.of(prompt) is clip and len(calls) == 1  # the second question on the clip decodes nothing
@@ -151,7 +159,7 @@ def test_every_frame_decoded_once_written_in_order_with_times(tmp_path: Path, mo
 def test_the_body_is_the_adapters_tree_filled(tmp_path: Path) -> None:
     request = native_requests(FIXTURE)["video_text_to_text"]
     prompt = _prompt("reversed")
-    clip = FrameFiles(tmp_path / "frames", tmp_path).of(prompt)
+    clip = FrameFiles(tmp_path / "frames", tmp_path, BUDGET).of(prompt)
     body = video_task_body(request, prompt, clip, max_tokens=16)
     assert set(body) == {"request"} and set(body["request"]) == {"messages", "max_new_tokens", "temperature"}
     assert body["request"]["max_new_tokens"] == 16 and body["request"]["temperature"] == 0
@@ -195,7 +203,7 @@ def test_a_route_asking_for_frames_gets_the_familys_sampling_else_the_workloads(
 ) -> None:
     choice = frame_choice(_entry(tmp_path, monkeypatch, config), builtin_workload("synthetic"))
     assert source in choice.source
-    files = FrameFiles(tmp_path / "frames", tmp_path, choice)
+    files = FrameFiles(tmp_path / "frames", tmp_path, BUDGET, choice)
     prompt = _prompt()
     clip = files.of(prompt)
     assert list(clip.indices) == indices
@@ -262,7 +270,7 @@ def test_the_double_refuses_frames_whose_times_go_back(tmp_path: Path) -> None:
         sys.path.remove(str(FIXTURE / "apps/perf_serving"))
     request = native_requests(FIXTURE)["video_text_to_text"]
     prompt = _prompt()
-    clip = FrameFiles(tmp_path / "frames", tmp_path).of(prompt)
+    clip = FrameFiles(tmp_path / "frames", tmp_path, BUDGET).of(prompt)
     body = video_task_body(request, prompt, clip, max_tokens=8)
     (tmp_path / "records.jsonl").touch()
     app = Starlette(routes=[video_task_route(tmp_path / "records.jsonl", tmp_path)])
@@ -353,3 +361,54 @@ def test_a_native_route_that_does_not_answer_leaves_the_row_unsupported(tmp_path
     native = checkpoints / "vidqa-2b-native/capability-native.json"
     evidence = NativeCapability.model_validate_json(native.read_text())
     assert evidence.answer.http_status == 400 and evidence.answer.answer is None
+
+
+def _big_clip(path: Path, *, width: int, height: int, frames: int) -> Path:
+    """A clip of plain frames: small on disk, many pixels decoded."""
+    from fractions import Fraction
+
+    import av
+
+    with av.open(str(path), "w", format="mp4") as container:
+        video = container.add_stream("libx264", rate=25)
+        video.width, video.height, video.pix_fmt = width, height, "yuv420p"
+        for index in range(frames):
+            frame = av.VideoFrame.from_ndarray(np.full((height, width, 3), index % 255, np.uint8), format="rgb24")
+            frame.pts, frame.time_base = index, Fraction(1, 25)
+            container.mux(video.encode(frame))
+        container.mux(video.encode())
+    return path
+
+
+@pytest.mark.parametrize(
+    ("size", "budget", "option"),
+    [
+        ((640, 480, 40), FrameBudget(max_frames=3000, max_pixels=640 * 480 * 10), "--max-pixels"),
+        ((16, 16, 400), FrameBudget(max_frames=100, max_pixels=500_000_000), "--max-frames"),
+    ],
+)
+def test_a_clip_past_the_frame_budget_is_refused_one_frame_at_a_time(
+    tmp_path: Path, size: tuple[int, int, int], budget: FrameBudget, option: str
+) -> None:
+    """The native route decoded every frame into memory at once (a 40 KB clip of 2000x1500 x 200 frames peaked at
+    3.9 GB) and wrote a file per frame without limit: frames are now decoded and written one at a time, and the
+    clip is refused, naming the option to raise, before the frame that would pass the budget."""
+    width, height, count = size
+    clip = _big_clip(tmp_path / "big.mp4", width=width, height=height, frames=count)
+    prompt = Prompt(question_id="q", clip_id="big", clip_path=str(clip), text="?")
+    files = FrameFiles(tmp_path / "frames", tmp_path, budget)
+    with pytest.raises(ClipError, match=f"raise {option}"):
+        files.of(prompt)
+    written = list((tmp_path / "frames" / "big").glob("*.png"))
+    assert len(written) <= min(budget.max_frames, budget.max_pixels // (width * height))
+
+
+def test_a_native_body_over_the_body_limit_is_not_built(tmp_path: Path) -> None:
+    request = native_requests(FIXTURE)["video_text_to_text"]
+    prompt = _prompt()
+    clip = FrameFiles(tmp_path / "frames", tmp_path, BUDGET).of(prompt)
+    assert clip.body_bytes() > 20_000
+    with pytest.raises(ValueError, match="over --body-limit 20,000: raise it"):
+        video_task_body(request, prompt, clip, max_tokens=8, body_limit=20_000)
+    body = video_task_body(request, prompt, clip, max_tokens=8, body_limit=clip.body_bytes() + 4096)
+    assert len(json.dumps(body)) <= clip.body_bytes() + 4096  # the estimate bounds the body it lets through

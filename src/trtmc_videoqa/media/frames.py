@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import sys
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from fractions import Fraction
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 import av
 import av.error
 
+from .errors import ClipError
 from .source import DEFAULT_MAX_BYTES, ClipSource, decode_failure, load_clip, open_video
 
 if TYPE_CHECKING:
@@ -91,7 +92,8 @@ class TimedClip:
 
 
 def decode_timed_frames(source: ClipSource, *, max_bytes: int = DEFAULT_MAX_BYTES) -> TimedClip:
-    """Every frame of the clip, decoded once, in presentation order, each with its time in seconds."""
+    """Every frame of the clip, decoded once, in presentation order, each with its time in seconds (every frame
+    held at once: for a short clip; `timed_frames` streams them one at a time under a budget)."""
     data, clip = load_clip(source, max_bytes=max_bytes)
     with open_video(data, clip) as (container, stream):
         rate = Fraction(stream.average_rate or stream.guessed_rate or 1)
@@ -102,12 +104,61 @@ def decode_timed_frames(source: ClipSource, *, max_bytes: int = DEFAULT_MAX_BYTE
     return TimedClip(frames, rate)
 
 
+@dataclass(frozen=True)
+class FrameBudget:
+    """The most a clip's frames may cost when they are decoded one by one: frames, and frames x width x height; the
+    options that set them, named in a refusal."""
+
+    max_frames: int
+    max_pixels: int
+    frames_option: str = "--max-frames"
+    pixels_option: str = "--max-pixels"
+
+
+class TimedFrames:
+    """Every frame of a clip in presentation order, one at a time, as (index, the decoded frame, its time in seconds
+    or None), never more than one held; iterating again decodes again. A ClipError, before the frame that would pass
+    it, where the clip has more frames or more pixels than the budget allows. `rate` is the stream's average frame
+    rate once iteration has begun."""
+
+    def __init__(self, source: ClipSource, budget: FrameBudget, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.source, self.budget, self.max_bytes = source, budget, max_bytes
+        self.rate = Fraction(1)
+
+    def __iter__(self) -> Iterator[tuple[int, av.VideoFrame, float | None]]:
+        data, clip = load_clip(self.source, max_bytes=self.max_bytes)
+        budget, pixels = self.budget, 0
+        with open_video(data, clip) as (container, stream):
+            self.rate = Fraction(stream.average_rate or stream.guessed_rate or 1)
+            try:
+                for index, frame in enumerate(container.decode(stream)):
+                    pixels += frame.width * frame.height
+                    if index >= budget.max_frames:
+                        problem, fix = f"has more than {budget.max_frames:,} frames", f"raise {budget.frames_option}"
+                        raise ClipError(clip, problem, f"{fix}, or send a shorter clip")
+                    if pixels > budget.max_pixels:
+                        problem = (
+                            f"has more than {budget.max_pixels:,} pixels over its frames (frames x width x height)"
+                        )
+                        raise ClipError(clip, problem, f"raise {budget.pixels_option}, or send a smaller clip")
+                    yield index, frame, frame.time
+            except av.error.FFmpegError as error:
+                raise decode_failure(clip, error) from None
+
+
 def png_bytes(rgb: np.ndarray) -> bytes:
     """One RGB frame as a lossless PNG, so the frame a server decodes is the pixels decoded here."""
     from PIL import Image
 
     out = io.BytesIO()
     Image.fromarray(rgb, mode="RGB").save(out, format="PNG")
+    return out.getvalue()
+
+
+def frame_png(frame: av.VideoFrame) -> bytes:
+    """One decoded frame as a lossless PNG of its RGB24 pixels (the pixels `decode_frames` gives), no NumPy."""
+    out = io.BytesIO()
+    frame.to_image().save(out, format="PNG")
     return out.getvalue()
 
 

@@ -82,6 +82,18 @@ class RunSettings(BaseModel):
         TransportChoice,
         Flag("--video-transport", choices={name: choice.help for name, choice in CHOICES.items()}),
     ] = Field(default="data-url", description="how requests carry the clip")
+    max_frames: Annotated[int, Flag("--max-frames", keyed=False)] = Field(
+        default=3000,
+        ge=1,
+        description="frames of one clip a video Task's native request may decode (each written as a PNG file); a "
+        "clip with more is refused, naming it",
+    )
+    max_pixels: Annotated[int, Flag("--max-pixels", keyed=False)] = Field(
+        default=500_000_000,
+        ge=1,
+        description="pixels over one clip's frames (frames x width x height) a video Task's native request may "
+        "decode; a clip with more is refused, naming it",
+    )
     aiperf: Annotated[str | None, Flag("--aiperf", metavar="PATH", keyed=False)] = Field(
         default=None, description="the aiperf executable (default: $TRTMC_VIDEOQA_AIPERF, PATH)"
     )

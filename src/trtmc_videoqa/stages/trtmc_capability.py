@@ -111,6 +111,7 @@ def _one_native_answer(cp: Checkpoint, native: NativeRoute) -> IdentityAnswer:
                 frames=native.frames,
                 kind="capability-native",
                 row_dir=cp.row_dir,
+                body_limit=cp.job.settings.body_limit,
             )
     except ServerProblem as error:
         return IdentityAnswer(route=f"POST /v1/tasks/{request.operation}", request_id="-", error=f"{error}")

@@ -138,14 +138,20 @@ def chat_answers(
 
 
 def native_body(
-    request: NativeRequest, prompt: Prompt, *, max_tokens: int, frames: FrameFiles | None = None
+    request: NativeRequest,
+    prompt: Prompt,
+    *,
+    max_tokens: int,
+    frames: FrameFiles | None = None,
+    body_limit: int | None = None,
 ) -> dict[str, Any]:
     """``{"request": {...}}`` with only the fields the Task's native request defines (ClipError/OSError on the clip);
-    a request that carries a clip's frames, in its own shape, with the frames `frames` decoded."""
+    a request that carries a clip's frames, in its own shape, with the frames `frames` decoded (a ValueError where
+    they alone pass `body_limit`)."""
     if request.template is not None:
         if frames is None:  # a wiring error, told as the pair's error rather than a body without its clip
             raise ValueError("a video Task's request carries the clip's frames, and none were given")
-        return video_task_body(request, prompt, frames.of(prompt), max_tokens=max_tokens)
+        return video_task_body(request, prompt, frames.of(prompt), max_tokens=max_tokens, body_limit=body_limit)
     fields = set(request.fields)
     values: dict[str, Any] = {}
     if request.clip_field is not None:
@@ -183,11 +189,13 @@ def native_answers(
     frames: FrameFiles | None = None,
     kind: str = "identity-native",
     row_dir: Path | None = None,
+    body_limit: int | None = None,
 ) -> list[IdentityAnswer]:
     """Each prompt once through ``POST {native_url}/v1/tasks/<operation>``; failures recorded, never raised (each
     answer read under `max_response_bytes`, decoded, and `timeout_s` for the whole request, and kept raw under
     `row_dir`'s private/ folder where its text had to be escaped; a request carrying frames takes them from
-    `frames`, each clip decoded once; `kind` begins the request ids)."""
+    `frames`, each clip decoded once; `kind` begins the request ids; a body over `body_limit`, the server's
+    --max-body-bytes, is not sent, and says so)."""
     path = f"/v1/tasks/{request.operation}"
     endpoint = native_url.rstrip("/") + path
     answers: list[IdentityAnswer] = []
@@ -196,8 +204,13 @@ def native_answers(
             rid = request_id(kind, prompt)
             answer = IdentityAnswer(route=f"POST {path}", url=_shown_url(endpoint), request_id=rid)
             try:
-                body = native_body(request, prompt, max_tokens=max_tokens, frames=frames)
+                body = native_body(request, prompt, max_tokens=max_tokens, frames=frames, body_limit=body_limit)
                 content = encode_body(body)
+                if body_limit is not None and len(content) > body_limit:
+                    raise ValueError(
+                        f"its body is {len(content):,} bytes, over --body-limit {body_limit:,}: raise it together "
+                        "with the server's --max-body-bytes"
+                    )
             except (ClipError, OSError, ValueError) as error:
                 answers.append(answer.model_copy(update={"error": f"not sent: {error}"}))
                 continue

@@ -77,6 +77,7 @@ def native_side(
         max_response_bytes=job.settings.max_response_bytes,
         frames=frames,
         row_dir=row_dir,
+        body_limit=job.settings.body_limit,
     )
 
 

@@ -103,11 +103,14 @@ class NativeRoute:
         self.frames: FrameFiles | None = None
         self.choice: FrameChoice | None = None
         if request.template is not None:
+            from ...media.frames import FrameBudget
             from .frame_choice import frame_choice
             from .video_request import FrameFiles, asks_for_frames
 
             self.choice = frame_choice(cp.entry, cp.job.workload) if asks_for_frames(request) else None
-            self.frames = FrameFiles(cp.row_dir / NATIVE_FRAMES, cp.row_dir, self.choice)
+            settings = cp.job.settings
+            budget = FrameBudget(max_frames=settings.max_frames, max_pixels=settings.max_pixels)
+            self.frames = FrameFiles(cp.row_dir / NATIVE_FRAMES, cp.row_dir, budget, self.choice)
 
     def process(self) -> ServerProcess:
         """The server, to be entered (ServerProblem while it starts)."""

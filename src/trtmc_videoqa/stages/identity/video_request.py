@@ -28,6 +28,7 @@ from ...results import NativeRequest, SentClip
 from ...results.layout import FRAME_FILE, FRAME_TIMES_FILE
 
 if TYPE_CHECKING:
+    from ...media.frames import FrameBudget
     from .frame_choice import FrameChoice
 
 
@@ -35,8 +36,16 @@ if TYPE_CHECKING:
 class ClipFrames:
     clip_id: str
     indices: tuple[int, ...]  # which frames of the clip, in presentation order
-    pngs: tuple[bytes, ...]
+    files: tuple[Path, ...]  # each frame's PNG file, in that order: read when a body is made, never all held before
     times: tuple[float, ...]  # empty where the stream gives a frame no time: timing unspecified, never invented
+
+    @property
+    def pngs(self) -> tuple[bytes, ...]:
+        return tuple(file.read_bytes() for file in self.files)
+
+    def body_bytes(self) -> int:
+        """What the frames add to a JSON body: each file's base64, and its `$file` wrapper (about 40 bytes)."""
+        return sum(4 * -(-file.stat().st_size // 3) + 40 for file in self.files)
 
 
 def asks_for_frames(request: NativeRequest) -> bool:
@@ -64,8 +73,17 @@ def template_problem(request: NativeRequest) -> str | None:
     return None
 
 
-def video_task_body(request: NativeRequest, prompt: Prompt, clip: ClipFrames, *, max_tokens: int) -> dict[str, Any]:
-    """``{"request": <the Task's request tree, filled>}`` (template_problem must have found nothing)."""
+def video_task_body(
+    request: NativeRequest, prompt: Prompt, clip: ClipFrames, *, max_tokens: int, body_limit: int | None = None
+) -> dict[str, Any]:
+    """``{"request": <the Task's request tree, filled>}`` (template_problem must have found nothing); a ValueError,
+    before any frame is read into it, where the frames alone would pass `body_limit` (the server's --max-body-bytes:
+    --body-limit)."""
+    if body_limit is not None and (size := clip.body_bytes()) > body_limit:
+        raise ValueError(
+            f"the {len(clip.files)} frames of clip {clip.clip_id!r} would make a body of at least {size:,} bytes, "
+            f"over --body-limit {body_limit:,}: raise it together with the server's --max-body-bytes"
+        )
     files = [{"$file": {"suffix": ".png", "b64": base64.b64encode(png).decode("ascii")}} for png in clip.pngs]
     values: dict[str, Any] = {
         "question": prompt.text,
@@ -91,12 +109,14 @@ def _filled(tree: Any, values: dict[str, Any]) -> Any:
 
 
 class FrameFiles:
-    """Each clip decoded once: its frames as PNG files under ``folder/<clip id>/``, its times in times.json; every
-    frame, or those `choice` picks (a route that asks the caller to choose)."""
+    """Each clip decoded once, one frame at a time under `budget`: its frames as PNG files under
+    ``folder/<clip id>/``, its times in times.json; every frame, or those `choice` picks (a route that asks the
+    caller to choose: the clip is counted first, under the same budget)."""
 
-    def __init__(self, folder: Path, row_dir: Path, choice: FrameChoice | None = None) -> None:
+    def __init__(self, folder: Path, row_dir: Path, budget: FrameBudget, choice: FrameChoice | None = None) -> None:
         self.folder = folder
         self.row_dir = row_dir
+        self.budget = budget
         self.choice = choice
         self._clips: dict[str, ClipFrames] = {}
 
@@ -107,33 +127,38 @@ class FrameFiles:
         return self._clips[prompt.clip_id]
 
     def _decoded(self, prompt: Prompt) -> ClipFrames:
-        from ...media.frames import decode_timed_frames, png_bytes
+        from ...media.frames import TimedFrames, frame_png
 
-        decoded = decode_timed_frames(Path(prompt.clip_path))
-        frames = decoded.frames
-        indices = list(range(len(frames)))
-        if self.choice is not None and frames:
-            indices = self.choice.policy.resolve(len(frames), decoded.rate).indices
-            frames = [frames[index] for index in indices]
-        times = [frame.seconds for frame in frames]
-        known = [] if any(time is None for time in times) else [float(time) for time in times if time is not None]
-        back = next((i for i in range(1, len(known)) if known[i] < known[i - 1]), None)
-        if back is not None:
-            raise ClipError(prompt.clip_path, f"frame {back}'s time goes back in presentation order", "re-encode it")
-        pngs = tuple(png_bytes(frame.rgb) for frame in frames)
+        frames = TimedFrames(Path(prompt.clip_path), self.budget)
+        wanted: set[int] | None = None
+        if self.choice is not None:
+            count = sum(1 for _ in frames)
+            wanted = set(self.choice.policy.resolve(count, frames.rate).indices) if count else set()
         where = self.folder / prompt.clip_id
-        names = [FRAME_FILE.format(index=index) for index in range(len(pngs))]
-        for name, png in zip(names, pngs, strict=True):
-            write_bytes_atomic(where / name, png)
+        indices: list[int] = []
+        files: list[Path] = []
+        times: list[float | None] = []
+        for index, frame, seconds in frames:
+            if wanted is not None and index not in wanted:
+                continue
+            if seconds is not None and times and times[-1] is not None and seconds < times[-1]:
+                raise ClipError(
+                    prompt.clip_path, f"frame {len(times)}'s time goes back in presentation order", "re-encode it"
+                )
+            files.append(write_bytes_atomic(where / FRAME_FILE.format(index=len(files)), frame_png(frame)))
+            indices.append(index)
+            times.append(seconds)
+        known = [] if any(time is None for time in times) else [float(time) for time in times if time is not None]
+        names = [file.name for file in files]
         listing = {"clip_id": prompt.clip_id, "frames": names, "frame_indices": indices, "timestamps_seconds": known}
         write_text_atomic(where / FRAME_TIMES_FILE, json.dumps(listing, indent=1) + "\n")
-        return ClipFrames(prompt.clip_id, tuple(indices), pngs, tuple(known))
+        return ClipFrames(prompt.clip_id, tuple(indices), tuple(files), tuple(known))
 
     def sent(self) -> list[SentClip]:
         return [
             SentClip(
                 clip_id=clip.clip_id,
-                frame_count=len(clip.pngs),
+                frame_count=len(clip.files),
                 frame_indices=list(clip.indices),
                 timestamps_seconds=list(clip.times),
                 frames=(self.folder / clip.clip_id).relative_to(self.row_dir).as_posix(),
