@@ -26,8 +26,9 @@ from trtmc_videoqa.publish.check import (
 SECRET = "hf_s3cr3tTokenValue42"
 
 
-def sentinels(*, paths: list[str] = [], words: list[str] = [], secrets: list[str] = []) -> PublicSentinels:  # noqa: B006
-    return PublicSentinels(paths=paths, words=words, secrets=secrets)
+def sentinels(**values: list[str]) -> PublicSentinels:
+    """Sentinels of the kinds given (paths, words, secrets, short_words), the others empty."""
+    return PublicSentinels(**{"paths": [], "words": [], "secrets": [], **values})
 
 
 def write(root: Path, relative: str, text: str) -> Path:
@@ -273,3 +274,18 @@ def test_decoding_adds_no_hit_where_none_is(tmp_path: Path) -> None:
     out = tmp_path / "out"
     write(out, "a.json", '{"a": "x\\ny", "b": "\\u00e9t\\u00e9", "c": "100%25 sure", "d": "not json \\q"}\n')
     assert scan_public(out, sentinels(paths=["/opt/work/secret-place"])) == []
+
+
+def test_a_short_host_name_is_checked_only_where_it_is_machine_derived(tmp_path: Path) -> None:
+    """A host named `vm` was never checked (names under three characters hit everywhere as words): it is checked
+    after `@` or `/` (user@host, a URL's host, a path component) and as the user before `@`, never as a bare word."""
+    out = tmp_path / "out"
+    write(out, "report.md", "root@vm\nhttp://vm:8000/v1\n/home/vm/x\nvm@host\nbare vm word, vmware, a/vmx\n")
+    hits = scan_public(out, sentinels(short_words=["vm"]))
+    assert places(hits) == [("report.md", line, "user-or-host") for line in (1, 2, 3, 4)]
+
+
+def test_short_names_are_gathered_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(public_check, "_user_name", lambda: ["ci"])
+    monkeypatch.setattr(public_check, "_host_names", lambda: ["vm", "vm"])
+    assert public_check.short_machine_words() == ["ci", "vm"] and public_check.machine_words() == []

@@ -56,7 +56,11 @@ GENERIC_PATHS = frozenset({"/usr", "/usr/local", "/opt", "/bin", "/etc", "/var",
 MIN_PATH_CHARS = 4
 # Host names that name no machine (a container's default): public text says "localhost" in URLs and help.
 GENERIC_HOSTS = frozenset({"localhost", "localhost.localdomain", "localdomain"})
-MIN_WORD_CHARS = 3  # `root` (4) must be checked; 1-2 characters would hit everywhere
+MIN_WORD_CHARS = 3  # `root` (4) must be checked; 1-2 characters would hit everywhere as words
+# A shorter user or host name (a host named `vm`) is checked only where it stands machine-derived: after `@` or `/`
+# (user@host, a URL's host, a path component) up to a separator, or as the user before `@`.
+SHORT_WORD_BEFORE = r"(?<=[@/])"
+SHORT_WORD_AFTER = r"(?=[/:@\s\"'),;\]]|$)"
 
 # Where a path sentinel may stand. A path is a hit only as a whole path or a prefix of one ending at a component:
 # not preceded by a character that continues a name (so /tmp is no hit in /var/tmp or ./tmp, but is in file:///tmp)
@@ -85,6 +89,7 @@ class PublicSentinels(BaseModel):
     paths: list[str]
     words: list[str]
     secrets: list[str]
+    short_words: list[str] = []  # under MIN_WORD_CHARS: checked only where machine-derived
 
     @field_validator("paths")
     @classmethod
@@ -92,7 +97,7 @@ class PublicSentinels(BaseModel):
         # "/tmp/" would need a name character after the slash to hit (the lookahead): compare without it.
         return _unique(path.rstrip("/") for path in paths)
 
-    @field_validator("words", "secrets")
+    @field_validator("words", "secrets", "short_words")
     @classmethod
     def _clean_values(cls, values: list[str]) -> list[str]:
         return _unique(values)  # an empty value would match everywhere
@@ -169,6 +174,11 @@ def machine_words() -> list[str]:
     return [word for word in _unique([*_user_name(), *_host_names()]) if _keep_word(word)]
 
 
+def short_machine_words() -> list[str]:
+    """The user and host names too short to check as words (checked where they stand machine-derived)."""
+    return [word for word in _unique([*_user_name(), *_host_names()]) if len(word) < MIN_WORD_CHARS]
+
+
 def run_sentinels(out: Path, *, extra_paths: Sequence[Path | str] = (), secrets: Sequence[str] = ()) -> PublicSentinels:
     """This run's own values: the output directory, the venv, $HOME, the temp dir, the working directory and the
     paths given (a TRTMC checkout) in both forms; the user and host names; the secrets given."""
@@ -178,6 +188,7 @@ def run_sentinels(out: Path, *, extra_paths: Sequence[Path | str] = (), secrets:
         paths=[path for path in _unique(paths) if keep_path(path)],
         words=machine_words(),
         secrets=list(secrets),
+        short_words=short_machine_words(),
     )
 
 
@@ -210,8 +221,14 @@ class _Matchers:
             for kind, values, before, after in sources
             if values
         )
-        words = re.compile(f"{WORD_BEFORE}(?:{_alternation(sentinels.words)}){WORD_AFTER}") if sentinels.words else None
-        every = [*sentinels.paths, *sentinels.words, *sentinels.secrets]
+        alternatives = []
+        if sentinels.words:
+            alternatives.append(f"{WORD_BEFORE}(?:{_alternation(sentinels.words)}){WORD_AFTER}")
+        if sentinels.short_words:
+            short = _alternation(sentinels.short_words)
+            alternatives += [f"{SHORT_WORD_BEFORE}(?:{short}){SHORT_WORD_AFTER}", f"{WORD_BEFORE}(?:{short})(?=@)"]
+        words = re.compile("|".join(alternatives)) if alternatives else None
+        every = [*sentinels.paths, *sentinels.words, *sentinels.secrets, *sentinels.short_words]
         longest = max((len(value.encode()) for value in every), default=0)
         return cls(patterns, words, tuple(sorted(sentinels.secrets, key=len, reverse=True)), longest + 16)
 
