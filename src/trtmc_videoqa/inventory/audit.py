@@ -22,6 +22,7 @@ from ..results import (
     Summary,
     TaskContract,
 )
+from .bounded_source import Unreadable, note_unreadable, read_text, unreadable_files
 from .catalog import TaskRegistry, catalog_status, read_task_registry
 from .declared_support import CheckoutDeclarations
 from .family_source import FamilyScan, scan_family
@@ -44,6 +45,7 @@ from .tree import (
 from .variants import variant_kinds
 from .verdict import RowFacts, judge
 
+MAX_MODEL_TOML_BYTES = 1024 * 1024  # an older family's MODEL.toml is a few kB
 TaskField = Literal["task", "task_strategy"]  # the manifest key naming the Task: CheckpointEntry.task_field
 
 # catalog.py's build settings, plus the older layout's names for the same things.
@@ -73,13 +75,15 @@ class _AuditContext:
     registry_lines: tuple[str, ...]
     registry_problem: str | None
     lacking: list[str] = field(default_factory=list)
+    _lacked: set[str] = field(default_factory=set)
     scans: dict[str, FamilyScan] = field(default_factory=dict)
     model_tomls: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
     native: dict[str, NativeRequest] = field(default_factory=dict)  # by Task: its native request (task_requests.py)
     declared: CheckoutDeclarations | None = None  # TRTMC's own Task declarations (issue 27)
 
     def lack(self, what: str) -> None:
-        if what not in self.lacking:
+        if what not in self._lacked:  # a set: a checkout lacking 100,000 things is said in linear time
+            self._lacked.add(what)
             self.lacking.append(what)
 
     def scan(self, family: str) -> FamilyScan:
@@ -99,7 +103,16 @@ def run_inventory(
 ) -> Inventory:
     """One row per manifest of the checkout. Its commit is HEAD from its .git when it has one, else `commit` as
     the caller knows it (an exported tree of a known commit), else 'unknown'. The inventory names the checkout as
-    `shown_as`, else by its relative path as given, else as $TRTMC_CHECKOUT: never by an absolute path."""
+    `shown_as`, else by its relative path as given, else as $TRTMC_CHECKOUT: never by an absolute path. Every file
+    read within budget (bounded_source.py); one that is not is named in `skipped`, with why, and the audit goes on."""
+    with unreadable_files() as ledger:
+        inventory = _audit(checkout, pinned_commit, commit, shown_as)
+    listed = {item.path for item in inventory.skipped}
+    inventory.skipped.extend(item for item in ledger.skipped if item.path not in listed)
+    return inventory
+
+
+def _audit(checkout: Path, pinned_commit: str | None, commit: str | None, shown_as: str | None) -> Inventory:
     tree, layout = open_checkout(checkout)
     registry, registry_lines, registry_problem = (
         read_task_registry(tree.root) if layout == "families" else (None, (), None)
@@ -131,6 +144,7 @@ def run_inventory(
     head = checkout_commit(tree.root)
     commit = head if head != "unknown" else (commit or "unknown")
     pinned = pinned_commit or load_pins().trtmc.commit
+    facts = family_declaration_facts(declared)  # reads every family's declaration: before the inventory is built
     return Inventory(
         tool_version=__version__,
         checkout=shown_as or shown_path(checkout, CHECKOUT_PLACEHOLDER),
@@ -145,7 +159,7 @@ def run_inventory(
         entries=entries,
         summary=summarize(entries),
         declared_tasks=declared_task_facts(declared.tasks),
-        family_declarations=family_declaration_facts(declared),
+        family_declarations=facts,
         group_line=group_state_line(entries, declared) if layout == "families" else None,
     )
 
@@ -268,16 +282,19 @@ def _registry_evidence(context: _AuditContext, task: str, operation: str | None)
 
 def _model_toml_text(context: _AuditContext, family_dir: str) -> tuple[str, ...] | None:
     if family_dir not in context.model_tomls:
-        path = context.tree.root / "tests" / "e2e" / "models" / family_dir / "MODEL.toml"
-        rel = f"tests/e2e/models/{family_dir}/MODEL.toml"
+        rel = PurePosixPath("tests/e2e/models", family_dir, "MODEL.toml").as_posix()
+        cost = "its E2E input fields and manifest list are unknown"
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(context.tree.root, rel, MAX_MODEL_TOML_BYTES, cost)
             tomllib.loads(text)  # read as lines below, but only once it is known to be the TOML it claims to be
             context.model_tomls[family_dir] = tuple(text.splitlines())
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        except (Unreadable, tomllib.TOMLDecodeError, RecursionError) as error:
             context.model_tomls[family_dir] = None
-            why = f"not valid TOML ({error})" if isinstance(error, tomllib.TOMLDecodeError) else "unreadable"
-            context.lack(f"{rel}: {why}; its E2E input fields and manifest list are unknown")
+            why = f"unreadable ({error.why})" if isinstance(error, Unreadable) else f"not valid TOML ({error})"
+            if isinstance(error, RecursionError):  # tomllib recurses once per nested array or table
+                why = "not TOML this tool reads (nested too deeply: RecursionError)"
+                note_unreadable(Unreadable(rel, "RecursionError", why), cost)
+            context.lack(f"{rel}: {why}; {cost}")
     return context.model_tomls[family_dir]
 
 

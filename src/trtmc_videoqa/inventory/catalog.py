@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import SupportsIndex, SupportsInt
 
 from ..results import CatalogStatus, Evidence
+from .bounded_source import Unreadable, read_python
 from .manifest import Manifest
 
 TASK_ADAPTERS = "apps/benchmark/trtmc_benchmark/task_adapters.py"
+MAX_ADAPTER_BYTES = 4 * 1024 * 1024  # TRTMC's is tens of kB
+ADAPTER_COST = "catalog status, operations and native requests are unknown"
 _REGISTRY_NAME = "_DEFAULTS"
 
 
@@ -43,10 +46,9 @@ def read_task_registry(root: Path) -> tuple[TaskRegistry | None, tuple[str, ...]
     if not path.is_file():
         return None, (), f"{TASK_ADAPTERS} is absent: catalog status is unknown for every row"
     try:
-        text = path.read_text(encoding="utf-8")
-        tree = ast.parse(text)
-    except (OSError, UnicodeDecodeError, SyntaxError) as error:
-        return None, (), f"{TASK_ADAPTERS} could not be parsed ({error}): catalog status is unknown"
+        text, tree = read_python(root, TASK_ADAPTERS, MAX_ADAPTER_BYTES, ADAPTER_COST)
+    except Unreadable as refused:
+        return None, (), f"{TASK_ADAPTERS} could not be read ({refused.why}): catalog status is unknown"
     for node in ast.walk(tree):
         table = _registry_table(node)
         if table is not None:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from .bounded_source import Unreadable, note_unreadable, read_python
+
 SUPPORT_CALLS = ("family_support", "FamilySupport")
 MATCH_NAMES = ("model_types", "architectures", "pipeline_classes", "required_files")
 MAX_SUPPORT_BYTES = 1024 * 1024
@@ -88,13 +90,15 @@ def read_family_declaration(root: Path, family: str) -> FamilyDeclaration:
     if not path.exists() and not path.is_symlink():
         return FamilyDeclaration(family, None)
     out = FamilyDeclaration(family, rel)
+    cost = "the family's declaration is unknown"
+    if path.is_symlink() or not path.is_file():
+        note_unreadable(Unreadable(rel, "not a plain file", "a link or not a regular file"), cost)
+        out.problem = f"{rel}: not a plain file of at most {MAX_SUPPORT_BYTES} bytes; not read"
+        return out
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SUPPORT_BYTES:
-            out.problem = f"{rel}: not a plain file of at most {MAX_SUPPORT_BYTES} bytes; not read"
-            return out
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as error:
-        out.problem = f"{rel}: could not be parsed ({type(error).__name__}); the family's declaration is unknown"
+        _, tree = read_python(root, rel, MAX_SUPPORT_BYTES, cost)  # within a size and a nesting budget
+    except Unreadable as refused:
+        out.problem = f"{rel}: could not be read ({refused.why}); {cost}"
         return out
     _Reader(out, _module_constants(tree)).visit(tree)
     return out
@@ -286,7 +290,9 @@ class _Reader(ast.NodeVisitor):
         for key in MATCH_NAMES:
             values = _strings(args.get(key), self.consts)
             if values:
-                self.out.matches.setdefault(key, []).extend(v for v in values if v not in self.out.matches[key])
+                known = self.out.matches.setdefault(key, [])
+                seen = set(known)  # a set: a tuple of 100,000 names is read in linear time
+                known.extend(value for value in dict.fromkeys(values) if value not in seen)
         tasks_node = args.get("tasks")
         if isinstance(tasks_node, ast.Call) and isinstance(tasks_node.func, ast.Name) and len(tasks_node.args) == 1:
             tasks_node = tasks_node.args[0] if tasks_node.func.id in ("tuple", "list") else tasks_node

@@ -6,16 +6,23 @@ a search with no hits is kept too, with the patterns and the files searched.
 
 from __future__ import annotations
 
-import functools
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..results import Evidence, GapEvidence, Layout
+from .bounded_source import Unreadable, read_text
+from .marker_scan import (
+    FRAME_INDEX_TIMESTAMP,
+    PYTHON_FRAME_TIMESTAMP,
+    STRUCT_FRAME_TIMESTAMP,
+    Markers,
+    markers,
+)
 from .tree import CheckoutTree
 
 SOURCE_SUFFIXES = frozenset({".py", ".cpp", ".cc", ".h", ".hpp", ".cu", ".cuh", ".toml", ".json"})
 _SKIPPED_DIRS = ("tests", "test", "fixtures", "data", "docs")
+MAX_SOURCE_BYTES = 8 * 1024 * 1024  # of one file searched for markers; a family's model code is far smaller
 
 
 @dataclass(frozen=True)
@@ -27,13 +34,9 @@ class MarkerGroup:
     needles: tuple[str, ...]
 
     @property
-    def regex(self) -> re.Pattern[str]:
-        return _compiled("|".join(self.patterns))
-
-
-@functools.cache
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+    def regex(self) -> Markers:
+        """The patterns as one matcher, linear in the text (marker_scan.py); `search` and `finditer` as re's."""
+        return markers(self.patterns)
 
 
 # Video reaches the model as video, not as an image: a video token or frame objects.
@@ -57,10 +60,9 @@ TIME_AXIS = MarkerGroup(
     (
         r"timestamps_seconds",
         r"\b(?:frame|video|clip)s?_timestamps?\b",  # frame_timestamps, video_timestamp
-        r"\b(?:frame|video|clip)s?(?:\[[^\]\n]*\])?(?:\.|->)timestamp\w*",  # frame.timestamp, frames[i]->timestamp
-        r"\b(?:struct|class)\s+\w*Frame\w*[^{};\n]*\{[^}]*?\btimestamp\w*",  # a timestamp field of a C++ frame struct
-        # ... of a Python frame class (each body line matched one way only: no catastrophic backtracking)
-        r"\bclass\s+\w*Frame\w*[^:\n]*:(?:\n(?:[ \t][^\n]*)?)*?\n[ \t]+timestamp\w*\s*:",
+        FRAME_INDEX_TIMESTAMP,  # frame.timestamp, frames[i]->timestamp
+        STRUCT_FRAME_TIMESTAMP,  # a timestamp field of a C++ frame struct
+        PYTHON_FRAME_TIMESTAMP,  # ... of a Python frame class (a field line in its indented block)
         r"\bvideo_grid_thw\b",
         r"\bgrid_thw\b",
         r"second_per_grid",
@@ -137,21 +139,22 @@ def scan_family(tree: CheckoutTree, layout: Layout, family: str) -> FamilyScan:
 def _scan_file(tree: CheckoutTree, path: Path, scan: FamilyScan) -> None:
     rel = tree.rel(path)
     scan.files.append(rel)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    try:  # a regular file inside the checkout, within budget (bounded_source.py); a refusal is named in `skipped`
+        text = read_text(tree.root, rel, MAX_SOURCE_BYTES, "its media markers were not searched", exact=False)
+    except Unreadable:
         return
     for group in GROUPS:
         kept = scan.hits.setdefault(group.name, [])
         if not any(needle in text for needle in group.needles):
             continue
-        last_line = 0
+        last_line, counted_to, number = 0, 0, 1
         for match in group.regex.finditer(text):
             if len(kept) >= _MAX_HITS_KEPT:
                 break
             # a match may span lines (a frame struct); cite the line where it ends, once per line
             end = match.end() - 1
-            number = text.count("\n", 0, end) + 1
+            number += text.count("\n", counted_to, end)  # counted on from the last hit: once over the text
+            counted_to = end
             if number == last_line:
                 continue
             last_line = number

@@ -6,9 +6,13 @@ import re
 from pathlib import Path
 
 from ..results import Evidence, ServingFacts
+from .bounded_source import Unreadable, read_text
 
 SERVER_SCHEMAS = "apps/server/python/trtmc_server/schemas.py"
-_TYPE_LITERAL = re.compile(r"""\btype\s*:\s*Literal\[([^\]]+)\]""")
+MAX_SCHEMAS_BYTES = 4 * 1024 * 1024  # TRTMC's is tens of kB
+# `type: Literal[` alone: what it lists is read up to the next `]` with str.find, once per line, never by a pattern
+# that could try each start against the rest of the line.
+_TYPE_LITERAL = re.compile(r"""\btype\s*+:\s*+Literal\[""")
 _STRING = re.compile(r"""["']([A-Za-z0-9_]+)["']""")
 VIDEO_PART_TYPES = frozenset({"video_url", "input_video", "video"})
 
@@ -18,17 +22,26 @@ def read_serving_facts(root: Path) -> tuple[ServingFacts, str | None]:
     path = root / SERVER_SCHEMAS
     if not path.is_file():
         return ServingFacts(), f"{SERVER_SCHEMAS} is absent: what trtmc-server accepts as chat content is unknown"
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    try:
+        text = read_text(root, SERVER_SCHEMAS, MAX_SCHEMAS_BYTES, "what trtmc-server accepts is unknown", exact=False)
+    except Unreadable as refused:
+        return (
+            ServingFacts(),
+            f"{SERVER_SCHEMAS} could not be read ({refused.why}): what trtmc-server accepts is unknown",
+        )
+    lines = text.splitlines()
     types: list[str] = []
+    seen: set[str] = set()
     evidence: list[Evidence] = []
     in_content_part = False
     for number, line in enumerate(lines, start=1):
         if line.startswith("class "):
             in_content_part = "ContentPart" in line or "Content(" in line
-        match = _TYPE_LITERAL.search(line)
-        if match and in_content_part:
-            found = _STRING.findall(match.group(1))
-            types.extend(t for t in found if t not in types)
+        listed = _literal_types(line) if in_content_part else None
+        if listed is not None:
+            found = _STRING.findall(listed)
+            types.extend(t for t in dict.fromkeys(found) if t not in seen)
+            seen.update(found)
             evidence.append(
                 Evidence(
                     file=SERVER_SCHEMAS,
@@ -39,3 +52,14 @@ def read_serving_facts(root: Path) -> tuple[ServingFacts, str | None]:
             )
     accepts = bool(VIDEO_PART_TYPES & set(types)) if types else None
     return ServingFacts(source=SERVER_SCHEMAS, chat_content_types=types, accepts_video=accepts, evidence=evidence), None
+
+
+def _literal_types(line: str) -> str | None:
+    """What the first `type: Literal[...]` of a line lists (not empty), else None; linear in the line."""
+    for match in _TYPE_LITERAL.finditer(line):
+        closing = line.find("]", match.end())
+        if closing < 0:
+            return None  # no `]` after this one, so none after any later one either
+        if closing > match.end():
+            return line[match.end() : closing]
+    return None

@@ -17,25 +17,22 @@ inferred from its name, so a new Task is visible the day it appears.
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .bounded_source import Unreadable, note_unreadable, read_text
+from .c_defines import Defines, InterfaceMacro, define_of, expand, interface_macro, macro_uses, pieces
+from .c_tokens import Token
 from .tasks import TASKS, Contract, infer_contract
 
 API_HEADERS = "core/api/include/trtmc"
 RUNTIME_HEADERS = "core/runtime/include/trtmc/internal"
 MAX_HEADER_BYTES = 4 * 1024 * 1024
 
-_DEFINE = re.compile(r"^\s*#\s*define\s+(\w+)(\([^)]*\))?\s*(.*)$")
-_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
-_CALL = re.compile(r"^(\w+)\s*\(\s*(\w+)\s*\)$")
 _TASK_ID = re.compile(r"^[a-z][a-z0-9_]*$")
-_KTASK = re.compile(r"\bkTask\w*\s*(?:\[\s*\])?\s*(?:=|\{)\s*(?:\"([^\"]+)\"|(TRTMC_TASK_\w+))")
-_CLASS = re.compile(r"^\s*(?:class|struct)\s+(I[A-Z]\w*)\b(?!\s*;)")
-# A macro body that stamps out an interface: `class <prefix>##<Param>` and `kTask = <Param>;`.
-_MACRO_CLASS = re.compile(r"\b(?:class|struct)\s+(\w*?)\s*##\s*(\w+)")
-_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-_MACRO_KTASK = re.compile(r"\bkTask\w*\s*(?:=|\{)\s*(\w+)\s*[;}]")
+_INTERFACE = re.compile(r"I[A-Z]\w*")
+_UNREAD_COST = "its Task ids are unknown"
 
 
 @dataclass(frozen=True)
@@ -91,167 +88,116 @@ def read_task_declarations(root: Path) -> TaskDeclarations:
     out = TaskDeclarations()
     api = _headers(root, API_HEADERS, out)
     runtime = _headers(root, RUNTIME_HEADERS, out)
-    defines: dict[str, str] = {}
-    for rel, lines in api:
-        out.tasks.extend(_api_tasks(rel, lines, defines))
-    for rel, lines in runtime:
-        out.tasks.extend(_runtime_tasks(rel, lines, defines))
+    defines: Defines = {}
+    for headers, read in ((api, _api_tasks), (runtime, _runtime_tasks)):
+        for rel, text in headers:
+            try:
+                out.tasks.extend(read(rel, text, defines))  # a file's defines are added once it is read whole
+            except Unreadable as refused:  # brackets nested past the budget: its ids are left out
+                note_unreadable(refused, _UNREAD_COST)
+                out.problems.append(f"{rel}: unreadable ({refused.name}); {_UNREAD_COST}")
     out.found = bool(api or runtime)
     return out
 
 
-def _headers(root: Path, folder: str, out: TaskDeclarations) -> list[tuple[str, list[str]]]:
+def _headers(root: Path, folder: str, out: TaskDeclarations) -> list[tuple[str, str]]:
+    """Each plain header of the folder as text, within budget (bounded_source.py); the others named."""
     base = root / folder
     if not base.is_dir() or base.is_symlink():
         return []
-    found: list[tuple[str, list[str]]] = []
+    found: list[tuple[str, str]] = []
     for path in sorted(base.glob("*.h")):
         rel = f"{folder}/{path.name}"
+        if path.is_symlink() or not path.is_file():
+            refused = Unreadable(
+                rel, "not a plain file", "a link or not a regular file: headers are read as plain files"
+            )
+            note_unreadable(refused, _UNREAD_COST)
+            out.problems.append(f"{rel}: not a plain header file of at most {MAX_HEADER_BYTES} bytes; not read")
+            continue
         try:
-            if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_HEADER_BYTES:
-                out.problems.append(f"{rel}: not a plain header file of at most {MAX_HEADER_BYTES} bytes; not read")
-                continue
-            found.append((rel, path.read_text(encoding="utf-8").splitlines()))
-        except (OSError, UnicodeDecodeError) as error:
-            out.problems.append(f"{rel}: unreadable ({type(error).__name__}); its Task ids are unknown")
+            found.append((rel, read_text(root, rel, MAX_HEADER_BYTES, _UNREAD_COST)))
+        except Unreadable as refused:
+            out.problems.append(f"{rel}: unreadable ({refused.name}); {_UNREAD_COST}")
     return found
 
 
-def _logical_lines(lines: list[str]) -> list[tuple[int, str]]:
-    """Lines joined across backslash continuations, each with the number of its first physical line."""
-    joined: list[tuple[int, str]] = []
-    start, parts = 0, list[str]()
-    for number, line in enumerate(lines, start=1):
-        if not parts:
-            start = number
-        if line.rstrip().endswith("\\"):
-            parts.append(line.rstrip()[:-1])
-            continue
-        parts.append(line)
-        joined.append((start, " ".join(parts)))
-        parts = []
-    if parts:
-        joined.append((start, " ".join(parts)))
-    return joined
+def _api_tasks(rel: str, text: str, defines: Defines) -> list[DeclaredTask]:
+    """`#define TRTMC_TASK_*` lines; `defines` collects every define (macros are read across headers)."""
+    found = [define for piece in pieces(text, rel) if isinstance(piece, list) and (define := define_of(piece))]
+    defines.update({define.key: define for define in found})
+    declared: list[DeclaredTask] = []
+    for define in found:
+        if define.params is None and define.name.startswith("TRTMC_TASK_"):
+            task = expand(define.body, defines)
+            if task and _TASK_ID.match(task):
+                declared.append(_declared(task, rel, define.line, "api", None))
+    return declared
 
 
-def _api_tasks(rel: str, lines: list[str], defines: dict[str, str]) -> list[DeclaredTask]:
-    """`#define TRTMC_TASK_*` lines; `defines` collects every define's body (macros are read across headers)."""
-    logical = [(n, m) for n, text in _logical_lines(lines) if (m := _DEFINE.match(text))]
-    for _, match in logical:
-        name, params, body = match.groups()
-        defines[name + ("()" if params else "")] = f"{params or ''}\x00{body.strip()}"
+def _runtime_tasks(rel: str, text: str, defines: Defines) -> list[DeclaredTask]:
+    """Each `kTask` constant, under the interface class holding it, and each interface a macro of the header stamps
+    out; a header's own macros are read for that, never added to `defines`."""
     found: list[DeclaredTask] = []
-    for number, match in logical:
-        name, params, body = match.groups()
-        if params or not name.startswith("TRTMC_TASK_"):
+    macros: dict[str, InterfaceMacro] = {}
+    constants = _KTaskReader()
+    for piece in pieces(text, rel):
+        if isinstance(piece, list):
+            define = define_of(piece)
+            macro = interface_macro(define) if define is not None else None
+            if define is not None and macro is not None:
+                macros[define.name] = macro
             continue
-        task = _expand(body.strip(), defines)
+        hit = constants.feed(piece)
+        if hit is not None:
+            task = hit[1].content if hit[1].kind == "string" else expand([hit[1]], defines)
+            if task and _TASK_ID.match(task):
+                found.append(_declared(task, rel, hit[0].line, "runtime", constants.interface))
+    for stamp in macro_uses(text, rel, macros) if macros else ():
+        task = expand(stamp.value, defines)
         if task and _TASK_ID.match(task):
-            found.append(_declared(task, rel, number, "api", None))
-    return found
-
-
-def _expand(body: str, defines: dict[str, str], depth: int = 0) -> str | None:
-    """A define's string value: string literals, another define, or one call of a function-like macro built of
-    string literals and `#param`. Anything else would need a preprocessor, and is not guessed."""
-    if body.startswith('"'):
-        return "".join(_STRING.findall(body))
-    if body in defines and depth < 8:
-        return _expand(defines[body].split("\x00", 1)[1], defines, depth + 1)
-    call = _CALL.match(body)
-    if call is None or f"{call.group(1)}()" not in defines:
-        return None
-    params, macro_body = defines[f"{call.group(1)}()"].split("\x00", 1)
-    names = [p.strip() for p in params.strip("()").split(",")]
-    if len(names) != 1:
-        return None
-    parts = re.findall(r'"(?:[^"\\]|\\.)*"|#\s*\w+|\w+', macro_body)
-    value = ""
-    for part in parts:
-        if part.startswith('"'):
-            value += part[1:-1]
-        elif part.startswith("#") and part[1:].strip() == names[0]:
-            value += call.group(2)
-        else:
-            return None
-    return value
-
-
-def _runtime_tasks(rel: str, lines: list[str], defines: dict[str, str]) -> list[DeclaredTask]:
-    found: list[DeclaredTask] = []
-    interface: str | None = None
-    for number, line in enumerate(lines, start=1):
-        if klass := _CLASS.match(line):
-            interface = klass.group(1)
-        match = _KTASK.search(line)
-        if match is None:
-            continue
-        task = match.group(1) or _expand(match.group(2), defines)
-        if task and _TASK_ID.match(task):
-            found.append(_declared(task, rel, number, "runtime", interface))
-    found.extend(_macro_interfaces(rel, lines, defines))
+            found.append(_declared(task, rel, stamp.value[0].line, "runtime", stamp.interface))
     return sorted(found, key=lambda d: d.line)
 
 
-def _interface_macros(lines: list[str]) -> dict[str, tuple[int, int, str]]:
-    """Function-like macros of the header whose body stamps out a Task interface: macro name to (index of its
-    interface-name parameter, index of its Task-id parameter, class name prefix)."""
-    macros: dict[str, tuple[int, int, str]] = {}
-    for _, text in _logical_lines(lines):
-        match = _DEFINE.match(text)
-        if match is None or not match.group(2):
-            continue
-        params = [p.strip() for p in match.group(2).strip("()").split(",")]
-        klass, ktask = _MACRO_CLASS.search(match.group(3)), _MACRO_KTASK.search(match.group(3))
-        if klass and ktask and klass.group(2) in params and ktask.group(1) in params:
-            macros[match.group(1)] = (params.index(klass.group(2)), params.index(ktask.group(1)), klass.group(1))
-    return macros
+class _KTaskReader:
+    """Reads code tokens one at a time, keeping the last five: the interface class a line opens (`class
+    IVideoTextToText`, not a forward declaration `class IVideoTextToText;`), and the first `kTask` constant of a
+    line given a string or a `TRTMC_TASK_*` define (`kTask = "id"`, `kTasks[] = {...}`), all on one line."""
+
+    def __init__(self) -> None:
+        self.interface: str | None = None
+        self._window: deque[Token] = deque(maxlen=5)
+        self._done_line = 0
+
+    def feed(self, token: Token) -> tuple[Token, Token] | None:
+        """The kTask token and its value when `token` completes a constant, else None."""
+        window = self._window
+        window.append(token)
+        if len(window) >= 3:
+            keyword, name = window[-3], window[-2]
+            if keyword.line_start and keyword.text in ("class", "struct") and name.line == keyword.line:
+                declaration_only = token.text == ";" and token.line == name.line
+                if name.kind == "word" and _INTERFACE.fullmatch(name.text) and not declaration_only:
+                    self.interface = name.text
+        for size in (3, 5):
+            shape = list(window)[-size:]
+            if len(shape) == size and token.line != self._done_line and _ktask_shape(shape):
+                self._done_line = token.line
+                return shape[0], token
+        return None
 
 
-def _macro_interfaces(rel: str, lines: list[str], defines: dict[str, str]) -> list[DeclaredTask]:
-    """Each use of such a macro (its arguments possibly over several lines), at the line of its Task id."""
-    macros = _interface_macros(lines)
-    if not macros:
-        return []
-    text = "\n".join(lines)
-    found: list[DeclaredTask] = []
-    for use in re.finditer(rf"^[ \t]*({'|'.join(map(re.escape, macros))})[ \t]*\(", text, re.MULTILINE):
-        args = _call_arguments(text, use.end())
-        name_at, id_at, prefix = macros[use.group(1)]
-        if args is None or max(name_at, id_at) >= len(args):
-            continue
-        (name, _), (value, offset) = args[name_at], args[id_at]
-        task = _expand(value, defines)
-        if task and _TASK_ID.match(task) and re.fullmatch(r"\w+", name):
-            line = text.count("\n", 0, offset) + 1
-            found.append(_declared(task, rel, line, "runtime", f"{prefix}{name}"))
-    return found
-
-
-def _call_arguments(text: str, start: int) -> list[tuple[str, int]] | None:
-    """The top-level arguments of a macro call whose `(` ends just before `start`, each stripped, with its offset;
-    None when the call is not closed."""
-    args: list[tuple[str, int]] = []
-    depth, begin, index = 0, start, start
-    while index < len(text):
-        char = text[index]
-        if char == '"':  # a string literal: its commas and parentheses are text
-            closing = _LITERAL.match(text, index)
-            index = closing.end() if closing else index + 1
-            continue
-        if char in "([{":
-            depth += 1
-        elif char in ")]}" and depth:
-            depth -= 1
-        elif char in ",)" and not depth:
-            raw = text[begin:index]
-            args.append((raw.strip(), begin + len(raw) - len(raw.lstrip())))
-            if char == ")":
-                return args
-            begin = index + 1
-        index += 1
-    return None
+def _ktask_shape(shape: list[Token]) -> bool:
+    """`kTask... = value` or `kTask...[] = value` (= or {), on one line, the value a string or a TRTMC_TASK_ name."""
+    first, value = shape[0], shape[-1]
+    if not (first.kind == "word" and first.text.startswith("kTask")) or value.line != first.line:
+        return False
+    if [token.text for token in shape[1:-1]] not in (["="], ["{"], ["[", "]", "="], ["[", "]", "{"]):
+        return False
+    if value.kind == "string":
+        return bool(value.content)
+    return value.kind == "word" and value.text.startswith("TRTMC_TASK_") and len(value.text) > len("TRTMC_TASK_")
 
 
 def _declared(task: str, rel: str, line: int, side: str, interface: str | None) -> DeclaredTask:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..results import Evidence, NativeRequest
-from .catalog import TASK_ADAPTERS, read_task_registry
+from .bounded_source import Unreadable, read_python
+from .catalog import ADAPTER_COST, MAX_ADAPTER_BYTES, TASK_ADAPTERS, read_task_registry
 from .request_template import FRAME_ROLES, TemplateReader, slots, with_roles
 from .video_view import VideoView, read_video_view
 
@@ -135,17 +136,16 @@ def _adapter(checkout: Path) -> _Adapter | None:
         info = path.stat()
     except OSError:
         return None
-    return _parsed(str(path), info.st_mtime_ns, info.st_size)
+    return _parsed(str(checkout), info.st_mtime_ns, info.st_size)
 
 
 @functools.lru_cache(maxsize=16)
-def _parsed(path: str, mtime_ns: int, size: int) -> _Adapter | None:
-    """The adapter at path (cached on its modification time and size); None if unreadable or lacking _request."""
+def _parsed(checkout: str, mtime_ns: int, size: int) -> _Adapter | None:
+    """The checkout's adapter (cached on its modification time and size); None if unreadable or lacking _request."""
     del mtime_ns, size  # the cache key only
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-        tree = ast.parse(text)
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+    try:  # within a size and a nesting budget, a refusal named in the audit's ledger (bounded_source.py)
+        text, tree = read_python(Path(checkout), TASK_ADAPTERS, MAX_ADAPTER_BYTES, ADAPTER_COST)
+    except Unreadable:
         return None
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     request = functions.get(REQUEST_FUNCTION)

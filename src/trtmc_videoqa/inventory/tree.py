@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +17,9 @@ OLD_MANIFEST_GLOB = "tests/e2e/models/*/manifests/*.json"
 # How inventory.json and inventory.md name a checkout given by absolute path: a placeholder, as publish/ writes the
 # run's TRTMC checkout; an absolute path would name this machine in a public file (issue 26).
 CHECKOUT_PLACEHOLDER = "$TRTMC_CHECKOUT"
+# Folders below a family's folder that the audit lists (walked with a list, never recursion); a real family nests a
+# handful. A deeper one is named in the inventory and not listed.
+MAX_FOLDER_DEPTH = 32
 
 
 def shown_path(path: Path | str, placeholder: str) -> str:
@@ -77,19 +81,58 @@ class CheckoutTree:
         if not directory.is_dir() or not self.inside(directory):
             return []
         found: list[Path] = []
-        for dirpath, dirnames, filenames in os.walk(directory, followlinks=False):
-            base = Path(dirpath)
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
-            for name in sorted(filenames):
-                path = base / name
-                # os.walk does not follow directory links, so only a file link can lead out.
-                if path.suffix not in suffixes or (path.is_symlink() and not self.inside(path)):
-                    continue
-                if path.is_file():
-                    found.append(path)
-                else:
-                    self._skip(path, not_regular_reason(path))
+        listed = walk_files(directory, lambda name: not name.startswith(".") and name != "__pycache__")
+        for path in listed.files:
+            # folder links are never followed, so only a file link can lead out.
+            if path.suffix not in suffixes or (path.is_symlink() and not self.inside(path)):
+                continue
+            if path.is_file():
+                found.append(path)
+            else:
+                self._skip(path, not_regular_reason(path))
+        for folder in listed.too_deep:
+            self._skip(folder, f"{listed.why}; not listed")
         return found
+
+
+@dataclass
+class Listing:
+    """What `walk_files` found: every entry that is no folder, and the folders past the depth budget."""
+
+    files: list[Path] = field(default_factory=list)
+    too_deep: list[Path] = field(default_factory=list)
+    why: str = ""  # why those are not listed, in words
+
+
+def walk_files(base: Path, keep: Callable[[str], bool], max_depth: int = MAX_FOLDER_DEPTH) -> Listing:
+    """Every entry below `base` that is no folder (files, file links, FIFOs ...), in os.walk's top-down order with
+    names sorted: a folder's own entries, then each kept subfolder's in turn. Walked with a list, never recursion
+    (os.walk recurses, and a checkout nesting a thousand folders ended the audit with RecursionError); a folder link
+    is never followed; a folder more than `max_depth` levels below `base` is not listed, but named."""
+    listing = Listing(why=f"a folder nested more than {max_depth} levels deep")
+    stack = [(base, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError:
+            continue
+        subfolders = []
+        for entry in entries:
+            try:
+                is_folder = entry.is_dir()  # a link to a folder is one, never followed (as os.walk)
+            except OSError:
+                is_folder = False
+            if not is_folder:
+                listing.files.append(Path(entry.path))
+            elif not entry.is_symlink() and keep(entry.name):
+                subfolders.append(Path(entry.path))
+        if depth >= max_depth:
+            listing.too_deep.extend(subfolders)
+        else:
+            stack.extend((sub, depth + 1) for sub in reversed(subfolders))
+    return listing
 
 
 def not_regular_reason(path: Path) -> str:

@@ -9,18 +9,18 @@ the one of a double (or ``f64``) type; a ``*_count`` member is neither.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .bounded_source import Unreadable, note_unreadable, read_text
+from .c_tokens import Token, tokens
 from .task_registry import API_HEADERS, MAX_HEADER_BYTES
 
 VIEW_STRUCT = "trtmc_video_view_v1"
-_TYPEDEF = re.compile(r"typedef\s+struct\s*\w*\s*\{(?P<body>[^{}]*)\}\s*" + VIEW_STRUCT + r"\s*;", re.S)
-_STRUCT = re.compile(r"struct\s+" + VIEW_STRUCT + r"\s*\{(?P<body>[^{}]*)\}\s*;", re.S)
-_MEMBER = re.compile(r"^\s*(?P<type>[\w\s\*]+?)\s*(?P<name>\w+)\s*;", re.M)
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-_TIME_TYPES = re.compile(r"\b(double|f64|\w*_f64_\w*)\b")
+MAX_VIEW_TOKENS = 4096  # of the struct's body: a view of frames and times is a few dozen
+_TIME_TYPES = frozenset({"double", "f64"})
+_COST = "the video view's member names are unknown"
 
 
 @dataclass(frozen=True)
@@ -43,30 +43,96 @@ def read_video_view(checkout: Path) -> VideoView | None:
     except OSError:
         return None
     for path in headers:
+        rel = f"{API_HEADERS}/{path.name}"
         try:
-            if path.stat().st_size > MAX_HEADER_BYTES:
-                continue
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            found = _view_struct(tokens(read_text(checkout, rel, MAX_HEADER_BYTES, _COST, exact=False), rel))
+        except Unreadable as refused:
+            note_unreadable(refused, _COST)
             continue
-        match = _TYPEDEF.search(text) or _STRUCT.search(text)
-        if match is not None:
-            view = _members(match.group("body"))
-            if view is not None:
-                line = text.count("\n", 0, match.start()) + 1
-                return VideoView(view[0], view[1], f"{API_HEADERS}/{path.name}", line)
+        view = _members(found[1]) if found is not None else None
+        if found is not None and view is not None:
+            return VideoView(view[0], view[1], rel, found[0].line)
     return None
 
 
-def _members(body: str) -> tuple[str, str | None] | None:
+def _view_struct(stream: Iterator[Token]) -> tuple[Token, list[Token]] | None:
+    """The first `typedef struct [tag] { ... } trtmc_video_view_v1;` of a header, else its first `struct
+    trtmc_video_view_v1 { ... };` (a body with no brace in it): the token it starts at and the body's tokens."""
+    typedef = _Shape(("typedef", "struct"), True, (VIEW_STRUCT, ";"))
+    plain = _Shape(("struct", VIEW_STRUCT), False, (";",))
+    struct: tuple[Token, list[Token]] | None = None
+    for token in stream:
+        found = typedef.feed(token)
+        if found is not None:
+            return found
+        if struct is None:
+            struct = plain.feed(token)
+    return struct
+
+
+class _Shape:
+    """`<prefix> [tag] { <body> } <suffix>`, read one token at a time (a body holds no brace, and at most
+    MAX_VIEW_TOKENS tokens); a token that breaks the shape may start it again."""
+
+    def __init__(self, prefix: tuple[str, ...], tag: bool, suffix: tuple[str, ...]) -> None:
+        self.prefix, self.tag, self.suffix = prefix, tag, suffix
+        self.start: Token | None = None
+        self.matched = 0  # words of the prefix seen, then one more for a tag
+        self.body: list[Token] | None = None
+        self.after: int | None = None  # words of the suffix seen after the closing brace
+
+    def feed(self, token: Token) -> tuple[Token, list[Token]] | None:
+        text = token.text
+        if self.body is None and self.matched < len(self.prefix):
+            if self.matched and text == self.prefix[self.matched]:
+                self.matched += 1
+                return None
+        elif self.body is None:
+            if text == "{":
+                self.body = []
+                return None
+            if self.tag and self.matched == len(self.prefix) and token.kind == "word":
+                self.matched += 1
+                return None
+        elif self.after is None:
+            if text == "}":
+                self.after = 0
+                return None
+            if text != "{" and len(self.body) < MAX_VIEW_TOKENS:
+                self.body.append(token)
+                return None
+        elif text == self.suffix[self.after]:
+            self.after += 1
+            if self.after < len(self.suffix):
+                return None
+            start, body = self.start, self.body
+            self._restart(None)
+            return (start, body) if start is not None else None
+        self._restart(token)
+        return None
+
+    def _restart(self, token: Token | None) -> None:
+        starts = token is not None and token.text == self.prefix[0]
+        self.start, self.matched, self.body, self.after = (token if starts else None), int(starts), None, None
+
+
+def _members(body: list[Token]) -> tuple[str, str | None] | None:
+    """Each declaration of the body (`<type words and *> <name>;`): the frames are the first pointer member, the
+    times the first of a double or f64 type; a `*_count` member is neither."""
     frames: str | None = None
     times: str | None = None
-    for member in _MEMBER.finditer(_COMMENT.sub(" ", body)):
-        kind, name = member.group("type"), member.group("name")
-        if name.endswith("_count"):
+    declaration: list[Token] = []
+    for token in body:
+        if token.text != ";":
+            declaration.append(token)
             continue
-        if times is None and _TIME_TYPES.search(kind):
-            times = name
-        elif frames is None and "*" in kind:
-            frames = name
+        kind, name = declaration[:-1], (declaration[-1] if declaration else None)
+        declaration = []
+        plain = all(t.kind == "word" or t.text == "*" for t in kind)
+        if name is None or name.kind != "word" or not plain or name.text.endswith("_count"):
+            continue
+        if times is None and any(t.text in _TIME_TYPES or "_f64_" in t.text for t in kind):
+            times = name.text
+        elif frames is None and any(t.text == "*" for t in kind):
+            frames = name.text
     return None if frames is None else (frames, times)
