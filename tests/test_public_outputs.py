@@ -195,3 +195,20 @@ def test_refresh_yml_checks_the_folder_before_the_summary_and_the_upload() -> No
     assert audit < check < summary < upload
     assert steps[check]["if"] == "${{ always() }}"  # after exit 3 too: a new capable checkpoint is still uploaded
     assert "rm -rf refresh" in steps[check]["run"]  # a folder that fails is never summarised or uploaded
+
+
+@pytest.mark.parametrize("given", ["relative", "absolute"])
+def test_a_checkout_given_through_a_link_is_named_as_given_or_by_placeholder(tmp_path: Path, given: str) -> None:
+    """Neither the link's absolute path nor its target's reaches inventory.json or inventory.md."""
+    target = tmp_path / "real" / "TensorRT-Model-Connect"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "trtmc_families", target)
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "link").symlink_to(target)
+    argument = "link" if given == "relative" else str(tmp_path / "work" / "link")
+    done = cli("inventory", "--trtmc", argument, "--out", "inv", cwd=tmp_path / "work")
+    assert done.returncode == 0, done.stderr
+    for name in ("inventory.json", "inventory.md"):
+        text = (tmp_path / "work" / "inv" / name).read_text()
+        assert str(tmp_path) not in text and str(target.resolve()) not in text, name
+    shown = json.loads((tmp_path / "work" / "inv" / "inventory.json").read_text())["checkout"]
+    assert shown == ("link" if given == "relative" else "$TRTMC_CHECKOUT")
