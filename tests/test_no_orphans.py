@@ -176,6 +176,23 @@ def test_the_group_is_ended_at_its_memory_limit_and_the_row_names_it(tmp_path: P
     assert stage.status == "failed" and "past the --aiperf-memory-limit of 200 MiB" in stage.detail
 
 
+@pytest.mark.parametrize("pidfd", [True, False])
+def test_the_wait_sees_the_exit_and_the_time_running_out(pidfd: bool, monkeypatch) -> None:
+    """The runner's wait: not exited while the command runs (its time up), exited (and reaped) once it has, again and
+    again after; the same where no pidfd is given (Popen's own polling wait)."""
+    from trtmc_videoqa.common.processes import _ExitWatch
+
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    with _ExitWatch(process) as exited:
+        assert not exited(0.05) and process.returncode is None
+        assert process.stdin is not None
+        process.stdin.close()  # the command ends
+        assert exited(60) and process.returncode == 0
+        assert exited(0)
+
+
 def test_without_a_limit_nothing_is_sampled(tmp_path: Path) -> None:
     outcome = run_with_wall_limit([sys.executable, "-c", "print('hi')"], wall_limit_s=60, log_path=tmp_path / "l")
     assert outcome.exit_code == 0 and outcome.peak_memory_bytes is None and not outcome.memory_exceeded

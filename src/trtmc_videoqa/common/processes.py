@@ -16,9 +16,11 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import select
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,24 +112,49 @@ def _end_group(process: subprocess.Popen[bytes]) -> None:
 
 def _wait(process: subprocess.Popen[bytes], wall_limit_s: float, memory_limit: int | None) -> tuple[str | None, int]:
     """Wait for the process: ("timed-out" | "memory" | None when it exited, the peak group memory sampled)."""
-    if not memory_limit:
-        try:
-            process.wait(timeout=wall_limit_s)
-            return None, 0
-        except subprocess.TimeoutExpired:
-            return "timed-out", 0
-    deadline, peak = time.monotonic() + wall_limit_s, 0
-    while True:
-        try:
-            process.wait(timeout=max(0.0, min(SAMPLE_S, deadline - time.monotonic())))
-            return None, peak
-        except subprocess.TimeoutExpired:
+    with _ExitWatch(process) as exited:
+        if not memory_limit:
+            return (None if exited(wall_limit_s) else "timed-out"), 0
+        deadline, peak = time.monotonic() + wall_limit_s, 0
+        while True:
+            if exited(max(0.0, min(SAMPLE_S, deadline - time.monotonic()))):
+                return None, peak
             used = child_groups.group_memory(process.pid)
             peak = max(peak, used)
             if used > memory_limit:
                 return "memory", peak
             if time.monotonic() >= deadline:
                 return "timed-out", peak
+
+
+class _ExitWatch:
+    """`exited(timeout_s)`: whether the process exited (reaped) within the timeout. Where the system gives a pidfd
+    (Linux), the wait wakes the moment it exits; Popen.wait(timeout) polls, sleeping up to 50 ms between looks."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self._process = process
+        self._poll: select.poll | None = None
+        self._fd: int | None = None
+
+    def __enter__(self) -> Callable[[float], bool]:
+        with contextlib.suppress(AttributeError, OSError):  # no os.pidfd_open, or a kernel without pidfds
+            self._fd = os.pidfd_open(self._process.pid)
+            self._poll = select.poll()
+            self._poll.register(self._fd, select.POLLIN)
+        return self._exited
+
+    def __exit__(self, *_: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+
+    def _exited(self, timeout_s: float) -> bool:
+        if self._poll is not None and not self._poll.poll(timeout_s * 1000):
+            return False  # still running when the time was up
+        try:
+            self._process.wait(timeout=timeout_s)  # at once where the pidfd said it exited
+            return True
+        except subprocess.TimeoutExpired:
+            return False
 
 
 def _limit_address_space(pid: int, limit: int) -> None:
