@@ -37,7 +37,7 @@ TABLE: Final[dict[tuple[QualificationStatus, StageName | None], tuple[AiperfQual
     ("failed", "capability"): ("error", "the server failed the video request (not a refusal)"),
     ("failed", "aiperf"): ("error", "the AIPerf run did not account for every request"),
     ("failed", "timing"): ("perf-inconclusive", "the server's task time is missing for some request"),
-    ("failed", "grading"): ("error", "the answers could not be graded"),
+    ("failed", "grading"): ("acc-issue", "fewer questions right both ways than the run's --min-both-right asks"),
     ("failed", "output-check"): ("acc-issue", "an answer was incomplete or did not resolve to one option"),
     ("failed", "identity"): ("acc-issue", "the native route and HTTP chat answered differently"),
 }

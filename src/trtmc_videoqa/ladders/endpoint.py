@@ -129,7 +129,11 @@ def _climbed(
         job=job,
         profile=target.profile,
         tokenizer=job.tokenizer,
-        gates=Gates(require_task_time=False, declared_no_answer=target.declared_no_answer),
+        gates=Gates(
+            require_task_time=False,
+            declared_no_answer=target.declared_no_answer,
+            min_both_right=job.settings.min_both_right,
+        ),
         native_url=live.native_url,
     )
     start = with_server_sampling(with_workload_facts(job, planned), job, target.stated)

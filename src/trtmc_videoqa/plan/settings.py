@@ -30,6 +30,7 @@ class Flag:
     in_mib: bool = False
     choices: dict[str, str] = field(default_factory=dict)
     keyed: bool = True  # shapes the measurement: joins the cache key and the row's provenance
+    keyed_when_set: bool = False  # an opt-in: joins them only when given, so rows made before it keep their keys
     action: Literal["store", "store_true"] = "store"
 
 
@@ -82,6 +83,14 @@ class RunSettings(BaseModel):
         TransportChoice,
         Flag("--video-transport", choices={name: choice.help for name, choice in CHOICES.items()}),
     ] = Field(default="data-url", description="how requests carry the clip")
+    min_both_right: Annotated[float | None, Flag("--min-both-right", metavar="SHARE", keyed_when_set=True)] = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="an opt-in gate for an endpoint or comparison row: fail it at grading when fewer than this share "
+        "of the questions are right both forward and reversed (a TRTMC row is judged by its family's criteria; "
+        "default: off, accuracy a figure only)",
+    )
     max_frames: Annotated[int, Flag("--max-frames", keyed=False)] = Field(
         default=3000,
         ge=1,
@@ -130,8 +139,10 @@ class RunSettings(BaseModel):
     )
 
     def measured(self) -> dict[str, Any]:
-        """The settings that shape a measurement, as the cache key and the row's provenance record them."""
-        return self.model_dump(include=set(KEYED_SETTINGS))
+        """The settings that shape a measurement, as the cache key and the row's provenance record them (an opt-in
+        only where it is given)."""
+        dumped = self.model_dump(include=set(KEYED_SETTINGS))
+        return {k: v for k, v in dumped.items() if v is not None or not setting_flag(k).keyed_when_set}
 
 
 def setting_flag(name: str) -> Flag:

@@ -216,12 +216,13 @@ def crashed_row(
 
 
 def earned_reason(stages: list[StageResult]) -> str:
-    """What a qualified row showed, gate by gate, in words (a gate that was not applicable is named as such)."""
+    """What a qualified row showed, gate by gate, in words (a gate that was not applicable is named as such; grading
+    only where the run made it a gate, `--min-both-right`)."""
     by_name = {stage.name: stage for stage in stages}
     parts = ["complete AIPerf run, every request accounted for"]
-    for name in ("timing", "output-check", "identity"):
+    for name in ("timing", "grading", "output-check", "identity"):
         stage = by_name.get(name)
-        if stage is not None:
+        if stage is not None and (name != "grading" or "--min-both-right" in stage.detail):
             parts.append(f"{name}: {stage.detail}")
     return "; ".join(parts)
 

@@ -1,5 +1,7 @@
 """The `grading` stage: each steady-state answer graded (strict, deterministic, reversed-clip controls paired with
-the forward answers). A figure, never a gate: the family's own correctness is the quality gate."""
+the forward answers). A figure, not a gate: the family's own correctness is a TRTMC row's quality gate. An endpoint
+or comparison row may opt in to one (`--min-both-right`): under it, a both-right share below the floor fails the
+row here."""
 
 from __future__ import annotations
 
@@ -12,17 +14,22 @@ from .protocol import Climb, RowJob, Stop, measuring, recorded
 
 
 def grading(row: RowJob, climb: Climb) -> Climb | Stop:
-    """Accuracy over the joined answers, written to grading.json; the stage always passes."""
+    """Accuracy over the joined answers, written to grading.json; the stage passes, unless the row's opt-in gate
+    (`Gates.min_both_right`) finds the both-right share below its floor."""
     climb, result = measuring(climb)
     result.accuracy = _accuracy(row.job.workload, result.graded)
     write_model_atomic(row.row_dir / GRADING_FILE, result.accuracy)
+    both_right, floor = result.accuracy.both_right, row.gates.min_both_right
+    detail = f"{len(result.graded)} answers graded; both-right {both_right}"
+    if floor is None:
+        stage = StageResult(name="grading", status="passed", detail=detail, evidence=[GRADING_FILE])
+        return recorded(climb, result, stage, stops=False)
+    held = both_right is not None and both_right >= floor
+    gate = f"gate --min-both-right {floor:g}: {'held' if held else 'not met'}"
     stage = StageResult(
-        name="grading",
-        status="passed",
-        detail=f"{len(result.graded)} answers graded; both-right {result.accuracy.both_right}",
-        evidence=[GRADING_FILE],
+        name="grading", status="passed" if held else "failed", detail=f"{detail}; {gate}", evidence=[GRADING_FILE]
     )
-    return recorded(climb, result, stage, stops=False)
+    return recorded(climb, result, stage, stops=not held)
 
 
 def _accuracy(workload: Workload, graded: list[GradedAnswer]) -> Accuracy:

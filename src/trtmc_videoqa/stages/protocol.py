@@ -48,6 +48,7 @@ class Gates:
 
     require_task_time: bool = False
     declared_no_answer: DeclaredNoAnswer | None = None
+    min_both_right: float | None = None  # an endpoint row's opt-in accuracy gate (--min-both-right); None: off
 
 
 @dataclass(frozen=True)
