@@ -193,6 +193,26 @@ def test_the_wait_sees_the_exit_and_the_time_running_out(pidfd: bool, monkeypatc
         assert exited(0)
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads /proc")
+def test_a_group_is_read_whatever_its_processes_are_named() -> None:
+    """A process name is bytes, not always UTF-8 (prctl sets any): the group is still found, sized and dated."""
+    rename = "import ctypes, sys; ctypes.CDLL(None).prctl(15, b'\\xffnot utf-8', 0, 0, 0); print(1, flush=True)"
+    child = subprocess.Popen(
+        [sys.executable, "-c", rename + "; sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == b"1"  # renamed
+        assert b"\xffnot" in Path(f"/proc/{child.pid}/stat").read_bytes()
+        assert child_groups.members(child.pid) == [child.pid]
+        assert child_groups.group_memory(child.pid) > 0 and child_groups.start_time(child.pid) > 0
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_without_a_limit_nothing_is_sampled(tmp_path: Path) -> None:
     outcome = run_with_wall_limit([sys.executable, "-c", "print('hi')"], wall_limit_s=60, log_path=tmp_path / "l")
     assert outcome.exit_code == 0 and outcome.peak_memory_bytes is None and not outcome.memory_exceeded

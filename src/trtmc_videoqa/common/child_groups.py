@@ -42,11 +42,24 @@ _pipe: int | None = None  # the write end of the watcher's stdin
 _watcher: subprocess.Popen[bytes] | None = None
 
 
+def proc_bytes(path: str) -> bytes:
+    """A /proc file's bytes, read with plain system calls: the memory sampler reads every process's stat twice a
+    second, where a text file object's setup and decoding cost more than the read itself."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def start_time(pid: int) -> int:
     """The process's start time in clock ticks since boot (/proc/PID/stat field 22); 0 when it cannot be read."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return int(stat[stat.rindex(")") + 2 :].split()[19])
+        stat = proc_bytes(f"/proc/{pid}/stat")
+        return int(stat[stat.rindex(b")") + 2 :].split()[19])
     except (OSError, ValueError, IndexError):
         return 0
 
@@ -59,11 +72,11 @@ def members(pgid: int) -> list[int]:
             if not entry.name.isdigit():
                 continue
             try:
-                stat = Path(entry.path, "stat").read_text()
+                stat = proc_bytes(f"{entry.path}/stat")
             except OSError:
                 continue
-            fields = stat[stat.rindex(")") + 2 :].split()
-            if fields[0] != "Z" and int(fields[2]) == pgid:
+            fields = stat[stat.rindex(b")") + 2 :].split()
+            if fields[0] != b"Z" and int(fields[2]) == pgid:
                 found.append(int(entry.name))
     return found
 
@@ -74,11 +87,11 @@ def group_memory(pgid: int) -> int:
     total = 0
     for pid in members(pgid):
         try:
-            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
-            total += next(int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")) * 1024
+            rollup = proc_bytes(f"/proc/{pid}/smaps_rollup")
+            total += next(int(line.split()[1]) for line in rollup.splitlines() if line.startswith(b"Pss:")) * 1024
         except (OSError, StopIteration, ValueError, IndexError):
             with contextlib.suppress(OSError, ValueError, IndexError):
-                total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+                total += int(proc_bytes(f"/proc/{pid}/statm").split()[1]) * os.sysconf("SC_PAGE_SIZE")
     return total
 
 
