@@ -310,7 +310,7 @@ def test_every_path_placeholder_publish_writes_stays_expandable_in_a_recorded_co
     import ast
 
     from trtmc_videoqa.common.shell_quoting import PATH_PLACEHOLDERS
-    from trtmc_videoqa.publish import check, rewrite
+    from trtmc_videoqa.publish import machine_names, rewrite
 
     written = {
         node.value
@@ -319,6 +319,6 @@ def test_every_path_placeholder_publish_writes_stays_expandable_in_a_recorded_co
         and isinstance(node.value, str)
         and re.fullmatch(r"\$[A-Z][A-Z0-9_]*", node.value)
     }
-    assert written and written | set(check.run_dirs()) <= PATH_PLACEHOLDERS
+    assert written and written | set(machine_names.run_dirs()) <= PATH_PLACEHOLDERS
     line = reproducible_command(["trtmc", "--output", "$BUNDLE_CACHE/a b/x.bundle", "--model", "$HOME2/x"])
     assert line == "trtmc --output \"$BUNDLE_CACHE\"'/a b/x.bundle' --model '$HOME2/x'"

@@ -13,6 +13,7 @@ import pytest
 
 from trtmc_videoqa.common.errors import UserError
 from trtmc_videoqa.publish import check as public_check
+from trtmc_videoqa.publish import machine_names
 from trtmc_videoqa.publish.check import (
     Hit,
     PublicCheckFailed,
@@ -229,7 +230,7 @@ def test_run_sentinels_gathers_this_runs_own_values(tmp_path: Path) -> None:
     assert all(path.startswith("/") for path in found.paths)
     user, host = getpass.getuser(), socket.gethostname()
     for word in (user, host, host.split(".")[0]):
-        assert (word in found.words) == (len(word) >= 3 and word.lower() not in public_check.GENERIC_HOSTS)
+        assert (word in found.words) == (len(word) >= 3 and word.lower() not in machine_names.GENERIC_HOSTS)
     assert found.secrets == [SECRET]
 
 
@@ -286,6 +287,6 @@ def test_a_short_host_name_is_checked_only_where_it_is_machine_derived(tmp_path:
 
 
 def test_short_names_are_gathered_apart(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(public_check, "_user_name", lambda: ["ci"])
-    monkeypatch.setattr(public_check, "_host_names", lambda: ["vm", "vm"])
-    assert public_check.short_machine_words() == ["ci", "vm"] and public_check.machine_words() == []
+    monkeypatch.setattr(machine_names, "user_name", lambda: ["ci"])
+    monkeypatch.setattr(machine_names, "host_names", lambda: ["vm", "vm"])
+    assert machine_names.short_machine_words() == ["ci", "vm"] and machine_names.machine_words() == []

@@ -12,16 +12,11 @@ directory when anything fails and says the warnings.
 
 from __future__ import annotations
 
-import getpass
 import os
 import re
-import socket
 import stat
-import sys
-import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -33,6 +28,7 @@ from ..common.scrub import REDACTED
 from ..results.layout import PRIVATE_DIR
 from .decoded import decoded_forms
 from .evidence import is_outside_text, machine_paths, token_around
+from .machine_names import machine_words, run_dirs, short_machine_words, unique
 
 HitKind = Literal["path", "user-or-host", "secret"]
 
@@ -54,9 +50,6 @@ EXCERPT_CONTEXT = 60  # characters of the line either side of a hit in its excer
 # /root are kept: the run's scratch files and root's home are this run's own (and `root` is a word sentinel too).
 GENERIC_PATHS = frozenset({"/usr", "/usr/local", "/opt", "/bin", "/etc", "/var", "/home", "/srv", "/mnt", "/lib"})
 MIN_PATH_CHARS = 4
-# Host names that name no machine (a container's default): public text says "localhost" in URLs and help.
-GENERIC_HOSTS = frozenset({"localhost", "localhost.localdomain", "localdomain"})
-MIN_WORD_CHARS = 3  # `root` (4) must be checked; 1-2 characters would hit everywhere as words
 # A shorter user or host name (a host named `vm`) is checked only where it stands machine-derived: after `@` or `/`
 # (user@host, a URL's host, a path component) up to a separator, or as the user before `@`.
 SHORT_WORD_BEFORE = r"(?<=[@/])"
@@ -77,10 +70,6 @@ WORD_BEFORE = r"(?<![A-Za-z0-9_-])"
 WORD_AFTER = r"(?![A-Za-z0-9_-])"
 
 
-def _unique(values: Iterable[str]) -> list[str]:
-    return [value for value in dict.fromkeys(values) if value]
-
-
 class PublicSentinels(BaseModel):
     """The values no public file may contain: absolute paths, whole-token words, plain-substring secrets."""
 
@@ -95,12 +84,12 @@ class PublicSentinels(BaseModel):
     @classmethod
     def _clean_paths(cls, paths: list[str]) -> list[str]:
         # "/tmp/" would need a name character after the slash to hit (the lookahead): compare without it.
-        return _unique(path.rstrip("/") for path in paths)
+        return unique(path.rstrip("/") for path in paths)
 
     @field_validator("words", "secrets", "short_words")
     @classmethod
     def _clean_values(cls, values: list[str]) -> list[str]:
-        return _unique(values)  # an empty value would match everywhere
+        return unique(values)  # an empty value would match everywhere
 
 
 class Hit(BaseModel):
@@ -139,53 +128,13 @@ def keep_path(path: str) -> bool:
     return path.startswith("/") and len(path) >= MIN_PATH_CHARS and path not in GENERIC_PATHS
 
 
-def run_dirs() -> dict[str, Path | str]:
-    """The venv, $HOME, the temp dir and the working directory, by the placeholder a public file names each with;
-    one that cannot be told is left out."""
-    dirs: dict[str, Path | str] = {"$VENV": sys.prefix, "$TMPDIR": tempfile.gettempdir()}
-    with suppress(RuntimeError, KeyError, OSError):  # no $HOME and no passwd entry (a bare container user)
-        dirs["$HOME"] = Path.home()
-    with suppress(OSError):  # the working directory was removed
-        dirs["$PWD"] = os.getcwd()
-    return dirs
-
-
-def _user_name() -> list[str]:
-    try:
-        return [getpass.getuser()]
-    except (OSError, KeyError, ImportError):  # no $USER/$LOGNAME and no passwd entry for the uid
-        return []
-
-
-def _host_names() -> list[str]:
-    try:
-        host = socket.gethostname()
-    except OSError:
-        return []
-    return [host, host.split(".", 1)[0]]  # the short form turns up in prompts and logs without the domain
-
-
-def _keep_word(word: str) -> bool:
-    return len(word) >= MIN_WORD_CHARS and word.lower() not in GENERIC_HOSTS
-
-
-def machine_words() -> list[str]:
-    """The user and host names that no public file may hold (too short or generic ones left out)."""
-    return [word for word in _unique([*_user_name(), *_host_names()]) if _keep_word(word)]
-
-
-def short_machine_words() -> list[str]:
-    """The user and host names too short to check as words (checked where they stand machine-derived)."""
-    return [word for word in _unique([*_user_name(), *_host_names()]) if len(word) < MIN_WORD_CHARS]
-
-
 def run_sentinels(out: Path, *, extra_paths: Sequence[Path | str] = (), secrets: Sequence[str] = ()) -> PublicSentinels:
     """This run's own values: the output directory, the venv, $HOME, the temp dir, the working directory and the
     paths given (a TRTMC checkout) in both forms; the user and host names; the secrets given."""
     candidates = [out, *run_dirs().values(), *extra_paths]
     paths = [form for path in candidates for form in path_forms(path)]
     return PublicSentinels(
-        paths=[path for path in _unique(paths) if keep_path(path)],
+        paths=[path for path in unique(paths) if keep_path(path)],
         words=machine_words(),
         secrets=list(secrets),
         short_words=short_machine_words(),

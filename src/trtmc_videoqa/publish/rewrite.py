@@ -43,10 +43,10 @@ from .check import (
     keep_path,
     path_forms,
     public_files,
-    run_dirs,
     run_sentinels,
 )
 from .evidence import is_file_reference_file, is_measured, map_file_references
+from .machine_names import run_dirs
 
 if TYPE_CHECKING:
     from ..workloads import Workload
