@@ -88,9 +88,16 @@ def one_message(done: subprocess.CompletedProcess[str]) -> str:
 
 @contextmanager
 def reference(
-    tmp: Path, *, port: int | None = None, name: str = "reference", max_body_bytes: int = 4 << 20, **faults: object
+    tmp: Path,
+    *,
+    port: int | None = None,
+    name: str = "reference",
+    max_body_bytes: int = 4 << 20,
+    model_name: str | None = None,
+    **faults: object,
 ) -> Iterator[str]:
-    """The reference endpoint as its own process (so the crash knob ends only it), ready before it is used."""
+    """The reference endpoint as its own process (so the crash knob ends only it), ready before it is used; it
+    serves `model_name` where given."""
     port = port or free_loopback_port()
     url = f"http://127.0.0.1:{port}"
     config = ReferenceConfig(
@@ -98,6 +105,7 @@ def reference(
         records_path=tmp / f"{name}-records.jsonl",
         max_body_bytes=max_body_bytes,
         faults=FaultKnobs(**faults),
+        **({"model_name": model_name} if model_name else {}),
     )
     with ServerProcess(argv_for_subprocess(config), url=url, log_path=tmp / f"{name}.log", startup_timeout_s=60):
         yield url

@@ -164,3 +164,24 @@ def test_a_crash_while_a_row_is_finished_is_recorded_at_the_last_stage_it_reache
     _crashed_at(out, "m", "capability")
     assert [s.name for s in row(out, "m").stages] == ["plan", "capability"]
     _reports_list(out, {"m"})
+
+
+@pytest.mark.e2e
+def test_a_local_folder_as_model_names_the_row_by_the_folder_and_passes_the_public_check(tmp_path: Path) -> None:
+    """`transformers serve` names a local model by its path as given: such a run measured everything, then failed
+    its own public check (22 hits, exit 2), and its row folder was `--abs--path`. The row is named by the folder,
+    the files the tool composes say `$MODEL_DIR`, the request bodies keep the path as sent, and the public check,
+    in the run and by `report --check-public`, reads the row's own --model value past."""
+    folder = tmp_path / "models" / "my-reference-model"
+    folder.mkdir(parents=True)
+    out = tmp_path / "out"
+    with reference(tmp_path, model_name=str(folder)) as url:
+        done = cli("qualify", "--endpoint", url, "--model", str(folder), "--out", str(out), *QUICK)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = out / "checkpoints" / "my-reference-model" / "result.json"
+    assert row(out, "my-reference-model").status == "endpoint-qualified"
+    assert str(folder) not in result.read_text() and "$MODEL_DIR" in result.read_text()
+    raw = out / "checkpoints" / "my-reference-model" / "aiperf" / "export"
+    assert any(str(folder) in p.read_text() for p in raw.rglob("*.jsonl"))  # measured evidence: as sent
+    checked = cli("report", str(out), "--check-public", "--out", str(tmp_path / "rebuilt"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr

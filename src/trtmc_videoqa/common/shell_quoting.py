@@ -18,7 +18,7 @@ SECRET_PLACEHOLDERS = frozenset({f"${SERVER_TOKEN_ENV}"})
 # left for the shell to expand, so that a recorded command runs with the reader's own folders.
 PATH_PLACEHOLDERS = frozenset(
     {"$TRTMC_CHECKOUT", "$BUNDLE_CACHE", "$HF_HUB_CACHE", "$TRTMC_VIDEOQA_SRC", "$AIPERF_VENV", "$VENV", "$HOME"}
-    | {"$TMPDIR", "$PWD"}
+    | {"$TMPDIR", "$PWD", "$MODEL_DIR"}
 )
 _LEADING_PLACEHOLDER = re.compile(r"\$[A-Z][A-Z0-9_]*(?=/|$)")
 

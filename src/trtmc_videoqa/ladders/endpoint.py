@@ -9,11 +9,13 @@ of stages/, and the row is written once, here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..common.atomic_write import write_text_atomic
 from ..plan.cache_keys import cache_key
 from ..plan.job import QualifyJob
 from ..plan.row_start import with_workload_facts
@@ -26,6 +28,7 @@ from ..results import (
     SamplingFacts,
     StageResult,
 )
+from ..results.layout import SERVED_MODEL_FILE
 from ..rows.finish import crashed_row, finish_row, measured_row, run_provenance, stopped_row
 from ..stages.aiperf import aiperf
 from ..stages.capability import capability
@@ -43,6 +46,7 @@ from ..stages.protocol import (
     climb_ladder,
     measured_end,
     reached,
+    served,
 )
 from ..stages.timing import timing
 
@@ -51,7 +55,9 @@ if TYPE_CHECKING:
 
 
 def _plan(row: EndpointRow, climb: Climb) -> Climb | Stop:
-    """The `plan` stage of an endpoint row: it was planned when the row started; here it learns what serves it."""
+    """The `plan` stage of an endpoint row: it was planned when the row started; here it learns what serves it, and
+    records the model name sent as given (the user's own value, which the public check reads past)."""
+    write_text_atomic(row.row_dir / SERVED_MODEL_FILE, json.dumps({"model": served(climb).model}) + "\n")
     mechanics = endpoint_mechanics(climb.row, row.native_url)
     return replace(climb, row=climb.row.model_copy(update={"serving_mechanics": mechanics}))
 

@@ -27,7 +27,7 @@ from ..common.errors import UserError
 from ..common.scrub import REDACTED
 from ..results.layout import PRIVATE_DIR
 from .decoded import decoded_forms
-from .evidence import is_outside_text, machine_paths, token_around
+from .evidence import is_outside_text, machine_paths, token_around, users_own_values
 from .machine_names import machine_words, run_dirs, short_machine_words, unique
 
 HitKind = Literal["path", "user-or-host", "secret"]
@@ -79,6 +79,7 @@ class PublicSentinels(BaseModel):
     words: list[str]
     secrets: list[str]
     short_words: list[str] = []  # under MIN_WORD_CHARS: checked only where machine-derived
+    own: list[str] = []  # the user's own values, never a hit (evidence.users_own_values)
 
     @field_validator("paths")
     @classmethod
@@ -158,6 +159,7 @@ class _Matchers:
     words: re.Pattern[str] | None
     secrets: tuple[str, ...]  # longest first, for redaction
     overlap: int  # bytes carried across a piece's edge: the longest sentinel, and room for the lookarounds
+    own: tuple[str, ...] = ()  # longest first: read past where they stand
 
     @classmethod
     def of(cls, sentinels: PublicSentinels) -> _Matchers:
@@ -179,7 +181,15 @@ class _Matchers:
         words = re.compile("|".join(alternatives)) if alternatives else None
         every = [*sentinels.paths, *sentinels.words, *sentinels.secrets, *sentinels.short_words]
         longest = max((len(value.encode()) for value in every), default=0)
-        return cls(patterns, words, tuple(sorted(sentinels.secrets, key=len, reverse=True)), longest + 16)
+        secrets = tuple(sorted(sentinels.secrets, key=len, reverse=True))
+        own = tuple(sorted(sentinels.own, key=len, reverse=True))
+        return cls(patterns, words, secrets, max(longest, *(len(v.encode()) for v in own), 0) + 16, own)
+
+    def forgive(self, text: str) -> str:
+        """The text with the user's own values (a local model folder's path given as --model) read past."""
+        for value in self.own:
+            text = text.replace(value, "<--model>")
+        return text
 
     def redact(self, text: str) -> str:
         for secret in self.secrets:
@@ -291,8 +301,9 @@ def _scan_file(path: Path, name: str, matchers: _Matchers) -> tuple[list[Hit], l
         words: dict[int, _WordLine] = {}
         outside = is_outside_text(name)
         json_text = path.suffix.lower() in (".json", ".jsonl")
-        for number, text in _lines(handle, matchers.overlap):
-            for variant in (text, *decoded_forms(text, json_text=json_text)):
+        for number, raw in _lines(handle, matchers.overlap):
+            text = matchers.forgive(raw)
+            for variant in (text, *map(matchers.forgive, decoded_forms(text, json_text=json_text))):
                 for kind, excerpt in matchers.find(variant):
                     hits.setdefault((number, kind), Hit(file=name, line=number, kind=kind, excerpt=excerpt))
             named = matchers.find_words(text)
@@ -330,8 +341,9 @@ def _judge_words(lines: list[_WordLine]) -> tuple[list[Hit], list[Hit]]:
 
 
 def scan_tree(root: Path, sentinels: PublicSentinels) -> PublicScan:
-    """Every public text file under root read once: hits (sorted by file and line) and warnings."""
-    matchers = _Matchers.of(sentinels)
+    """Every public text file under root read once: hits (sorted by file and line) and warnings. The user's own
+    values its rows record are never hits."""
+    matchers = _Matchers.of(sentinels.model_copy(update={"own": [*sentinels.own, *users_own_values(root)]}))
     hits: list[Hit] = []
     words: list[_WordLine] = []
     scanned = 0

@@ -24,7 +24,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from functools import lru_cache
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from ..results.layout import (
     AIPERF_DIR,
@@ -36,16 +36,19 @@ from ..results.layout import (
     AIPERF_RAW_RECORDS_DIR,
     AIPERF_RECORDS_EXPORT,
     CAPABILITY_FILE,
+    CHECKPOINTS_DIR,
     EXECUTION_FILE,
     GRADING_FILE,
     IDENTITY_FILE,
     OUTPUT_CHECK_FILE,
     REQUESTS_FILE,
+    SERVED_MODEL_FILE,
     WORKLOAD_DIR,
     WORKLOAD_FILES_DIR,
 )
 
-MEASURED_NAMES = frozenset({REQUESTS_FILE, EXECUTION_FILE})
+OWN_VALUE_FILE_BYTES = 64 * 1024
+MEASURED_NAMES = frozenset({REQUESTS_FILE, EXECUTION_FILE, SERVED_MODEL_FILE})
 AIPERF_INPUTS = frozenset({AIPERF_INPUTS_FILE, AIPERF_PLAN_FILE})  # in a row's aiperf/ folder: the request bodies
 AIPERF_EVIDENCE = frozenset({AIPERF_RAW_EXPORT, AIPERF_RECORDS_EXPORT, AIPERF_INPUTS_EXPORT})
 # Files of a row that hold a server's text or the workload's words besides the measured evidence.
@@ -146,3 +149,23 @@ def machine_paths(text: str) -> Iterator[tuple[int, int]]:
 def forget_machine_paths() -> None:
     """Forget what exists (a test that makes or removes folders between two checks)."""
     _exists.cache_clear()
+
+
+def users_own_values(root: Path) -> list[str]:
+    """The values the user gave that a public file may hold as they are: each endpoint row's --model where it is a
+    local folder's absolute path (`transformers serve` names a local model by its path, and the request bodies,
+    measured evidence, carry it), as its row recorded it (SERVED_MODEL_FILE)."""
+    import json
+
+    from ..common.errors import UserError
+    from ..common.safe_read import read_regular_file
+
+    values: list[str] = []
+    for path in sorted((root / CHECKPOINTS_DIR).glob(f"*/{SERVED_MODEL_FILE}")):
+        try:
+            model = json.loads(read_regular_file(path, OWN_VALUE_FILE_BYTES)).get("model")
+        except (ValueError, AttributeError, UserError):
+            continue  # not ours: nothing forgiven
+        if isinstance(model, str) and _ABSOLUTE_PATH.fullmatch(model):
+            values.append(model)
+    return values

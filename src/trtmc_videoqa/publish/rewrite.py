@@ -197,6 +197,7 @@ def publish_run(
     trtmc: Path | None = None,
     bundle_cache: Path | None = None,
     server_urls: Sequence[str | None] = (),
+    model_dir: Path | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> int:
     """A run's artifacts under `out` made portable and public-safe, then checked: copy the workloads in, rewrite,
@@ -216,6 +217,7 @@ def publish_run(
         "$BUNDLE_CACHE": bundle_cache or out / BUNDLES_DIR,
         "$HF_HUB_CACHE": hub_cache_dir(),  # a checkpoint's tokenizer is read from there
         "$TRTMC_VIDEOQA_SRC": source_tree(),
+        "$MODEL_DIR": model_dir,  # a local model served by its path: measured evidence keeps the path as sent
     }
     programs: list[str | None] = []
     if trtmc:

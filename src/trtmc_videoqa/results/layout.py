@@ -22,6 +22,7 @@ CAPABILITY_FILE = "capability.json"
 NATIVE_CAPABILITY_FILE = "capability-native.json"  # a video Task's one request through its native route
 IDENTITY_FILE = "identity.json"
 EXECUTION_FILE = "execution.jsonl"
+SERVED_MODEL_FILE = "served-model.json"  # an endpoint row's --model as given: measured, the user's own value
 AIPERF_DIR = "aiperf"
 INVENTORY_FILE = "inventory.json"  # at the top of --out (a --trtmc run, `inventory --out`)
 INVENTORY_MD = "inventory.md"

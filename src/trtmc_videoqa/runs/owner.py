@@ -189,6 +189,7 @@ def _report_and_publish(
         trtmc=request.trtmc,
         bundle_cache=request.settings.bundle_cache,
         server_urls=request.server_urls(),
+        model_dir=request.model_dir(),
         warn=console.warn,
     )
 

@@ -78,8 +78,9 @@ def _endpoint(request: QualifyRequest, url: str, model: str, workload: Workload,
 
     from ..ladders.endpoint import EndpointTarget, LiveEndpoint
 
+    folder = request.model_dir()  # a local folder's path: the row is named by the folder
     target = EndpointTarget(
-        profile=model.replace("/", "--"),
+        profile=folder.name if folder is not None else model.replace("/", "--"),
         model=model,
         identity=url,
         stated=request.server_settings,

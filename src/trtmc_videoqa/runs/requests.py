@@ -31,6 +31,11 @@ class RunRequest(BaseModel):
         """The URLs of servers the user named (a public file never names a host of theirs that is not loopback)."""
         return []
 
+    def model_dir(self) -> Path | None:
+        """A local model folder named by its absolute path (`transformers serve` serves it by that name): public
+        files the tool composes name it `$MODEL_DIR`."""
+        return None
+
 
 class QualifyRequest(RunRequest):
     """`trtmc-videoqa qualify`: a TRTMC checkout (`trtmc`), an endpoint, or neither (the self-test)."""
@@ -49,6 +54,9 @@ class QualifyRequest(RunRequest):
 
     def server_urls(self) -> list[str]:
         return [url for url in (self.endpoint, self.native_url) if url]
+
+    def model_dir(self) -> Path | None:
+        return Path(self.model) if self.model and Path(self.model).is_absolute() else None
 
 
 class CompareRequest(RunRequest):
