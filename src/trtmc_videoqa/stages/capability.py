@@ -24,13 +24,13 @@ from ..common.server_answers import parse_server_json
 from ..results import StageResult, StageStatus, TransportAttempt, VideoTransport
 from ..results.layout import CAPABILITY_FILE, raw_answer_file
 from ..results.transports import CHOICES, TRANSPORTS
-from ..serving.clip_server import ServedFile
 from .prompts import workload_prompts
 from .protocol import Climb, RowJob, Stop, measuring, recorded, served
 
 if TYPE_CHECKING:
     from ..plan.settings import RunSettings
     from ..serving.capability import CapabilityResult
+    from ..serving.clip_server import ServedFile
     from ..workloads import Workload
 
 
@@ -41,6 +41,8 @@ def clip_route(workload: Workload, clip_id: str) -> str:
 
 def clip_routes(workloads: Iterable[Workload]) -> dict[str, ServedFile]:
     """Every clip of every workload, by its URL path, with the MIME type the workload records for it."""
+    from ..serving.clip_server import ServedFile  # here: only a run that serves its clips loads an http server
+
     return {
         clip_route(workload, clip.id): ServedFile(workload.clip_path(clip.id), clip.mime)
         for workload in workloads
