@@ -37,15 +37,6 @@ Choices, in brief:
 from typing import TYPE_CHECKING
 
 from ..common.lazy import lazy_getattr
-from .cli_args import add_reference_arguments, argv_from_config, config_from_arguments, serve_command
-from .config import (
-    DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_SAMPLING_POLICY,
-    FaultKnobs,
-    NonLoopbackHostError,
-    ReferenceConfig,
-)
-from .faults import CRASH_EXIT_CODE, DRIFT_MARKER, error_positions
 from .labels import (
     CANNOT_TELL,
     CHAT_ROUTE,
@@ -63,14 +54,42 @@ from .labels import (
     TEST_DOUBLE_LABEL,
     TIMING_FIELD,
 )
-from .records import RequestRecord
 
 if TYPE_CHECKING:
     from .app import create_app
+    from .cli_args import add_reference_arguments, argv_from_config, config_from_arguments, serve_command
+    from .config import (
+        DEFAULT_MAX_BODY_BYTES,
+        DEFAULT_SAMPLING_POLICY,
+        FaultKnobs,
+        NonLoopbackHostError,
+        ReferenceConfig,
+    )
+    from .faults import CRASH_EXIT_CODE, DRIFT_MARKER, error_positions
+    from .records import RequestRecord
     from .server import ReferenceServer, argv_for_subprocess, serve
 
-# The app and server bring FastAPI and uvicorn: loaded on first use, so the CLI's parser stays quick.
-_LAZY = {"create_app": "app", "ReferenceServer": "server", "argv_for_subprocess": "server", "serve": "server"}
+# The app and server bring FastAPI and uvicorn, the config and records pydantic models: loaded on first use, so the
+# CLI's parser stays quick and a run that only names the reference endpoint (its model name, labels) loads none.
+_LAZY = {
+    "create_app": "app",
+    "ReferenceServer": "server",
+    "argv_for_subprocess": "server",
+    "serve": "server",
+    "add_reference_arguments": "cli_args",
+    "argv_from_config": "cli_args",
+    "config_from_arguments": "cli_args",
+    "serve_command": "cli_args",
+    "DEFAULT_MAX_BODY_BYTES": "config",
+    "DEFAULT_SAMPLING_POLICY": "config",
+    "FaultKnobs": "config",
+    "NonLoopbackHostError": "config",
+    "ReferenceConfig": "config",
+    "CRASH_EXIT_CODE": "faults",
+    "DRIFT_MARKER": "faults",
+    "error_positions": "faults",
+    "RequestRecord": "records",
+}
 
 
 __getattr__ = lazy_getattr(__name__, _LAZY)
