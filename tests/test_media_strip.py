@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from media_clips import HEIGHT, WIDTH, Clips, measured_square_x, square_x
 from PIL import Image
 
 from trtmc_videoqa.media import SamplingPolicy, decode_frames, probe_clip, write_strip
-from trtmc_videoqa.media.frames import decode_images
+from trtmc_videoqa.media.frames import decode_images, decode_timed_frames, decoded_rgb_sha256
 
 
 @pytest.mark.parametrize("name", ["mp4", "webm", "mkv", "avi", "mpg", "gif"])
@@ -25,14 +26,23 @@ def test_decoded_frames_are_rgb_in_the_asked_order(name: str, clips: Clips) -> N
         assert abs(measured_square_x(pixels) - square_x(index)) <= 1, (name, index)
 
 
-@pytest.mark.parametrize("name", ["mp4", "webm", "gif"])
+@pytest.mark.parametrize("name", ["mp4", "webm", "mkv", "avi", "mpg", "gif"])
 def test_images_hold_the_decoded_frames_pixels(name: str, clips: Clips) -> None:
-    """The strip's frames come as Pillow images, without NumPy: the very pixels decode_frames gives."""
+    """The strip's frames come as Pillow images, without NumPy: the very pixels decode_frames gives, which are PyAV's
+    own conversion of each frame (one reformatter serves the whole decode, where PyAV makes one per frame)."""
+    import av
+
+    with av.open(str(getattr(clips, name))) as container:
+        own = [frame.to_ndarray(format="rgb24").tobytes() for frame in container.decode(video=0)]
     indices = [47, 0, 20]
     images = decode_images(getattr(clips, name), indices)
     arrays = decode_frames(getattr(clips, name), indices)
-    for image, pixels in zip(images, arrays, strict=True):
+    for index, image, pixels in zip(indices, images, arrays, strict=True):
         assert image.mode == "RGB" and image.size == (WIDTH, HEIGHT) and image.tobytes() == pixels.tobytes()
+        assert pixels.tobytes() == own[index]
+    timed = decode_timed_frames(getattr(clips, name))
+    assert [frame.rgb.tobytes() for frame in timed.frames] == own
+    assert decoded_rgb_sha256(getattr(clips, name)) == hashlib.sha256(b"".join(own)).hexdigest()
     with pytest.raises(ValueError, match="non-negative integers"):
         decode_images(clips.mp4, [np.int64(1), True])
     assert decode_images(clips.mp4, [np.int64(1)])[0].tobytes() == decode_frames(clips.mp4, [1])[0].tobytes()
