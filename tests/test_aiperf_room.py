@@ -77,7 +77,10 @@ def test_argv_sets_counts_timeout_and_hides_the_key_when_reproduced() -> None:
     config = key_config_yaml("/in.jsonl")
     assert "api_key: ${TRTMC_SERVE_TOKEN}" in config and "s3cret" not in config and 'path: "/in.jsonl"' in config
     assert API_KEY_PLACEHOLDER == "$TRTMC_SERVE_TOKEN"
-    assert reproducible_command(["aiperf", API_KEY_PLACEHOLDER, "$HOME"]) == "aiperf $TRTMC_SERVE_TOKEN '$HOME'"
+    # the placeholders publish writes for this machine's folders stay for the shell too; any other `$` is quoted
+    assert reproducible_command(["aiperf", API_KEY_PLACEHOLDER, "$HOME", "$HOMEX"]) == (
+        "aiperf $TRTMC_SERVE_TOKEN \"$HOME\" '$HOMEX'"
+    )
     with pytest.raises(ValueError, match="config file"):
         profile_argv("/bin/aiperf", settings.model_copy(update={"config_file": None}))
     assert "--config" not in profile_argv("/bin/aiperf", settings.model_copy(update={"api_key": None}))
