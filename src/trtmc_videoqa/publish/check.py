@@ -208,7 +208,7 @@ class _Matchers:
             redacted = self.redact(text) if redacted is None else redacted
             kinds.append(kind)
             yield kind, _excerpt(redacted, _span(kind, pattern, redacted, found.span()))
-        if "path" not in kinds:
+        if "path" not in kinds and text.count("/") >= 2:  # a path of this machine has two components at least
             redacted = self.redact(text) if redacted is None else redacted
             span = next(machine_paths(redacted), None)
             if span is not None:

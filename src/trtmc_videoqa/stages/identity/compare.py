@@ -35,7 +35,6 @@ from ...aiperf.dataset import Prompt
 from ...aiperf_qual.execution import request_sha
 from ...common.atomic_write import write_bytes_atomic, write_model_atomic
 from ...common.server_answers import ChatAnswer, NativeAnswer, read_chat_completion, read_native_answer
-from ...inventory.task_requests import GREEDY_FIELDS, TOKEN_LIMIT_FIELD, task_of
 from ...media.errors import ClipError
 from ...media.payload import chat_request_body, check_body_limit, encode_body, video_data_url
 from ...results import IdentityAnswer, IdentityCheck, IdentityPair, IdentityVerdict, NativeRequest, StageResult
@@ -148,6 +147,9 @@ def native_body(
     """``{"request": {...}}`` with only the fields the Task's native request defines (ClipError/OSError on the clip);
     a request that carries a clip's frames, in its own shape, with the frames `frames` decoded (a ValueError where
     they alone pass `body_limit`)."""
+    # The audit's request reader, loaded where a native body is made (a chat-only run never loads it).
+    from ...inventory.task_requests import GREEDY_FIELDS, TOKEN_LIMIT_FIELD
+
     if request.template is not None:
         if frames is None:  # a wiring error, told as the pair's error rather than a body without its clip
             raise ValueError("a video Task's request carries the clip's frames, and none were given")
@@ -170,6 +172,9 @@ def native_body(
 
 def sent_fields(request: NativeRequest) -> list[str]:
     """The native request fields the identity check sends (the rest of the Task's fields are left out)."""
+    # The audit's request reader, loaded where a native body is made (a chat-only run never loads it).
+    from ...inventory.task_requests import GREEDY_FIELDS, TOKEN_LIMIT_FIELD
+
     if isinstance(request.template, dict):
         return sorted(request.template)
     fields = set(request.fields)
@@ -387,6 +392,8 @@ def clip_request_problem(request: NativeRequest | None) -> str | None:
     """Why this Task's native request cannot carry a clip and a question; None when it has both."""
     if request is None:
         return "the checkout's task adapter builds no native request for this Task"
+    from ...inventory.task_requests import task_of
+
     task = task_of(request)
     named = f"the Task {task}" if task else "the Task"
     where = request_source(request)
