@@ -78,18 +78,17 @@ def test_a_step_that_raises_on_the_trtmc_ladder_fails_its_row_and_the_run_report
     _reports_list(out, {"vidqa-2b", *others})
 
 
-def test_a_step_that_raises_on_the_endpoint_ladder_fails_every_row_it_raises_in(
+def test_a_step_that_raises_on_the_endpoint_ladder_fails_its_row_and_the_run_reports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The self-test, its capability step raising: both rows failed at capability, both reported, exit 1."""
+    """An endpoint run, its capability step raising: the row failed at capability, reported, exit 1 (the self-test's
+    two rows, the second raising after the first was measured, are the e2e test below)."""
     _with_raising_step(monkeypatch, endpoint_ladder, "ENDPOINT_LADDER", "capability")
     out = tmp_path / "out"
-    done = run_main(capsys, "qualify", "--out", str(out), "--quiet")
+    done = run_main(capsys, "qualify", "--endpoint", "http://127.0.0.1:9", "--model", "m", "--out", str(out), *QUICK)
     assert done.returncode == EXIT_TOOL_ERROR, done.stdout + done.stderr
-    profiles = {"reference-self-test.synthetic", "reference-self-test.bigbuckbunny"}
-    for profile in profiles:
-        _crashed_at(out, profile, "capability")
-    _reports_list(out, profiles)
+    _crashed_at(out, "m", "capability")
+    _reports_list(out, {"m"})
 
 
 @contextmanager
