@@ -1,10 +1,13 @@
 """The owner of one run, whichever command asked for it: find aiperf, then under the output lock the tokenizer, the
 workloads' artifacts and the clip server; the rows (made by the command's own function, each row's failure kept in
 its row); and **always** the report, rebuilt from every row on disk, then the public-safe rewrite and its check:
-after a row crashed, after Ctrl-C, after a failure outside any row, and over rows earlier runs left in `--out`.
+after a row crashed, after Ctrl-C, after a failure outside any row once a row exists, and over rows earlier runs
+left in `--out`.
 
 Runs that may still end without a report: another run holds the output lock (refused before anything is written),
-and bad input refused before the lock is taken."""
+bad input refused before the lock is taken (a folder of the user's own files as `--out` among it), and a failure
+before the first row was written (a workload's clip refused while its artifacts are made), which its one message
+says."""
 
 from __future__ import annotations
 

@@ -164,7 +164,7 @@ def climb_ladder(steps: tuple[Step[R], ...], row: R, start: Climb) -> Climb | St
     for step in steps:
         try:
             outcome = step.run(row, climb)
-        except Exception as error:  # a bug of ours, or a input we did not foresee: this row's outcome, not the run's
+        except Exception as error:  # a bug of ours, or an input we did not foresee: this row's outcome, not the run's
             return crashed(row, climb, step.name, error)
         if isinstance(outcome, Stop):
             return outcome
