@@ -1,5 +1,5 @@
-"""A loopback HTTP server whose every byte a test decides: for the hostile servers of test_bounded_reads.py and
-test_faults_server_text.py."""
+"""A loopback HTTP server whose every byte a test decides: for the hostile servers of test_bounded_reads.py,
+test_guard_parser.py and test_faults_server_text.py; and AIPerf's own HTTP client asking one."""
 
 from __future__ import annotations
 
@@ -97,3 +97,18 @@ def chat(answer: str = "A", **extra: Any) -> bytes:
         **extra,
     }
     return response(json.dumps(body).encode(), headers=("Content-Type: application/json",))
+
+
+async def aiohttp_posts(url: str, count: int) -> list[tuple[int, str]]:
+    """What AIPerf's HTTP client (aiohttp, redirects followed, bodies inflated by default) gets, `count` times."""
+    import aiohttp
+
+    found = []
+    async with aiohttp.ClientSession() as session:
+        for index in range(count):
+            try:
+                async with session.post(url + "/v1/chat/completions", json={"n": index}) as answer:
+                    found.append((answer.status, await answer.text()))
+            except aiohttp.ClientError as error:
+                found.append((0, f"{type(error).__name__}: {error}"))
+    return found

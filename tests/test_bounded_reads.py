@@ -22,11 +22,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import aiohttp
 import brotli  # type: ignore[import-untyped]
 import pytest
 from helpers import QUICK, qualify, row
-from raw_server import RawServer, chat, response
+from raw_server import RawServer, aiohttp_posts, chat, response
 
 from trtmc_videoqa.aiperf.exports import CUT_KEY, read_client_records, scrub_export_file
 from trtmc_videoqa.plan.settings import RunSettings
@@ -249,19 +248,6 @@ def test_the_guard_forwards_each_streamed_chunk_as_it_arrives() -> None:
     assert b"data:1" in seen and b"data:2" in seen
 
 
-async def _aiohttp_posts(url: str, count: int) -> list[tuple[int, str]]:
-    """What AIPerf's HTTP client (aiohttp, redirects followed, bodies inflated by default) gets, `count` times."""
-    found = []
-    async with aiohttp.ClientSession() as session:
-        for index in range(count):
-            try:
-                async with session.post(url + "/v1/chat/completions", json={"n": index}) as answer:
-                    found.append((answer.status, await answer.text()))
-            except aiohttp.ClientError as error:
-                found.append((0, f"{type(error).__name__}: {error}"))
-    return found
-
-
 def test_the_guard_refuses_a_redirect_after_the_first_answer_and_sends_nothing_there() -> None:
     with RawServer(lambda n, request: chat()) as target:
         moved = redirect(target.url + "/v1/chat/completions")
@@ -269,7 +255,7 @@ def test_the_guard_refuses_a_redirect_after_the_first_answer_and_sends_nothing_t
             RawServer(lambda n, request: chat() if n == 1 else moved) as upstream,
             ForwardProxy(upstream.url, max_response_bytes=MIB, deadline_s=10) as guard,
         ):
-            answers = asyncio.run(_aiohttp_posts(guard.url, 3))
+            answers = asyncio.run(aiohttp_posts(guard.url, 3))
         assert target.requests == []
     assert [status for status, _ in answers] == [200, 502, 502]
     assert "redirect to 'http://127.0.0.1:" in answers[1][1] and "follows no redirect" in answers[1][1]
@@ -286,7 +272,7 @@ def test_the_guard_cuts_a_gzip_bomb_and_refuses_what_it_cannot_bound() -> None:
         RawServer(lambda n, request: answers.get(n, chat())) as upstream,
         ForwardProxy(upstream.url, max_response_bytes=MIB, deadline_s=10) as guard,
     ):
-        found, peak = _peak_mib(lambda: asyncio.run(_aiohttp_posts(guard.url, 4)))
+        found, peak = _peak_mib(lambda: asyncio.run(aiohttp_posts(guard.url, 4)))
     assert found[0][0] == 0 and "Payload" in found[0][1], found[0]  # cut mid-body: the client sees it broken off
     assert found[1][0] == 502 and "--max-response-bytes" in found[1][1]  # a Content-Length over the cap, up front
     assert found[2][0] == 502 and "zstd" in found[2][1]
@@ -299,7 +285,7 @@ def test_the_guard_cuts_a_gzip_bomb_and_refuses_what_it_cannot_bound() -> None:
 def test_the_guard_keeps_one_upstream_connection_per_client_connection() -> None:
     with RawServer(lambda n, request: chat()) as upstream:
         with ForwardProxy(upstream.url, max_response_bytes=MIB, deadline_s=10) as guard:
-            answers = asyncio.run(_aiohttp_posts(guard.url, 5))
+            answers = asyncio.run(aiohttp_posts(guard.url, 5))
         assert [status for status, _ in answers] == [200] * 5
         assert upstream.connections == 1 and guard.tally.forwarded == 5
 

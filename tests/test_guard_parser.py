@@ -14,7 +14,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from helpers import QUICK, qualify, row
-from raw_server import RawServer, chat, response
+from raw_server import RawServer, aiohttp_posts, chat, response
 
 from trtmc_videoqa.serving.forward_proxy import ForwardProxy
 from trtmc_videoqa.stages.aiperf import GUARD_RAN
@@ -39,19 +39,6 @@ def _zeros_gzip(mib: int) -> bytes:
     return b"".join(packer.compress(zeros) for _ in range(mib)) + packer.flush()
 
 
-async def _posts(url: str, count: int) -> list[tuple[int, str]]:
-    """What aiohttp (redirects followed, bodies inflated: AIPerf's client as AIPerf uses it) gets, `count` times."""
-    found = []
-    async with aiohttp.ClientSession() as session:
-        for index in range(count):
-            try:
-                async with session.post(url + "/v1/chat/completions", json={"n": index}) as answer:
-                    found.append((answer.status, await answer.text()))
-            except aiohttp.ClientError as error:
-                found.append((0, f"{type(error).__name__}: {error}"))
-    return found
-
-
 async def _inflated(url: str) -> tuple[int, str]:
     """How many bytes aiohttp inflated from one answer, counted as they come (never held), and how it ended."""
     inflated = 0
@@ -73,7 +60,7 @@ def test_a_redirect_behind_a_bare_lf_interim_head_is_refused_and_nothing_reaches
             RawServer(lambda n, request: chat() if n == 1 else hostile) as upstream,
             ForwardProxy(upstream.url, max_response_bytes=MIB, deadline_s=10) as guard,
         ):
-            answers = asyncio.run(_posts(guard.url, 3))
+            answers = asyncio.run(aiohttp_posts(guard.url, 3))
         assert target.requests == []  # the old guard passed the 307 on inside the interim head: aiohttp followed it
     assert [status for status, _ in answers] == [200, 502, 502], answers
     assert "HTTP 307, a redirect to 'http://127.0.0.1:" in answers[1][1]
@@ -96,7 +83,7 @@ def test_a_gzip_bomb_behind_a_folded_or_bare_lf_encoding_is_cut_at_the_cap_once_
         ForwardProxy(upstream.url, max_response_bytes=MIB, deadline_s=10) as guard,
     ):
         inflated, ended = asyncio.run(_inflated(guard.url))
-        after = asyncio.run(_posts(guard.url, 1))
+        after = asyncio.run(aiohttp_posts(guard.url, 1))
     # The old guard saw no Content-Encoding, counted the wire bytes and passed the bomb on: aiohttp inflated 128 MiB.
     assert inflated <= MIB, f"aiohttp inflated {inflated / MIB:.1f} MiB through a 1 MiB cap"
     assert ended == "ClientPayloadError"  # cut mid-body: the client sees the answer broken off
