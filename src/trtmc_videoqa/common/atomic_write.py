@@ -127,41 +127,39 @@ def copy_file_atomic(source: Path, path: Path) -> Path:
 def atomic_target(path: Path) -> Iterator[Path]:
     """For a writer that opens a path itself (PyAV): a new temporary file beside `path` (mkstemp) to write, renamed
     onto `path` when the block ends, removed when it raises; `path` is checked as `write_bytes_atomic` checks it."""
-    check_target(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+    with _temporary_beside(path, suffix=f".tmp{path.suffix}") as (handle, temporary):
         os.close(handle)
-    except OSError as error:
-        raise _named(error, path) from None
-    try:
-        yield Path(temporary)
+        yield temporary
         check_target(path)  # planted while the writer wrote: refused, never replaced
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except OSError as error:
-        Path(temporary).unlink(missing_ok=True)
-        raise _named(error, path) from None
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _write_atomic(
     path: Path, fill: Callable[[BinaryIO], object], *, fsync: bool = False, make_parents: bool = True
 ) -> Path:
+    with (
+        _temporary_beside(path, suffix=".tmp", make_parents=make_parents) as (handle, _),
+        os.fdopen(handle, "wb") as stream,
+    ):
+        fill(stream)
+        stream.flush()
+        if fsync:
+            os.fsync(stream.fileno())
+    return path
+
+
+@contextlib.contextmanager
+def _temporary_beside(path: Path, *, suffix: str, make_parents: bool = True) -> Iterator[tuple[int, Path]]:
+    """A new temporary file beside `path` (mkstemp: a new name, created exclusively; its descriptor open), renamed
+    onto `path` when the block ends and removed when it raises; `path` is checked first (`check_target`), its folder
+    made unless make_parents is False."""
     check_target(path, make_parents=make_parents)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     except OSError as error:
         raise _named(error, path) from None
     try:
-        with os.fdopen(handle, "wb") as stream:
-            fill(stream)
-            stream.flush()
-            if fsync:
-                os.fsync(stream.fileno())
+        yield handle, Path(temporary)
         os.chmod(temporary, 0o644)  # mkstemp makes 0600; artifacts are for everyone who reads the run
         os.replace(temporary, path)
     except OSError as error:
@@ -170,4 +168,3 @@ def _write_atomic(
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return path
