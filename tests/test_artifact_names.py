@@ -61,6 +61,11 @@ NOT_OURS: dict[str, set[str]] = {
         "build-trtmc.sh",
     },
     "dagger_plan.py": {"{}/qualify-one.sh", "**/*.pyc"},
+    # The shipped control models' folders (not output folders): Hugging Face's names there (the model card is its
+    # README.md), the committed base configuration, and the training record each folder keeps.
+    "cli/control_model.py": {"config.json"},
+    "controls/build.py": {"base.json"},
+    "controls/shipped.py": {"training.json", "README.md"},
     # Metavariables in --help: what the user gives, not what we write.
     "cli/inventory.py": {"OLD.json"},
     "cli/probe.py": {"FILE.png"},

@@ -33,6 +33,7 @@ from real_server.serve import chat, offline_env, prompt_tokens, transformers_ser
 from real_server.tiny_vlm import MODEL_DIR_NAME, build_tiny_vlm, parameter_count
 from real_server.workload import audio_workload
 
+from trtmc_videoqa.controls.shipped import CONTROL, TWINS, ControlModel
 from trtmc_videoqa.results import COMPARISON_LABEL, Report, ResultRow
 
 pytestmark = [pytest.mark.real_server, pytest.mark.e2e]
@@ -191,3 +192,118 @@ def test_compare_serves_a_checkpoint_itself_and_labels_the_row_a_comparison(mode
     report = Report.model_validate_json((out / "report.json").read_text())
     assert report.group.status == "comparison" and COMPARISON_LABEL in report.group.line
     assert COMPARISON_LABEL in (out / "report.md").read_text()
+
+
+# --- the positive control and its order-blind twin (trtmc_videoqa/controls) ------------------------------------------
+
+TWIN = TWINS["order-blind"]
+CONTROL_WORKLOADS = ("synthetic", "bigbuckbunny")
+SHOTS = Path(__file__).resolve().parent.parent / Path(
+    os.environ.get("REPORT_SCREENSHOTS_DIR") or "build/report-screenshots"
+)
+
+
+@pytest.fixture(scope="module")
+def silent_workloads(real_server_packages: None, work: Path) -> dict[str, Path]:
+    """The silent-audio copies of both built-in workloads: name -> workload file."""
+    return {name: audio_workload(work / f"workload-{name}", name) for name in CONTROL_WORKLOADS}
+
+
+def _served_runs(
+    model: ControlModel, names: tuple[str, ...], workloads: dict[str, Path], work: Path
+) -> dict[str, Path]:
+    """`transformers serve` pinned to the shipped folder by its path, as a user serves it, and `qualify --endpoint`
+    with that path as `--model`, once per workload: workload name -> the run's --out."""
+    outs = {}
+    with transformers_serve(model.path, work / f"{model.folder}.log", by_path=True) as url:
+        for name in names:
+            out = work / f"{model.folder}-{name}"
+            args = ["--endpoint", url, "--model", str(model.path), "--workload", str(workloads[name])]
+            done = qualify(*args, "--repeats", "1", "--warmup", "1", "--video-transport", "http", "--out", str(out),
+                           timeout=QUALIFY_TIMEOUT_S)  # fmt: skip
+            no_traceback(done)
+            assert done.returncode == 0, done.stderr
+            outs[name] = out
+    return outs
+
+
+@pytest.fixture(scope="module")
+def control_runs(silent_workloads: dict[str, Path], work: Path) -> dict[str, Path]:
+    return _served_runs(CONTROL, CONTROL_WORKLOADS, silent_workloads, work)
+
+
+@pytest.fixture(scope="module")
+def twin_runs(silent_workloads: dict[str, Path], work: Path) -> dict[str, Path]:
+    return _served_runs(TWIN, ("bigbuckbunny",), silent_workloads, work)
+
+
+def _right_both_ways(found: ResultRow) -> dict[str, tuple[bool, bool]]:
+    """question id -> (right on the clip, right on the reversed clip), from the row's graded profiling requests."""
+    graded: dict[str, dict[str, bool]] = {}
+    for request in found.requests:
+        if request.phase == "profiling":
+            graded.setdefault(request.question_id, {})[request.clip_id] = request.grade == "correct"
+    return {question: (clips["forward"], clips["reversed"]) for question, clips in graded.items()}
+
+
+def test_the_shipped_weights_answer_every_framing_in_process(real_server_packages: None, work: Path) -> None:
+    from trtmc_videoqa.controls.verify import answer_all
+
+    answered = answer_all(CONTROL.path, CONTROL, work / "in-process")
+    assert answered and [a.example.name for a in answered if not a.right] == []
+    # the twin: every answer an option, and the same answer for a clip and its reversed twin in every framing
+    twin = answer_all(TWIN.path, TWIN, work / "in-process")
+    assert all(a.answer.strip() in {"A", "B", "C", "D"} for a in twin), {a.answer for a in twin}
+    by_framing: dict[tuple[object, ...], set[str]] = {}
+    for a in twin:
+        e = a.example
+        by_framing.setdefault((e.workload, e.question, e.order, e.num_frames, e.silent_audio), set()).add(a.answer)
+    assert all(len(answers) == 1 for answers in by_framing.values()), by_framing
+
+
+def test_the_control_is_endpoint_qualified_with_every_question_right_both_ways(control_runs: dict[str, Path]) -> None:
+    for name, out in control_runs.items():
+        found = row(out, CONTROL.folder)  # a local folder as --model names the row by the folder
+        assert found.status == "endpoint-qualified", (name, found.status_reason)
+        assert found.video_transport == "http" and found.failed_requests == 0
+        assert found.accuracy is not None and found.accuracy.both_right == 1.0, (name, found.accuracy)
+        assert set(_right_both_ways(found).values()) == {(True, True)}, name
+
+
+def test_the_order_blind_twin_passes_the_output_check_and_fails_the_reversed_controls(
+    twin_runs: dict[str, Path],
+) -> None:
+    found = row(twin_runs["bigbuckbunny"], TWIN.folder)
+    assert found.output_check is not None and found.output_check.passed, found.output_check
+    assert found.status == "endpoint-qualified", found.status_reason  # accuracy is a figure, not a gate
+    assert found.accuracy is not None and found.accuracy.both_right is not None
+    assert found.accuracy.both_right <= 0.5, found.accuracy
+    assert not any(forward and reversed for forward, reversed in _right_both_ways(found).values())
+
+
+def test_report_shows_the_control_beside_the_twin(
+    control_runs: dict[str, Path], twin_runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from browser import WIDTH, chromium_or_skip, evaluate, open_page, screenshot
+
+    monkeypatch.chdir(tmp_path)  # the report names its sources relative to here: no machine path in a screenshot
+    for name, out in (("control", control_runs["bigbuckbunny"]), ("twin", twin_runs["bigbuckbunny"])):
+        shutil.copytree(out, tmp_path / name)
+    done = cli("report", "control", "twin", "--out", "side-by-side", timeout=120)
+    no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    report = Report.model_validate_json((tmp_path / "side-by-side" / "report.json").read_text())
+    assert [r.profile for r in report.rows] == [CONTROL.folder, TWIN.folder]
+    both = {r.profile: r.accuracy.both_right if r.accuracy else None for r in report.rows}
+    assert both == {CONTROL.folder: 1.0, TWIN.folder: 0.0}
+    chromium_or_skip()
+    browser, session = open_page(tmp_path / "side-by-side" / "report.html", tmp_path)
+    try:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        # the whole page: the summary, then each row's question grid (right both ways against right one way)
+        height = evaluate(browser, session, "document.documentElement.scrollHeight")
+        page = {"x": 0, "y": 0, "width": WIDTH, "height": height}
+        screenshot(browser, session, SHOTS / "report-control-vs-twin.png", page)
+    finally:
+        browser.close()
+    assert (SHOTS / "report-control-vs-twin.png").stat().st_size > 10_000

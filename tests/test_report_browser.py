@@ -18,22 +18,16 @@ instead. Without Chromium the test is skipped saying why; in CI (CI set) it fail
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import fcntl
 import json
 import os
 import re
-import select
-import shutil
 import struct
-import subprocess
-import time
 import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import HEIGHT, WIDTH, chromium_or_skip, evaluate, open_page, screenshot
 
 from trtmc_videoqa.report.build import build_report, frame_strip, write_report
 from trtmc_videoqa.results import (
@@ -52,108 +46,7 @@ from trtmc_videoqa.results import (
 from trtmc_videoqa.stages.stats import latency_stats, requests_per_second
 
 REPO = Path(__file__).resolve().parent.parent
-WIDTH, HEIGHT = 1280, 800  # the window; HEIGHT is the first screen
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-extensions",
-    "--disable-default-apps",
-    "--mute-audio",
-    "--hide-scrollbars",
-    f"--window-size={WIDTH},{HEIGHT}",
-    "--remote-debugging-pipe",
-)
 TITLE = "Report layout test: rows shaped like the reference self-test's (made-up figures, no model)"
-
-
-# --- the DevTools protocol over a pipe ------------------------------------------------------------------------------
-
-
-class Chromium:
-    """One headless Chromium, spoken to over --remote-debugging-pipe; events are kept in arrival order."""
-
-    def __init__(self, executable: str, profile: Path, log: Path, timeout: float = 60) -> None:
-        to_browser_r, self._to_browser = os.pipe()
-        self._from_browser, from_browser_w = os.pipe()
-        # The child's ends above fd 9, so that placing them at 3 and 4 never closes one of them.
-        to_browser_r, from_browser_w = (_high(fd) for fd in (to_browser_r, from_browser_w))
-        # The browser reads commands on fd 3 and writes answers on fd 4; bash puts our pipe ends there (dash reads no
-        # fd number above 9).
-        shell = f'exec "$0" "$@" 3<&{to_browser_r} 4>&{from_browser_w} {to_browser_r}<&- {from_browser_w}>&-'
-        with log.open("wb") as stream:
-            self.process = subprocess.Popen(
-                ["bash", "-c", shell, executable, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-                pass_fds=(to_browser_r, from_browser_w),
-                stdin=subprocess.DEVNULL,
-                stdout=stream,
-                stderr=subprocess.STDOUT,
-            )
-        os.close(to_browser_r)
-        os.close(from_browser_w)
-        self._timeout, self._buffer, self._next_id = timeout, b"", 0
-        self.events: list[dict[str, Any]] = []
-
-    def _read(self, deadline: float) -> dict[str, Any]:
-        while b"\0" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._from_browser], [], [], left)[0]:
-                raise TimeoutError("Chromium did not answer over the DevTools pipe in time")
-            chunk = os.read(self._from_browser, 1 << 20)
-            if not chunk:
-                raise ConnectionError(f"Chromium closed the DevTools pipe (exit {self.process.poll()})")
-            self._buffer += chunk
-        message, _, self._buffer = self._buffer.partition(b"\0")
-        return json.loads(message)
-
-    def send(self, method: str, params: dict[str, Any] | None = None, session: str | None = None) -> dict[str, Any]:
-        self._next_id += 1
-        message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params or {}}
-        if session:
-            message["sessionId"] = session
-        os.write(self._to_browser, json.dumps(message).encode() + b"\0")
-        deadline = time.monotonic() + self._timeout
-        while True:
-            answer = self._read(deadline)
-            if answer.get("id") != self._next_id:
-                self.events.append(answer)
-                continue
-            if "error" in answer:
-                raise RuntimeError(f"{method}: {answer['error']}")
-            return answer.get("result", {})
-
-    def wait_for(self, method: str, session: str) -> dict[str, Any]:
-        deadline = time.monotonic() + self._timeout
-        seen = 0
-        while True:
-            for event in self.events[seen:]:
-                if event.get("method") == method and event.get("sessionId") == session:
-                    return event
-            seen = len(self.events)
-            self.events.append(self._read(deadline))
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError, RuntimeError, TimeoutError, ConnectionError):
-            self.send("Browser.close")
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        os.close(self._to_browser)
-        os.close(self._from_browser)
-
-
-def _high(fd: int) -> int:
-    """The same open file at a descriptor above 9 (the original closed)."""
-    high = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
-    os.close(fd)
-    return high
 
 
 # --- what the browser measures ---------------------------------------------------------------------------------------
@@ -190,47 +83,18 @@ MEASURE = """(() => {
 OPEN_DETAILS = "document.querySelectorAll('details').forEach((d) => { d.open = true; }); true"
 
 
-def _evaluate(browser: Chromium, session: str, expression: str) -> Any:
-    answer = browser.send("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session)
-    assert "exceptionDetails" not in answer, answer
-    return answer["result"]["value"]
-
-
-def _screenshot(browser: Chromium, session: str, path: Path, clip: dict[str, float] | None = None) -> None:
-    params: dict[str, Any] = {"format": "png"}
-    if clip is not None:
-        params |= {"clip": {**clip, "scale": 1}, "captureBeyondViewport": True}
-    path.write_bytes(base64.b64decode(browser.send("Page.captureScreenshot", params, session)["data"]))
-
-
 def render(page: Path, shots: Path, tmp: Path) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """(measurements at 1,280 px, the same with every <details> open, every URL the browser requested); the
     screenshots written to `shots`."""
-    executable = shutil.which("chromium")
-    assert executable is not None
-    browser = Chromium(executable, tmp / "chromium-profile", tmp / "chromium.log")
+    browser, session = open_page(page, tmp)
     try:
-        target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        for method, params in (
-            ("Page.enable", {}),
-            ("Network.enable", {}),
-            (
-                "Emulation.setDeviceMetricsOverride",
-                {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False},
-            ),
-            ("Emulation.setScriptExecutionDisabled", {"value": True}),
-        ):
-            browser.send(method, params, session)
-        browser.send("Page.navigate", {"url": page.as_uri()}, session)
-        browser.wait_for("Page.loadEventFired", session)
-        measured = _evaluate(browser, session, MEASURE)
+        measured = evaluate(browser, session, MEASURE)
         shots.mkdir(parents=True, exist_ok=True)
-        _screenshot(browser, session, shots / "report-summary.png")
+        screenshot(browser, session, shots / "report-summary.png")
         panels = next(s["panels"] for s in measured["sections"] if s["profile"].endswith("synthetic"))
-        _screenshot(browser, session, shots / "report-grid.png", _page_clip(panels))
-        _evaluate(browser, session, OPEN_DETAILS)
-        opened = _evaluate(browser, session, MEASURE)
+        screenshot(browser, session, shots / "report-grid.png", _page_clip(panels))
+        evaluate(browser, session, OPEN_DETAILS)
+        opened = evaluate(browser, session, MEASURE)
     finally:
         browser.close()
     urls = [e["params"]["request"]["url"] for e in browser.events if e.get("method") == "Network.requestWillBeSent"]
@@ -458,15 +322,6 @@ def write_artifacts(out: Path) -> Path:
 # --- the test ---------------------------------------------------------------------------------------------------------
 
 
-def _chromium_or_skip() -> None:
-    if shutil.which("chromium"):
-        return
-    why = "no `chromium` on PATH (Debian: apt-get install -y --no-install-recommends chromium; .ci/run installs it)"
-    if os.environ.get("CI"):
-        pytest.fail(f"in CI the browser test must run: {why}")
-    pytest.skip(why)
-
-
 def _built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The report folder: from $REPORT_BROWSER_ARTIFACTS (a real run) or from the artifacts this test writes."""
     given = os.environ.get("REPORT_BROWSER_ARTIFACTS")
@@ -490,7 +345,7 @@ def _markdown_cells(markdown: str) -> list[str]:
 def test_report_html_fits_1280_px_and_shows_every_row_at_a_glance(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _chromium_or_skip()
+    chromium_or_skip()
     out = _built(tmp_path, monkeypatch)
     cells = _markdown_cells((out / "report.md").read_text())
     assert cells and max(len(cell) for cell in cells) <= 80, max(cells, key=len)

@@ -91,7 +91,12 @@ def cli_imports_beyond_the_edge(modules: dict[str, Path]) -> list[str]:
 
 
 # The modules that may write to the terminal: the command line, and the rooms' own `__main__`-style tools.
-MAY_PRINT = ("trtmc_videoqa.reference.__main__", "trtmc_videoqa.workloads.seal", "trtmc_videoqa.workloads.recipe")
+MAY_PRINT = (
+    "trtmc_videoqa.reference.__main__",
+    "trtmc_videoqa.workloads.seal",
+    "trtmc_videoqa.workloads.recipe",
+    "trtmc_videoqa.controls.train",
+)
 
 
 def printing_modules(modules: dict[str, Path], root: Path = REPO) -> list[str]:

@@ -29,7 +29,7 @@ from pathlib import Path
 import httpx
 
 from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
-from trtmc_videoqa.serving.transformers_serve import HEALTH_PATH, serve_argv, serve_target
+from trtmc_videoqa.serving.transformers_serve import HEALTH_PATH, ServeTarget, serve_argv, serve_target
 
 STARTUP_TIMEOUT_S = 120.0  # imports torch and loads the model before /health answers; ~10 s on two cores
 
@@ -53,11 +53,15 @@ def offline_env(hf_home: Path) -> dict[str, str]:
 
 
 @contextmanager
-def transformers_serve(model_dir: Path, log: Path, *, timeout_s: float = STARTUP_TIMEOUT_S) -> Iterator[str]:
+def transformers_serve(
+    model_dir: Path, log: Path, *, by_path: bool = False, timeout_s: float = STARTUP_TIMEOUT_S
+) -> Iterator[str]:
     """`transformers serve` pinned to `model_dir` on a free loopback port, healthy, started the way
     `trtmc-videoqa compare` starts it; yields its base URL and stops the server's process group on exit. The model
-    is named by `model_dir.name`."""
+    is named by `model_dir.name`; with `by_path`, by its absolute path, as `transformers serve DIR` names it."""
     target = serve_target(str(model_dir))
+    if by_path:
+        target = ServeTarget(model=str(model_dir.resolve()), cwd=None, checkpoint=target.checkpoint, revision=None)
     port = free_loopback_port()
     argv = serve_argv(serve_executable(), target, host="127.0.0.1", port=port, device="cpu")
     url = f"http://127.0.0.1:{port}"

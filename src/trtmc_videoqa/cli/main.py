@@ -54,6 +54,9 @@ COMMANDS: dict[str, Command] = {
         "serve a checkpoint with Hugging Face `transformers serve` and qualify it the same way, as a comparison",
     ),
     "report": Command("report", "rebuild report.json/md/html and junit.xml from artifact directories, merging several"),
+    "control-model": Command(
+        "control_model", "print the folder of the shipped control model (or its order-blind twin), to serve it"
+    ),
     "serve-reference": Command(
         "serve_reference", "run the reference endpoint: a video chat server that is a test double"
     ),
