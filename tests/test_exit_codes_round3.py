@@ -204,12 +204,14 @@ def test_against_reads_an_inventory_of_this_tool_past_64_mib(tmp_path: Path) -> 
     from trtmc_videoqa.inventory import run_inventory
 
     base = run_inventory(FIXTURE)
-    entry = base.entries[0]
-    one = len(entry.model_dump_json())
+    entry = json.loads(base.entries[0].model_dump_json())
+    one = len(json.dumps(entry))
     count = (66 << 20) // one + 1  # past the old 64 MiB cap, as a tree of some tens of thousands of manifests is
-    entries = [entry.model_copy(update={"profile": f"p{index:06d}"}) for index in range(count)]
+    # The file as `inventory` writes it, made with the json module: one entry copied under new profile names.
+    document = json.loads(base.model_copy(update={"entries": []}).model_dump_json())
+    document["entries"] = [{**entry, "profile": f"p{index:06d}"} for index in range(count)]
     path = tmp_path / "inventory.json"
-    path.write_text(base.model_copy(update={"entries": entries}).model_dump_json())
+    path.write_text(json.dumps(document))
     assert path.stat().st_size > 64 << 20
     loaded = _load_inventory_file(path)
     assert isinstance(loaded, Inventory) and len(loaded.entries) == count

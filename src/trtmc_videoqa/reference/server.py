@@ -68,7 +68,9 @@ def _uvicorn_server(config: ReferenceConfig, app: ASGIApp | None = None) -> uvic
             log_level="warning",
             access_log=False,
             lifespan="on",
-            timeout_graceful_shutdown=2,
+            # A request still open when the run stops the double is cut off after half a second: a run stops it
+            # only after its requests ended or on its way out (a timeout, Ctrl-C), and nothing waits for the answer.
+            timeout_graceful_shutdown=0.5,
         )
     )
 
