@@ -19,10 +19,12 @@ folder with its model card and training record) and prints the loss every ten st
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import platform
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.atomic_write import write_text_atomic
+from ..common.errors import EXIT_BAD_INPUT, EXIT_OK, UserError
 from ..workloads import Workload, builtin_workload
 from .build import END_TOKEN, PAD_TOKEN, base_config, build_config, build_processor, build_tokenizer
 from .cards import write_card
@@ -45,6 +48,7 @@ def _corpus(workloads: Sequence[Workload]) -> list[str]:
 
 
 def _digest(inputs: dict[str, Any]) -> str:
+    """The sha256 of every tensor of `inputs`, by key."""
     hashed = hashlib.sha256()
     for key in sorted(inputs):
         hashed.update(key.encode())
@@ -90,14 +94,15 @@ def _prepare(processor, model, workloads, training, control: ControlModel, scrat
         inputs = dict(
             server_inputs(processor, model, messages, num_frames=example.num_frames, reads_audio=example.silent_audio)
         )
-        digest = _digest(inputs)
         answer_ids = tokenizer.encode(example.answer, add_special_tokens=False) + [end]
         target = torch.tensor([answer_ids])
         inputs["labels"] = torch.cat([torch.full_like(inputs["input_ids"], -100), target], dim=1)
         inputs["input_ids"] = torch.cat([inputs["input_ids"], target], dim=1)
         inputs["attention_mask"] = torch.cat([inputs["attention_mask"], torch.ones_like(target)], dim=1)
         inputs["mm_token_type_ids"] = torch.cat([inputs["mm_token_type_ids"], torch.zeros_like(target)], dim=1)
-        prepared.append(Prepared(example, inputs, answer_ids, digest))
+        # Requests the server turns into the same inputs with the same answer (a clip with and without its silent
+        # track) are one input of a full batch.
+        prepared.append(Prepared(example, inputs, answer_ids, _digest(inputs)))
     return prepared
 
 
@@ -178,13 +183,21 @@ def fit(
 
 
 def train(control: ControlModel, out: Path, device_name: str) -> Path:
-    """Train `control` from scratch and write its folder under `out`; the folder."""
+    """Train `control` from scratch and write its folder under `out`; the folder. The workloads' silent-audio copies
+    live in a temporary folder for the while."""
+    with contextlib.ExitStack() as stack:
+        return _train(control, out, device_name, stack)
+
+
+def _train(control: ControlModel, out: Path, device_name: str, stack: contextlib.ExitStack) -> Path:
     import torch
     import transformers
     from transformers import GenerationConfig, Qwen2_5_VLForConditionalGeneration
 
     from .verify import answer_all
 
+    if device_name.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError(f"--device {device_name}: torch sees no GPU here; leave --device out to train on the CPU")
     base = base_config()
     training = base["training"]
     workloads = [builtin_workload(name) for name in training["workloads"]]
@@ -195,7 +208,7 @@ def train(control: ControlModel, out: Path, device_name: str) -> Path:
     tokenizer = build_tokenizer(_corpus(workloads), base["tokenizer"]["vocab_size"])
     processor = build_processor(tokenizer, base)
     model = Qwen2_5_VLForConditionalGeneration(build_config(tokenizer, base))
-    scratch = out / f".{control.folder}.workloads"
+    scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="control-workloads-")))
     prepared = _prepare(processor, model, workloads, training, control, scratch)
     distinct = {item.digest for item in prepared}
     print(f"{len(prepared)} requests, {len(distinct)} distinct inputs", file=sys.stderr)
@@ -246,8 +259,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="torch device (default: cpu; cuda is faster)")
     args = parser.parse_args(argv)
     control = TWINS[args.twin] if args.twin else CONTROL
-    print(train(control, args.out, args.device).name)
-    return 0
+    try:
+        print(train(control, args.out, args.device).name)
+    except ImportError as missing:
+        print(
+            f"controls.train: {missing.name or missing} is not installed; the training needs the real-server extra: "
+            "pip install -e '.[real-server]'",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    except UserError as error:
+        print(f"controls.train: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:
+        print(f"controls.train: cannot use {error.filename or args.out}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
 
 
 if __name__ == "__main__":

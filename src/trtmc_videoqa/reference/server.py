@@ -68,9 +68,9 @@ def _uvicorn_server(config: ReferenceConfig, app: ASGIApp | None = None) -> uvic
             log_level="warning",
             access_log=False,
             lifespan="on",
-            # A request still open when the run stops the double is cut off after half a second: a run stops it
+            # A request still open when the run stops the double is cut off after a second: a run stops it
             # only after its requests ended or on its way out (a timeout, Ctrl-C), and nothing waits for the answer.
-            timeout_graceful_shutdown=0.5,
+            timeout_graceful_shutdown=1,
         )
     )
 
