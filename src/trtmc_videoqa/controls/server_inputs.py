@@ -9,6 +9,7 @@ torch and transformers are imported inside the functions (the `real-server` extr
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Literal
 
 Order = Literal["video-first", "text-first"]
@@ -49,3 +50,13 @@ def server_inputs(processor, model, messages: list[dict[str, Any]], *, num_frame
         load_audio_from_video=reads_audio and modality == Modality.MULTIMODAL,
         num_frames=num_frames,
     )
+
+
+def inputs_digest(inputs: dict[str, Any]) -> str:
+    """The sha256 of every tensor of `inputs`, key by key: equal for two requests the server turns into the same
+    model inputs (a clip with and without its silent sound track)."""
+    hashed = hashlib.sha256()
+    for key in sorted(inputs):
+        hashed.update(key.encode())
+        hashed.update(inputs[key].contiguous().numpy().tobytes())
+    return hashed.hexdigest()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import platform
 import sys
@@ -37,7 +36,7 @@ from ..workloads import Workload, builtin_workload
 from .build import END_TOKEN, PAD_TOKEN, base_config, build_config, build_processor, build_tokenizer
 from .cards import write_card
 from .examples import Example, clip_paths, examples
-from .server_inputs import chat_messages, server_inputs
+from .server_inputs import chat_messages, inputs_digest, server_inputs
 from .shipped import CONTROL, RECORD_FILE, TWINS, ControlModel
 
 
@@ -45,15 +44,6 @@ def _corpus(workloads: Sequence[Workload]) -> list[str]:
     """The texts the tokenizer is learnt from: every prompt and every option letter, four times over."""
     texts = [prompt.text for workload in workloads for prompt in workload.spec.prompts]
     return (texts + ["A", "B", "C", "D"]) * 4
-
-
-def _digest(inputs: dict[str, Any]) -> str:
-    """The sha256 of every tensor of `inputs`, by key."""
-    hashed = hashlib.sha256()
-    for key in sorted(inputs):
-        hashed.update(key.encode())
-        hashed.update(inputs[key].contiguous().numpy().tobytes())
-    return hashed.hexdigest()
 
 
 def _shuffle_frames(pixels, grid, vision: dict[str, Any], generator):  # -> torch.Tensor
@@ -102,7 +92,7 @@ def _prepare(processor, model, workloads, training, control: ControlModel, scrat
         inputs["mm_token_type_ids"] = torch.cat([inputs["mm_token_type_ids"], torch.zeros_like(target)], dim=1)
         # Requests the server turns into the same inputs with the same answer (a clip with and without its silent
         # track) are one input of a full batch.
-        prepared.append(Prepared(example, inputs, answer_ids, _digest(inputs)))
+        prepared.append(Prepared(example, inputs, answer_ids, inputs_digest(inputs)))
     return prepared
 
 
