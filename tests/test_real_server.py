@@ -210,7 +210,7 @@ def silent_workloads(real_server_packages: None, work: Path) -> dict[str, Path]:
 
 
 def _served_runs(
-    model: ControlModel, names: tuple[str, ...], workloads: dict[str, Path], work: Path
+    model: ControlModel, names: tuple[str, ...], workloads: dict[str, Path], work: Path, repeats: int = 1
 ) -> dict[str, Path]:
     """`transformers serve` pinned to the shipped folder by its path, as a user serves it, and `qualify --endpoint`
     with that path as `--model`, once per workload: workload name -> the run's --out."""
@@ -219,8 +219,8 @@ def _served_runs(
         for name in names:
             out = work / f"{model.folder}-{name}"
             args = ["--endpoint", url, "--model", str(model.path), "--workload", str(workloads[name])]
-            done = qualify(*args, "--repeats", "1", "--warmup", "1", "--video-transport", "http", "--out", str(out),
-                           timeout=QUALIFY_TIMEOUT_S)  # fmt: skip
+            done = qualify(*args, "--repeats", str(repeats), "--warmup", "1", "--video-transport", "http",
+                           "--out", str(out), timeout=QUALIFY_TIMEOUT_S)  # fmt: skip
             no_traceback(done)
             assert done.returncode == 0, done.stderr
             outs[name] = out
@@ -229,7 +229,8 @@ def _served_runs(
 
 @pytest.fixture(scope="module")
 def control_runs(silent_workloads: dict[str, Path], work: Path) -> dict[str, Path]:
-    return _served_runs(CONTROL, CONTROL_WORKLOADS, silent_workloads, work)
+    # two repeats: the control keeps its answers from one repeat to the next
+    return _served_runs(CONTROL, CONTROL_WORKLOADS, silent_workloads, work, repeats=2)
 
 
 @pytest.fixture(scope="module")
@@ -238,11 +239,13 @@ def twin_runs(silent_workloads: dict[str, Path], work: Path) -> dict[str, Path]:
 
 
 def _right_both_ways(found: ResultRow) -> dict[str, tuple[bool, bool]]:
-    """question id -> (right on the clip, right on the reversed clip), from the row's graded profiling requests."""
+    """question id -> (right on the clip, right on the reversed clip) in every repeat, from the row's graded
+    profiling requests."""
     graded: dict[str, dict[str, bool]] = {}
     for request in found.requests:
         if request.phase == "profiling":
-            graded.setdefault(request.question_id, {})[request.clip_id] = request.grade == "correct"
+            clips = graded.setdefault(request.question_id, {})
+            clips[request.clip_id] = clips.get(request.clip_id, True) and request.grade == "correct"
     return {question: (clips["forward"], clips["reversed"]) for question, clips in graded.items()}
 
 
@@ -268,6 +271,7 @@ def test_the_control_is_endpoint_qualified_with_every_question_right_both_ways(c
         assert found.video_transport == "http" and found.failed_requests == 0
         assert found.accuracy is not None and found.accuracy.both_right == 1.0, (name, found.accuracy)
         assert set(_right_both_ways(found).values()) == {(True, True)}, name
+        assert found.output_check is not None and found.output_check.checked == 2 * 2 * found.accuracy.questions
 
 
 def test_the_order_blind_twin_passes_the_output_check_and_fails_the_reversed_controls(
