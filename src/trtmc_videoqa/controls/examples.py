@@ -3,13 +3,13 @@ the clip files they name. Pure but for writing the workloads' silent-audio copie
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..workloads import Workload
-from .server_inputs import Order
+from .server_inputs import Order, chat_messages, server_inputs
 from .shipped import ControlModel
 
 
@@ -58,3 +58,19 @@ def clip_paths(workloads: Sequence[Workload], scratch: Path) -> dict[tuple[str, 
             found[(workload.name, clip.id, False)] = workload.clip_path(clip.id)
             found[(workload.name, clip.id, True)] = silent.clip_path(clip.id)
     return found
+
+
+def taught_requests(
+    processor, model, workloads: Sequence[Workload], training: dict[str, Any], control: ControlModel, scratch: Path
+) -> Iterator[tuple[Example, Any]]:
+    """Every example with the model inputs the server makes of its request (server_inputs.py); the silent-audio
+    copies are written under `scratch`. torch and transformers are needed by the processor, not here."""
+    paths = clip_paths(workloads, scratch)
+    prompts = {(w.name, p.question_id): p.text for w in workloads for p in w.spec.prompts}
+    for example in examples(workloads, training, control):
+        clip = paths[(example.workload, example.clip, example.silent_audio)]
+        messages = chat_messages(str(clip), prompts[(example.workload, example.question)], example.order)
+        yield (
+            example,
+            server_inputs(processor, model, messages, num_frames=example.num_frames, reads_audio=example.silent_audio),
+        )

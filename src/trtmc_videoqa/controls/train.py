@@ -30,13 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..common.atomic_write import write_text_atomic
+from ..common.atomic_write import copy_file_atomic, write_text_atomic
 from ..common.errors import EXIT_BAD_INPUT, EXIT_OK, UserError
 from ..workloads import Workload, builtin_workload
 from .build import END_TOKEN, PAD_TOKEN, base_config, build_config, build_processor, build_tokenizer
 from .cards import write_card
-from .examples import Example, clip_paths, examples
-from .server_inputs import chat_messages, inputs_digest, server_inputs
+from .examples import Example, taught_requests
+from .server_inputs import inputs_digest
 from .shipped import CONTROL, RECORD_FILE, TWINS, ControlModel
 
 
@@ -75,15 +75,9 @@ def _prepare(processor, model, workloads, training, control: ControlModel, scrat
 
     tokenizer = processor.tokenizer
     end = tokenizer.convert_tokens_to_ids(END_TOKEN)
-    paths = clip_paths(workloads, scratch)
-    prompts = {(w.name, p.question_id): p.text for w in workloads for p in w.spec.prompts}
     prepared = []
-    for example in examples(workloads, training, control):
-        clip = paths[(example.workload, example.clip, example.silent_audio)]
-        messages = chat_messages(str(clip), prompts[(example.workload, example.question)], example.order)
-        inputs = dict(
-            server_inputs(processor, model, messages, num_frames=example.num_frames, reads_audio=example.silent_audio)
-        )
+    for example, made in taught_requests(processor, model, workloads, training, control, scratch):
+        inputs = dict(made)
         answer_ids = tokenizer.encode(example.answer, add_special_tokens=False) + [end]
         target = torch.tensor([answer_ids])
         inputs["labels"] = torch.cat([torch.full_like(inputs["input_ids"], -100), target], dim=1)
@@ -119,9 +113,10 @@ def _check(model, prepared: Sequence[Prepared], device) -> tuple[int, float]:
 
 def fit(
     model, prepared: Sequence[Prepared], training: dict[str, Any], vision: dict[str, Any], control: ControlModel, device
-) -> int:
+) -> tuple[int, float]:
     """Full-batch AdamW, phase by phase (base.json's `phases`: the frame counts taught and the steps, each phase with
-    its own one-cycle schedule); the number of steps taken.
+    its own one-cycle schedule); the number of steps taken, and the smallest margin of the check after the last
+    phase.
 
     Each step's gradient is the mean over every distinct input of the phase. One request per step pulls a clip's
     two answers apart in turn, and the pulls cancel; over the full batch what tells a clip from its reversed twin
@@ -133,7 +128,7 @@ def fit(
     rate = training["learning_rate"]
     optimizer = torch.optim.AdamW(model.parameters(), lr=rate, weight_decay=training["weight_decay"])
     model.to(device).train()
-    taken = 0
+    taken, margin = 0, float("-inf")
     for number, phase in enumerate(training["twin_phases" if control.order_blind else "phases"], start=1):
         distinct = {item.digest: item for item in prepared if item.example.num_frames in phase["num_frames"]}
         batch = list(distinct.values())
@@ -169,7 +164,28 @@ def fit(
         )
         model.train()
     model.eval()
-    return taken
+    return taken, margin
+
+
+def _save(model, processor, scratch: Path, folder: Path) -> Path:
+    """The trained model on the CPU, greedy, with its processor, written to `folder`. transformers writes where it is
+    told, links and all: it writes into our own temporary folder, and each file goes to `folder` through the safe
+    writer."""
+    from transformers import GenerationConfig
+
+    tokenizer = processor.tokenizer
+    model.to("cpu")
+    model.generation_config = GenerationConfig(
+        do_sample=False,
+        eos_token_id=tokenizer.convert_tokens_to_ids(END_TOKEN),
+        pad_token_id=tokenizer.convert_tokens_to_ids(PAD_TOKEN),
+    )
+    saved = scratch / "saved"
+    model.save_pretrained(saved)
+    processor.save_pretrained(saved)
+    for file in sorted(saved.iterdir()):
+        copy_file_atomic(file, folder / file.name)
+    return folder
 
 
 def train(control: ControlModel, out: Path, device_name: str) -> Path:
@@ -182,7 +198,7 @@ def train(control: ControlModel, out: Path, device_name: str) -> Path:
 def _train(control: ControlModel, out: Path, device_name: str, stack: contextlib.ExitStack) -> Path:
     import torch
     import transformers
-    from transformers import GenerationConfig, Qwen2_5_VLForConditionalGeneration
+    from transformers import Qwen2_5_VLForConditionalGeneration
 
     from .verify import answer_all
 
@@ -202,18 +218,9 @@ def _train(control: ControlModel, out: Path, device_name: str, stack: contextlib
     prepared = _prepare(processor, model, workloads, training, control, scratch)
     distinct = {item.digest for item in prepared}
     print(f"{len(prepared)} requests, {len(distinct)} distinct inputs", file=sys.stderr)
-    steps = fit(model, prepared, training, base["vision"], control, device)
-    _, margin = _check(model, prepared, device)
+    steps, margin = fit(model, prepared, training, base["vision"], control, device)
     seconds = time.monotonic() - started
-    model.to("cpu")
-    model.generation_config = GenerationConfig(
-        do_sample=False,
-        eos_token_id=tokenizer.convert_tokens_to_ids(END_TOKEN),
-        pad_token_id=tokenizer.convert_tokens_to_ids(PAD_TOKEN),
-    )
-    folder = out / control.folder
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
+    folder = _save(model, processor, scratch, out / control.folder)
     answered = answer_all(folder, control, scratch, workloads)
     record = {
         "model": control.folder,

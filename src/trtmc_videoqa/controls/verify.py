@@ -13,8 +13,7 @@ from pathlib import Path
 
 from ..workloads import Workload, builtin_workload
 from .build import base_config
-from .examples import Example, clip_paths, examples
-from .server_inputs import chat_messages, server_inputs
+from .examples import Example, taught_requests
 from .shipped import ControlModel
 
 MAX_NEW_TOKENS = 16  # the workloads' own token limit
@@ -42,16 +41,9 @@ def answer_all(
     chosen = list(workloads) or [builtin_workload(name) for name in training["workloads"]]
     processor = AutoProcessor.from_pretrained(folder)
     model = AutoModelForImageTextToText.from_pretrained(folder).eval()
-    paths = clip_paths(chosen, scratch)
-    prompts = {(w.name, p.question_id): p.text for w in chosen for p in w.spec.prompts}
     answered = []
     with torch.no_grad():
-        for example in examples(chosen, training, control):
-            clip = paths[(example.workload, example.clip, example.silent_audio)]
-            messages = chat_messages(str(clip), prompts[(example.workload, example.question)], example.order)
-            inputs = server_inputs(
-                processor, model, messages, num_frames=example.num_frames, reads_audio=example.silent_audio
-            )
+        for example, inputs in taught_requests(processor, model, chosen, training, control, scratch):
             produced = model.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS, do_sample=False)
             text = processor.decode(produced[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
             answered.append(Answered(example, text))
