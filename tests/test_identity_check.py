@@ -18,17 +18,14 @@ from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, FaultKnobs, ReferenceCon
 from trtmc_videoqa.results import Evidence, IdentityAnswer, IdentityCheck, NativeRequest
 from trtmc_videoqa.stages.identity.compare import (
     ENDPOINT_NATIVE_REQUEST,
-    blocked,
     chat_answers,
     clip_request_problem,
     compare,
-    identity_stage,
     native_answers,
     native_body,
     normalised,
-    not_applicable,
-    write_identity,
 )
+from trtmc_videoqa.stages.identity.verdict import blocked, identity_stage, not_applicable, write_identity
 from trtmc_videoqa.stages.prompts import workload_prompts
 from trtmc_videoqa.workloads import load_workload
 

@@ -7,6 +7,7 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from .base import _Model
+from .variants import VariantKind
 
 INVENTORY_SCHEMA: Final = "trtmc-videoqa.inventory/v2"
 # v2 (issue 27): what TRTMC itself declares (declared_tasks, family_declarations, group_line, each row's
@@ -35,8 +36,6 @@ LAYOUT_DESCRIPTIONS: dict[str, str] = {
     "families": "newer layout: families/<family>/tests/manifests/*.json",
     "e2e-models": "older layout: tests/e2e/models/<family>/manifests/*.json + MODEL.toml",
 }
-
-VariantKind = Literal["tp", "cp", "quantized", "l0", "regression", "random", "partial", "local-only"]
 
 
 class Evidence(_Model):

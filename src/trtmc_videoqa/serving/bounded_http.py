@@ -2,29 +2,35 @@
 
 - The cap (`--max-response-bytes`) counts a body as the client ends up holding it: after any Content-Encoding
   (gzip, deflate, br, stacked or concatenated) is undone, one piece of at most `PIECE` bytes at a time, so a gzip
-  bomb of 1 MB on the wire never becomes more than the cap plus one piece in memory. httpx's own decoders inflate a
-  whole network read at once (64 KiB can become 64 MiB), so the body is read raw and decoded here.
-- The deadline (`--request-timeout`) is for the whole request, connecting to last byte: httpx's timeout applies to
-  each read, so a server sending one byte at a time would never meet it. Each request runs in an event loop of its
-  own thread (an anyio blocking portal) under `anyio.fail_after`.
+  bomb of 1 MB on the wire never becomes more than the cap plus one piece in memory.
+- The deadline (`--request-timeout`) is for the whole request, connecting to last byte: each blocking socket call
+  gets only what is left of it, so a server sending one byte at a time still meets it.
+- The response is parsed by h11, the field's HTTP/1.1 parser, over a plain blocking socket: one connection per
+  request, closed after it. (An httpx client in an event loop of its own thread cost about 70 ms per run to import
+  and start, for the one or few requests a row makes.)
 - Redirects are never followed: a 3xx is handed back as it came, for the caller to name.
-- https is verified as httpx verifies it by default; that transport (and its CA store, about 30 ms to load) is made
-  at the client's first https request, so a check of a plain-http server never loads it.
+- https is verified against certifi's CA store, as httpx verifies it by default; the store (about 30 ms to load) is
+  read at the client's first https request, so a check of a plain-http server never loads it.
 
 `BodyMeter` is shared with the loopback guard (serving/forward_proxy.py), which meters what AIPerf will inflate.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import importlib.util
 import json
+import socket
+import ssl
+import time
 import zlib
 from collections.abc import Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit
 
-if TYPE_CHECKING:
-    import httpx
+import h11
 
 MIB = 1 << 20
 DEFAULT_MAX_RESPONSE_BYTES = 16 * MIB  # RunSettings.max_response_bytes's default
@@ -197,74 +203,162 @@ class BoundedResponse:
         return json.loads(self.content)
 
 
+class RequestFailed(Exception):
+    """No response: the URL cannot be reached as given, the connection failed or was refused (TLS verification
+    included), or the server's bytes are not an HTTP/1.1 response. The message names the cause."""
+
+
+HEAD_CAP = 100 * 1024  # bytes of a response head h11 holds before refusing it (httpcore's own bound)
+READ = 64 * 1024
+USER_AGENT = "trtmc-videoqa"
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where one request goes, from its URL: the connection's address and the request line's target."""
+
+    tls: bool
+    host: str
+    port: int
+    path: str  # the target of the request line: path and query
+    host_header: str
+    authorization: str | None  # Basic, from a user:password in the URL
+
+    @classmethod
+    def of(cls, url: str) -> _Target:
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as error:
+            raise RequestFailed(f"the URL {url[:200]!r} cannot be read: {error}") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise RequestFailed(f"the URL {url[:200]!r} is not an http:// or https:// URL with a host")
+        tls = parts.scheme == "https"
+        host = parts.hostname
+        shown = f"[{host}]" if ":" in host else host
+        authorization = None
+        if parts.username is not None:
+            pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+            authorization = "Basic " + base64.b64encode(pair).decode("ascii")
+        return cls(
+            tls=tls,
+            host=host,
+            port=port or (443 if tls else 80),
+            path=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
+            host_header=shown if port is None else f"{shown}:{port}",
+            authorization=authorization,
+        )
+
+
 class BoundedClient:
     """A synchronous client whose every POST is one request under a deadline for the whole of it and a cap on the
-    decoded body; redirects are handed back, never followed. Use it as a context manager (one event loop thread,
-    one connection pool, for its whole life)."""
+    decoded body; redirects are handed back, never followed. Use it as a context manager."""
 
     def __init__(self, *, timeout_s: float, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self.timeout_s = timeout_s
         self.max_response_bytes = max_response_bytes
-        self._stack = ExitStack()
+        self._tls: ssl.SSLContext | None = None
 
     def __enter__(self) -> BoundedClient:
-        import httpx
-        from anyio.from_thread import start_blocking_portal
-
-        self._portal = self._stack.enter_context(start_blocking_portal())
-        self._client = httpx.AsyncClient(
-            timeout=self.timeout_s,
-            trust_env=False,
-            follow_redirects=False,
-            # Plain http negotiates no TLS, so its transport needs no CA store; https gets httpx's default transport.
-            transport=httpx.AsyncHTTPTransport(verify=False, trust_env=False),
-            mounts={"https://": _verified_on_first_use()},
-        )
-        self._stack.callback(self._portal.call, self._client.aclose)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._stack.__exit__(*exc)
+        pass
 
     def post(self, url: str, *, content: bytes, headers: dict[str, str]) -> BoundedResponse:
-        """The response, or RequestDeadline, ResponseTooLarge, UnboundedEncoding, BadEncoding, httpx.HTTPError."""
-        return self._portal.call(self._post, url, content, headers)
-
-    async def _post(self, url: str, content: bytes, headers: dict[str, str]) -> BoundedResponse:
-        import anyio
-        import httpx
-
+        """The response, or RequestDeadline, ResponseTooLarge, UnboundedEncoding, BadEncoding, RequestFailed."""
+        target = _Target.of(url)
+        deadline = time.monotonic() + self.timeout_s
         try:
-            with anyio.fail_after(self.timeout_s):
-                async with self._client.stream("POST", url, content=content, headers=headers) as response:
-                    meter = BodyMeter(response.headers.get("content-encoding"), self.max_response_bytes, keep=True)
-                    async for raw in response.aiter_raw():
-                        meter.feed(raw)
-        except (TimeoutError, httpx.TimeoutException) as error:
+            with self._connect(target, deadline) as sock:
+                return self._exchange(sock, target, content, headers, deadline)
+        except RequestDeadline:
+            raise
+        except TimeoutError as error:  # a socket call outlived what was left of the deadline
             raise RequestDeadline(self.timeout_s) from error
-        found = {name.lower(): value for name, value in response.headers.items()}
-        return BoundedResponse(status_code=response.status_code, headers=found, content=meter.body())
+        except h11.LocalProtocolError:  # its message would quote the header value, an API key perhaps
+            raise RequestFailed("the request's headers are not valid HTTP/1.1 (a character HTTP forbids)") from None
+        except (OSError, UnicodeError, h11.RemoteProtocolError) as error:  # refused, reset, TLS, not HTTP/1.1
+            raise RequestFailed(f"{type(error).__name__}: {error}") from error
+
+    def _connect(self, target: _Target, deadline: float) -> socket.socket:
+        sock = socket.create_connection((target.host, target.port), timeout=_left(deadline, self.timeout_s))
+        if not target.tls:
+            return sock
+        if self._tls is None:
+            self._tls = _verified_context()
+        try:
+            sock.settimeout(_left(deadline, self.timeout_s))
+            return self._tls.wrap_socket(sock, server_hostname=target.host)
+        except BaseException:
+            sock.close()
+            raise
+
+    def _exchange(
+        self, sock: socket.socket, target: _Target, content: bytes, headers: dict[str, str], deadline: float
+    ) -> BoundedResponse:
+        conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=HEAD_CAP)
+        given = {name.lower() for name in headers}
+        defaults = {
+            "Host": target.host_header,
+            "Accept": "*/*",
+            "Accept-Encoding": _accepted(),
+            "User-Agent": USER_AGENT,
+            **({"Authorization": target.authorization} if target.authorization else {}),
+        }
+        sent = [(name, value) for name, value in defaults.items() if name.lower() not in given]
+        sent += [(name, value) for name, value in headers.items() if name.lower() != "content-length"]
+        sent.append(("Content-Length", str(len(content))))
+        request = h11.Request(method="POST", target=target.path, headers=sent)
+        sock.settimeout(_left(deadline, self.timeout_s))
+        sock.sendall(conn.send(request) + conn.send(h11.Data(data=content)) + conn.send(h11.EndOfMessage()))
+        response: h11.Response | None = None
+        meter: BodyMeter | None = None
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                sock.settimeout(_left(deadline, self.timeout_s))
+                conn.receive_data(sock.recv(READ))  # b"" when the server closed: h11 judges what that means
+            elif isinstance(event, h11.Response):
+                response = event
+                meter = BodyMeter(_joined(event, b"content-encoding"), self.max_response_bytes, keep=True)
+            elif isinstance(event, h11.Data) and meter is not None:
+                meter.feed(event.data)
+            elif isinstance(event, h11.EndOfMessage) and response is not None and meter is not None:
+                found = {name.decode("latin-1"): value.decode("latin-1") for name, value in response.headers}
+                return BoundedResponse(status_code=response.status_code, headers=found, content=meter.body())
+            elif isinstance(event, h11.ConnectionClosed):
+                raise RequestFailed("the server closed the connection before its response ended")
+            # an interim (1xx) response: the final one follows
 
 
-def _verified_on_first_use() -> httpx.AsyncBaseTransport:
-    """httpx's default transport (TLS verified against its CA store, as AsyncClient(trust_env=False) makes it), made
-    at its first request."""
-    import httpx
+def _left(deadline: float, timeout_s: float) -> float:
+    """What is left of the request's deadline, for the next blocking call; RequestDeadline when nothing is."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise RequestDeadline(timeout_s)
+    return left
 
-    class VerifiedOnFirstUse(httpx.AsyncBaseTransport):
-        def __init__(self) -> None:
-            self._transport: httpx.AsyncHTTPTransport | None = None
 
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-            if self._transport is None:
-                self._transport = httpx.AsyncHTTPTransport(trust_env=False)
-            return await self._transport.handle_async_request(request)
+def _joined(response: h11.Response, name: bytes) -> str | None:
+    """Every value of a header, in order, joined as one list (stacked Content-Encodings read as one)."""
+    values = [value.decode("latin-1") for key, value in response.headers if key == name]
+    return ", ".join(values) if values else None
 
-        async def aclose(self) -> None:
-            if self._transport is not None:
-                await self._transport.aclose()
 
-    return VerifiedOnFirstUse()
+def _verified_context() -> ssl.SSLContext:
+    """TLS verified against certifi's CA store (httpx's default), or the system's where certifi is missing."""
+    try:
+        import certifi
+    except ImportError:
+        return ssl.create_default_context()
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+@functools.cache
+def _accepted() -> str:
+    """The codings the meter can undo, asked for as httpx asks: br only where its decoder is installed."""
+    return "gzip, deflate" + (", br" if importlib.util.find_spec("brotli") is not None else "")
 
 
 def redirect_note(response: BoundedResponse) -> str:

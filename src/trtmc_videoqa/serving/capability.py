@@ -21,7 +21,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, Field
 
 from ..common.server_answers import read_chat_completion
@@ -33,6 +32,7 @@ from .bounded_http import (
     BoundedClient,
     BoundedResponse,
     RequestDeadline,
+    RequestFailed,
     ResponseTooLarge,
     UnboundedEncoding,
     redirect_note,
@@ -118,7 +118,7 @@ def check_capability(
     try:
         with BoundedClient(timeout_s=timeout_s, max_response_bytes=max_response_bytes) as client:
             response = client.post(url.rstrip("/") + CHAT_PATH, content=content, headers=headers)
-    except (httpx.HTTPError, RequestDeadline, ResponseTooLarge, UnboundedEncoding, BadEncoding) as error:
+    except (RequestFailed, RequestDeadline, ResponseTooLarge, UnboundedEncoding, BadEncoding) as error:
         return CapabilityResult(
             accepted=False,
             rejected=False,
@@ -138,7 +138,7 @@ def _unanswered(url: str, error: Exception) -> str:
         )
     if isinstance(error, (ResponseTooLarge, UnboundedEncoding, BadEncoding)):
         return f"the answer from {url} was refused: {error}"
-    return f"no answer from {url}: {type(error).__name__}: {error}"
+    return f"no answer from {url}: {error}"
 
 
 def _judged_response(response: BoundedResponse, request_id: str, latency: float) -> CapabilityResult:

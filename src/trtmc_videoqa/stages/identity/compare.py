@@ -28,22 +28,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-
-import httpx
+from urllib.parse import urlsplit, urlunsplit
 
 from ...aiperf.dataset import Prompt
 from ...aiperf_qual.execution import request_sha
-from ...common.atomic_write import write_bytes_atomic, write_model_atomic
+from ...common.atomic_write import write_bytes_atomic
 from ...common.server_answers import ChatAnswer, NativeAnswer, read_chat_completion, read_native_answer
 from ...media.errors import ClipError
 from ...media.payload import chat_request_body, check_body_limit, encode_body, video_data_url
-from ...results import IdentityAnswer, IdentityCheck, IdentityPair, IdentityVerdict, NativeRequest, StageResult
-from ...results.layout import IDENTITY_FILE, raw_answer_file
+from ...results import IdentityAnswer, IdentityCheck, IdentityPair, IdentityVerdict, NativeRequest
+from ...results.layout import raw_answer_file
 from ...serving.bounded_http import (
     DEFAULT_MAX_RESPONSE_BYTES,
     BadEncoding,
     BoundedClient,
     RequestDeadline,
+    RequestFailed,
     ResponseTooLarge,
     UnboundedEncoding,
     redirect_note,
@@ -61,7 +61,6 @@ ENDPOINT_NATIVE_REQUEST = NativeRequest(
 )
 ENDPOINT_REQUEST_SOURCE = "perf_serving's request shape, taken for the --native-url server (no task adapter to read)"
 _EXCERPT = 200
-_SHOWN = 120
 _REQUEST_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
 _REDACTED = "<redacted>"
 
@@ -81,9 +80,10 @@ def request_id(kind: str, prompt: Prompt) -> str:
 def _shown_url(url: str) -> str:
     """The URL without any user:password part."""
     try:
-        return str(httpx.URL(url).copy_with(username=None, password=None))
-    except (httpx.InvalidURL, TypeError, ValueError):
+        parts = urlsplit(url)
+    except ValueError:
         return url.split("@")[-1]
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def _hidden(text: str, secret: str | None) -> str:
@@ -247,8 +247,8 @@ def _posted(
         return _Outcome(None, error=f"no answer: {error}")
     except (ResponseTooLarge, UnboundedEncoding, BadEncoding) as error:
         return _Outcome(None, error=f"answer refused: {error}")
-    except httpx.HTTPError as error:
-        return _Outcome(None, error=f"no answer: {type(error).__name__}: {error}")
+    except RequestFailed as error:
+        return _Outcome(None, error=f"no answer: {error}")
     if response.status_code != 200:
         note = f" ({redirect_note(response)})" if redirect_note(response) else ""
         return _Outcome(response.status_code, error=f"HTTP {response.status_code}: {response.text[:_EXCERPT]}{note}")
@@ -347,45 +347,6 @@ def compare(
         request_source=request_source(request),
         pairs=pairs,
     )
-
-
-def not_applicable(reason: str) -> IdentityCheck:
-    return IdentityCheck(verdict="not-applicable", reason=reason)
-
-
-def blocked(reason: str) -> IdentityCheck:
-    return IdentityCheck(verdict="blocked", reason=reason)
-
-
-def _short(text: str | None) -> str:
-    if text is None:
-        return "(none)"
-    return repr(text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "...")
-
-
-def identity_stage(check: IdentityCheck) -> StageResult:
-    """held passes; differs and failed fail (showing the first differing pair's answers); blocked blocks;
-    not-applicable is skipped, and says so."""
-    evidence = [IDENTITY_FILE]
-    if check.verdict == "held":
-        return StageResult(name="identity", status="passed", detail=check.reason, evidence=evidence)
-    if check.verdict == "blocked":
-        return StageResult(name="identity", status="blocked", detail=check.reason, evidence=evidence)
-    if check.verdict == "not-applicable":
-        detail = f"not-applicable: {check.reason}"
-        return StageResult(name="identity", status="skipped", detail=detail, evidence=evidence)
-    detail = f"{check.verdict}: {check.reason}"
-    first = next((pair for pair in check.pairs if pair.verdict == "different"), None)
-    if first is not None:
-        detail += (
-            f"; first difference, {first.question_id} on {first.clip_id}: chat {_short(first.chat.answer)}, "
-            f"native {_short(first.native.answer)}"
-        )
-    return StageResult(name="identity", status="failed", detail=detail, evidence=evidence)
-
-
-def write_identity(row_dir: Path, check: IdentityCheck) -> Path:
-    return write_model_atomic(row_dir / IDENTITY_FILE, check)
 
 
 def clip_request_problem(request: NativeRequest | None) -> str | None:

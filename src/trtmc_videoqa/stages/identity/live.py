@@ -16,7 +16,6 @@ from ...aiperf_qual.execution import EVIDENCE
 from ...results import (
     IdentityAnswer,
     IdentityCheck,
-    NativeRequest,
     ResultRow,
     ServingMechanics,
     StageResult,
@@ -25,9 +24,11 @@ from ...results import (
 from ...results.transports import FALLBACK_TRANSPORT, used_transport
 from ..prompts import workload_prompts
 from ..protocol import Climb, EndpointRow, Stop, measuring, recorded, served
+from .verdict import identity_stage, not_applicable, write_identity
 
 if TYPE_CHECKING:
     from ...plan.job import QualifyJob
+    from ...results import NativeRequest
     from .video_request import FrameFiles
 
 NO_NATIVE_URL = "no native route named for this server (give --native-url URL, in perf_serving's request shape)"
@@ -91,8 +92,6 @@ def compared(
 
 def identity_written(row_dir: Path, check: IdentityCheck) -> StageResult:
     """identity.json written; the stage it makes."""
-    from .compare import identity_stage, write_identity
-
     write_identity(row_dir, check)
     return identity_stage(check)
 
@@ -138,11 +137,12 @@ def endpoint_identity(
     transport: VideoTransport = FALLBACK_TRANSPORT,
     row_dir: Path,
 ) -> IdentityCheck:
-    """A server we did not build: identity against the native route the user named, else not-applicable."""
-    from .compare import ENDPOINT_NATIVE_REQUEST, not_applicable
-
+    """A server we did not build: identity against the native route the user named, else not-applicable (the
+    clients and the native request's reader are not loaded for that)."""
     if not native_url:
         return not_applicable(NO_NATIVE_URL)
+    from .compare import ENDPOINT_NATIVE_REQUEST
+
     job.progress("identity: each question and clip once through chat and once through the native route")
     chat = chat_side(job, url, model, transport, row_dir=row_dir)
     native = native_side(job, native_url, ENDPOINT_NATIVE_REQUEST, row_dir=row_dir)

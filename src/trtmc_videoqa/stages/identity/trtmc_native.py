@@ -54,7 +54,8 @@ def native_identity(cp: Checkpoint, bundle: Bundle, chat: list[IdentityAnswer]) 
     """perf_serving on the same bundle file with its own worker, the Task's own request fields, the comparison;
     blocked, with the reason, where the checkout or this machine lacks what that needs."""
     from ...serving.process import ServerProblem
-    from .compare import blocked, clip_request_problem
+    from .compare import clip_request_problem
+    from .verdict import blocked
 
     job, entry, request = cp.job, cp.entry, cp.entry.native_request
     problem = perf_serving_problem(cp.toolchain, cp.checkout) or clip_request_problem(request)
