@@ -6,14 +6,17 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..common.errors import UserError
 from ..common.safe_read import MAX_RESULT_BYTES, read_regular_file
-from ..results import CheckpointEntry, Inventory, QualificationStatus, ResultRow
+from ..results import QualificationStatus, ResultRow
 from ..results.layout import RESULT_FILE
-from .job import QualifyJob
+
+if TYPE_CHECKING:
+    from ..results import CheckpointEntry, Inventory
+    from .job import QualifyJob
 
 # The statuses a row ends with when everything that could run here ran; only those are reused.
 FINAL_STATUSES: frozenset[QualificationStatus] = frozenset({"unsupported", "aiperf-qualified", "endpoint-qualified"})

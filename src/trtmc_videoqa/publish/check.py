@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from ..common.errors import UserError
 from ..common.scrub import REDACTED
 from ..results.layout import PRIVATE_DIR
-from .decoded import decoded_forms
+from .decoded import PERCENT_ESCAPE, decoded_forms
 from .evidence import is_outside_text, machine_paths, token_around, users_own_values
 from .machine_names import machine_words, run_dirs, short_machine_words, unique
 
@@ -36,6 +36,9 @@ HitKind = Literal["path", "user-or-host", "secret"]
 # Read in pieces of at most this many bytes: memory stays bounded whatever a file's size (a one-line JSON export of
 # many MB), yet the whole file is scanned: a cap that stopped reading would let a leak past the cap through.
 PIECE_BYTES = 64 * 1024 * 1024
+# A file up to this size is read whole, so one look at all of it can tell that no line but those with two slashes
+# (where a path of this machine may stand) needs reading closely; a larger one is read line by line, in pieces.
+WHOLE_BYTES = 16 * 1024 * 1024
 SNIFF_BYTES = 8 * 1024  # a NUL byte in the first 8 KiB: binary (git's own test), not scanned
 # Suffixes of the binary files an output directory holds (clips, frames, arrays, weights): skipped unread.
 BINARY_SUFFIXES = frozenset(
@@ -155,11 +158,12 @@ class _Matchers:
     """The sentinels compiled once per scan: one pattern per kind that has values; the words apart, since where a
     word stands decides whether it fails the check or is a warning."""
 
-    patterns: tuple[tuple[HitKind, re.Pattern[str]], ...]  # paths and secrets
+    patterns: tuple[tuple[HitKind, re.Pattern[str], tuple[str, ...]], ...]  # paths and secrets, each its values
     words: re.Pattern[str] | None
     secrets: tuple[str, ...]  # longest first, for redaction
     overlap: int  # bytes carried across a piece's edge: the longest sentinel, and room for the lookarounds
     own: tuple[str, ...] = ()  # longest first: read past where they stand
+    word_values: tuple[str, ...] = ()  # every user and host name, short ones included
 
     @classmethod
     def of(cls, sentinels: PublicSentinels) -> _Matchers:
@@ -168,7 +172,7 @@ class _Matchers:
             ("secret", sentinels.secrets, "", ""),
         ]
         patterns = tuple(
-            (kind, re.compile(f"{before}(?:{_alternation(values)}){after}"))
+            (kind, re.compile(f"{before}(?:{_alternation(values)}){after}"), tuple(values))
             for kind, values, before, after in sources
             if values
         )
@@ -183,7 +187,17 @@ class _Matchers:
         longest = max((len(value.encode()) for value in every), default=0)
         secrets = tuple(sorted(sentinels.secrets, key=len, reverse=True))
         own = tuple(sorted(sentinels.own, key=len, reverse=True))
-        return cls(patterns, words, secrets, max(longest, *(len(v.encode()) for v in own), 0) + 16, own)
+        overlap = max(longest, *(len(v.encode()) for v in own), 0) + 16
+        return cls(patterns, words, secrets, overlap, own, (*sentinels.words, *sentinels.short_words))
+
+    def may_hit(self, text: str) -> bool:
+        """Whether any line of `text` can hit other than through a path of this machine (publish/evidence.py): it
+        holds a sentinel, a user or host name or an own value as a substring, or an escape a decoded form undoes."""
+        if "\\" in text or PERCENT_ESCAPE.search(text):
+            return True
+        return any(_holds_any(text, values) for _, _, values in self.patterns) or _holds_any(
+            text, (*self.word_values, *self.own)
+        )
 
     def forgive(self, text: str) -> str:
         """The text with the user's own values (a local model folder's path given as --model) read past."""
@@ -201,7 +215,11 @@ class _Matchers:
         else any path that exists on this machine (publish/evidence.py), and a secret."""
         redacted: str | None = None
         kinds: list[HitKind] = []
-        for kind, pattern in self.patterns:
+        for kind, pattern, values in self.patterns:
+            # Each alternative of a pattern is one value between lookarounds: a text that holds none of the values
+            # as a plain substring cannot match, and `in` is far cheaper than a search tried at every position.
+            if not _holds_any(text, values):
+                continue
             found = pattern.search(text)
             if found is None:
                 continue
@@ -216,7 +234,7 @@ class _Matchers:
 
     def find_words(self, text: str) -> tuple[str, list[str]] | None:
         """(excerpt around the first, the token each user or host name stands in) for this text; None: none."""
-        if self.words is None:
+        if self.words is None or not _holds_any(text, self.word_values):
             return None
         found = list(self.words.finditer(text))
         if not found:
@@ -225,6 +243,10 @@ class _Matchers:
         redacted = self.redact(text)
         again = self.words.search(redacted)
         return _excerpt(redacted, again.span() if again else found[0].span()), tokens
+
+
+def _holds_any(text: str, values: tuple[str, ...]) -> bool:
+    return any(value in text for value in values)
 
 
 def _span(kind: HitKind, pattern: re.Pattern[str], redacted: str, fallback: tuple[int, int]) -> tuple[int, int]:
@@ -301,7 +323,15 @@ def _scan_file(path: Path, name: str, matchers: _Matchers) -> tuple[list[Hit], l
         words: dict[int, _WordLine] = {}
         outside = is_outside_text(name)
         json_text = path.suffix.lower() in (".json", ".jsonl")
-        for number, raw in _lines(handle, matchers.overlap):
+        lines: Iterable[tuple[int, str]]
+        if os.fstat(handle.fileno()).st_size <= WHOLE_BYTES:
+            whole = handle.read().decode("utf-8", errors="replace")
+            lines, quiet = enumerate(whole.split("\n"), 1), not matchers.may_hit(whole)
+        else:
+            lines, quiet = _lines(handle, matchers.overlap), False
+        for number, raw in lines:
+            if quiet and raw.count("/") < 2:  # nothing here can hit: no sentinel, no escape, no path
+                continue
             text = matchers.forgive(raw)
             for variant in (text, *map(matchers.forgive, decoded_forms(text, json_text=json_text))):
                 for kind, excerpt in matchers.find(variant):
