@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from ..common.errors import UserError
 from ..common.scrub import REDACTED
 from ..results.layout import PRIVATE_DIR
-from .decoded import PERCENT_ESCAPE, decoded_forms
+from .decoded import decoded_forms
 from .evidence import is_outside_text, machine_paths, token_around, users_own_values
 from .machine_names import machine_words, run_dirs, short_machine_words, unique
 
@@ -190,14 +190,10 @@ class _Matchers:
         overlap = max(longest, *(len(v.encode()) for v in own), 0) + 16
         return cls(patterns, words, secrets, overlap, own, (*sentinels.words, *sentinels.short_words))
 
-    def may_hit(self, text: str) -> bool:
-        """Whether any line of `text` can hit other than through a path of this machine (publish/evidence.py): it
-        holds a sentinel, a user or host name or an own value as a substring, or an escape a decoded form undoes."""
-        if "\\" in text or PERCENT_ESCAPE.search(text):
-            return True
-        return any(_holds_any(text, values) for _, _, values in self.patterns) or _holds_any(
-            text, (*self.word_values, *self.own)
-        )
+    def present_in(self, text: str) -> tuple[str, ...]:
+        """The sentinels and user or host names that `text` holds as a substring (most often none)."""
+        values = (*(value for _, _, values in self.patterns for value in values), *self.word_values)
+        return tuple(value for value in values if value in text)
 
     def forgive(self, text: str) -> str:
         """The text with the user's own values (a local model folder's path given as --model) read past."""
@@ -247,6 +243,13 @@ class _Matchers:
 
 def _holds_any(text: str, values: tuple[str, ...]) -> bool:
     return any(value in text for value in values)
+
+
+def _nothing_to_read(line: str, present: tuple[str, ...]) -> bool:
+    """A line that cannot hit, read with plain substring tests: no sentinel or name of those its file holds (`present`),
+    fewer than two slashes (a path of this machine has two components at least), and no escape that a decoded form
+    would undo (a JSON `\\`, a `%XX`). Forgiving the user's own values and redacting secrets add no slash."""
+    return line.count("/") < 2 and "\\" not in line and "%" not in line and not _holds_any(line, present)
 
 
 def _span(kind: HitKind, pattern: re.Pattern[str], redacted: str, fallback: tuple[int, int]) -> tuple[int, int]:
@@ -324,13 +327,14 @@ def _scan_file(path: Path, name: str, matchers: _Matchers) -> tuple[list[Hit], l
         outside = is_outside_text(name)
         json_text = path.suffix.lower() in (".json", ".jsonl")
         lines: Iterable[tuple[int, str]]
+        present: tuple[str, ...] | None = None  # None: every line is read closely
         if os.fstat(handle.fileno()).st_size <= WHOLE_BYTES:
             whole = handle.read().decode("utf-8", errors="replace")
-            lines, quiet = enumerate(whole.split("\n"), 1), not matchers.may_hit(whole)
+            lines, present = enumerate(whole.split("\n"), 1), matchers.present_in(whole)
         else:
-            lines, quiet = _lines(handle, matchers.overlap), False
+            lines = _lines(handle, matchers.overlap)
         for number, raw in lines:
-            if quiet and raw.count("/") < 2:  # nothing here can hit: no sentinel, no escape, no path
+            if present is not None and _nothing_to_read(raw, present):
                 continue
             text = matchers.forgive(raw)
             for variant in (text, *map(matchers.forgive, decoded_forms(text, json_text=json_text))):

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 # A JSON string literal: its escapes decoded, a path hides behind none of `\n`, `\t`, `\/` or `\u002f`. Read only in
 # a JSON file, whose strings are whole on each line (a serializer wrote them): each is matched once, in linear time.
 _JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
 def decoded_forms(text: str, *, json_text: bool) -> list[str]:
@@ -26,6 +26,6 @@ def decoded_forms(text: str, *, json_text: bool) -> list[str]:
                 continue
             with suppress(ValueError):
                 forms.append(json.loads(literal.group()))
-    if PERCENT_ESCAPE.search(text):
-        forms += [unquote(form) for form in (text, *forms) if PERCENT_ESCAPE.search(form)]
+    if _PERCENT_ESCAPE.search(text):
+        forms += [unquote(form) for form in (text, *forms) if _PERCENT_ESCAPE.search(form)]
     return forms
