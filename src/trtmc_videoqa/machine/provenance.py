@@ -20,11 +20,15 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .gpu import query_gpus
+
+if TYPE_CHECKING:
+    from importlib.metadata import Distribution
 
 PROBE_TIMEOUT_S = 10.0  # nvidia-smi can take seconds to wake the driver on a machine without persistence mode
 
@@ -140,23 +144,34 @@ def own_packages() -> dict[str, str] | None:
     """The packages script's answer for this interpreter, read in-process, for the distributions provenance keeps
     (TensorRT's and TRTMC's; this tool's own too, as the script's answer holds it): searched on the path a fresh start
     of this interpreter searches, without the folder of the script or the current directory that Python put first.
-    Only a distribution whose metadata headers name TensorRT or TRTMC somewhere is parsed; None where reading fails."""
-    from importlib import metadata
-
+    Only a distribution whose metadata folder is named for TensorRT or TRTMC is read; None where reading fails."""
     first = 0 if sys.flags.safe_path else 1  # our script's folder or the current directory: "" in a fresh `-c`
     search = [entry for entry in sys.path[first:] if entry not in ("", ".")]
     found: dict[str, str] = {}
     try:
-        for dist in metadata.distributions(path=search):
-            text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or dist.read_text("") or ""
-            if not _KEPT_NAME_PART.search(text.partition("\n\n")[0]):  # a name lies in the headers, before a blank line
-                continue
+        for dist in _kept_distributions(search):
             name = dist.metadata["Name"]
             if name and dist.version:
                 found.setdefault(name, dist.version)
     except Exception:  # a probe never raises: an unreadable distribution makes the answer unknown, as the script's
         return None
     return found
+
+
+def _kept_distributions(search: list[str]) -> Iterator[Distribution]:
+    """The installed distributions on `search`, in its order, whose `.dist-info` or `.egg-info` name holds TensorRT's
+    or TRTMC's name (such a folder is named for its distribution, normalised: `tensorrt_cu12-10.9.dist-info`). Reading
+    every distribution's metadata to find them took 12 to 30 ms of each run."""
+    from importlib.metadata import PathDistribution
+
+    for entry in search:
+        try:
+            names = sorted(os.listdir(entry))
+        except OSError:  # a zip on the path, or a folder that is gone: nothing installed there to read
+            continue
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info")) and _KEPT_NAME_PART.search(name):
+                yield PathDistribution(Path(entry, name))
 
 
 def parse_packages(text: str) -> dict[str, str] | None:
