@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from PIL import Image
 
 Picked = TypeVar("Picked")
+# zlib level 1 for every PNG written of decoded frames: lossless at any level; on the workloads' frames within 2% of
+# the size of Pillow's default level 6, and two to four times faster (a 32-frame strip of bigbuckbunny: 125 ms -> 35
+# to 58 ms).
+PNG_LEVEL = 1
 
 
 def decode_frames(
@@ -161,14 +165,14 @@ def png_bytes(rgb: np.ndarray) -> bytes:
     from PIL import Image
 
     out = io.BytesIO()
-    Image.fromarray(rgb, mode="RGB").save(out, format="PNG")
+    Image.fromarray(rgb, mode="RGB").save(out, format="PNG", compress_level=PNG_LEVEL)
     return out.getvalue()
 
 
 def frame_png(frame: av.VideoFrame) -> bytes:
     """One decoded frame as a lossless PNG of its RGB24 pixels (the pixels `decode_frames` gives), no NumPy."""
     out = io.BytesIO()
-    frame.to_image().save(out, format="PNG")
+    frame.to_image().save(out, format="PNG", compress_level=PNG_LEVEL)
     return out.getvalue()
 
 

@@ -10,7 +10,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from ..common.atomic_write import write_bytes_atomic
 from .errors import ClipError
-from .frames import decode_images
+from .frames import PNG_LEVEL, decode_images
 from .sampling import ResolvedSampling
 from .source import DEFAULT_MAX_BYTES
 
@@ -52,7 +52,7 @@ def write_strip(
         strip.paste(image, (slot * width, 0))
         draw.text((slot * width + 2, height + 1), f"#{index} {seconds:.2f}s", fill=_LABEL_COLOUR, font=font)
     png = io.BytesIO()
-    strip.save(png, format="PNG")
+    strip.save(png, format="PNG", compress_level=PNG_LEVEL)
     return write_bytes_atomic(out, png.getvalue(), make_parents=make_parents)
 
 

@@ -41,6 +41,7 @@ from .check import (
     PublicSentinels,
     check_public,
     keep_path,
+    led_by,
     path_forms,
     public_files,
     run_sentinels,
@@ -63,10 +64,10 @@ class PublicMap:
         # The same boundaries as the public check: a path is replaced exactly where the check would find it, so
         # what the rewrite leaves, the check sees, and /tmp in /var/tmp or /tmpfoo is left alone. Longest first.
         alternatives = [
-            re.escape(path) + ("" if path.endswith("/") else PATH_AFTER)
+            led_by(PATH_BEFORE, path) + ("" if path.endswith("/") else PATH_AFTER)
             for path in sorted(self.paths, key=len, reverse=True)
         ]
-        return re.compile(f"{PATH_BEFORE}(?:{'|'.join(alternatives)})") if alternatives else None
+        return re.compile(f"(?:{'|'.join(alternatives)})") if alternatives else None
 
     def rewrite_paths(self, text: str) -> str:
         pattern = self._pattern()
