@@ -26,6 +26,15 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from ..common.errors import UserError
 from ..common.scrub import REDACTED
 from ..results.layout import PRIVATE_DIR
+from .boundaries import (
+    PATH_AFTER,
+    PATH_BEFORE,
+    SHORT_WORD_AFTER,
+    SHORT_WORD_BEFORE,
+    WORD_AFTER,
+    WORD_BEFORE,
+    alternation,
+)
 from .decoded import decoded_forms
 from .evidence import is_outside_text, machine_paths, token_around, users_own_values
 from .machine_names import machine_words, run_dirs, short_machine_words, unique
@@ -53,24 +62,6 @@ EXCERPT_CONTEXT = 60  # characters of the line either side of a hit in its excer
 # /root are kept: the run's scratch files and root's home are this run's own (and `root` is a word sentinel too).
 GENERIC_PATHS = frozenset({"/usr", "/usr/local", "/opt", "/bin", "/etc", "/var", "/home", "/srv", "/mnt", "/lib"})
 MIN_PATH_CHARS = 4
-# A shorter user or host name (a host named `vm`) is checked only where it stands machine-derived: after `@` or `/`
-# (user@host, a URL's host, a path component) up to a separator, or as the user before `@`.
-SHORT_WORD_BEFORE = r"(?<=[@/])"
-SHORT_WORD_AFTER = r"(?=[/:@\s\"'),;\]]|$)"
-
-# Where a path sentinel may stand. A path is a hit only as a whole path or a prefix of one ending at a component:
-# not preceded by a character that continues a name (so /tmp is no hit in /var/tmp or ./tmp, but is in file:///tmp)
-# and followed by `/`, a quote, whitespace, the line's end, or any other character that does not continue a name
-# (so /tmp hits /tmp/x and "/tmp" but not /tmpfoo or /tmp.d; a sentence's closing dot after /tmp still hits).
-_NAME_CHAR = r"[\w.~+@%-]"
-PATH_BEFORE = rf"(?<!{_NAME_CHAR})"
-PATH_AFTER = r"(?!\.?[\w~+@%-])"
-# Words (user, host) match as whole tokens: not next to [A-Za-z0-9_-], so `root` is no hit in root_correlation_id,
-# chroot or --runtime-root (host names and options are hyphenated words), but is in root@host, /home/root/, "root".
-# Case-sensitive, like paths: the tool writes these values as the system gave them, and a case-blind match would
-# flag ordinary words (a host named "Report").
-WORD_BEFORE = r"(?<![A-Za-z0-9_-])"
-WORD_AFTER = r"(?![A-Za-z0-9_-])"
 
 
 class PublicSentinels(BaseModel):
@@ -148,20 +139,6 @@ def run_sentinels(out: Path, *, extra_paths: Sequence[Path | str] = (), secrets:
 # --- matching one piece of text ---------------------------------------------------------------------------------
 
 
-def led_by(before: str, value: str) -> str:
-    """The literal `value` where the one-character lookbehind `before` (`(?<!C)` or `(?<=C)`) holds at its start,
-    written literal first, the lookbehind widened over it: the same matches, but a pattern that begins with its
-    literals lets `re` skip to where one could start, where a leading lookbehind is tried at every position (a line
-    of hundreds of kB of base64 in report.html took tens of milliseconds)."""
-    literal = re.escape(value)
-    return f"{literal}{before[:4]}{before[4:-1]}{literal})" if before else literal
-
-
-def _alternation(values: Iterable[str], before: str = "") -> str:
-    # Longest first: of two sentinels where one is a prefix of the other, the excerpt centres on the longer.
-    return "|".join(led_by(before, value) for value in sorted(values, key=len, reverse=True))
-
-
 @dataclass(frozen=True)
 class _Matchers:
     """The sentinels compiled once per scan: one pattern per kind that has values; the words apart, since where a
@@ -181,16 +158,16 @@ class _Matchers:
             ("secret", sentinels.secrets, "", ""),
         ]
         patterns = tuple(
-            (kind, re.compile(f"(?:{_alternation(values, before)}){after}"), tuple(values))
+            (kind, re.compile(f"(?:{alternation(values, before)}){after}"), tuple(values))
             for kind, values, before, after in sources
             if values
         )
         alternatives = []
         if sentinels.words:
-            alternatives.append(f"(?:{_alternation(sentinels.words, WORD_BEFORE)}){WORD_AFTER}")
+            alternatives.append(f"(?:{alternation(sentinels.words, WORD_BEFORE)}){WORD_AFTER}")
         if sentinels.short_words:
-            after_mark = _alternation(sentinels.short_words, SHORT_WORD_BEFORE)
-            before_at = _alternation(sentinels.short_words, WORD_BEFORE)
+            after_mark = alternation(sentinels.short_words, SHORT_WORD_BEFORE)
+            before_at = alternation(sentinels.short_words, WORD_BEFORE)
             alternatives += [f"(?:{after_mark}){SHORT_WORD_AFTER}", f"(?:{before_at})(?=@)"]
         words = re.compile("|".join(alternatives)) if alternatives else None
         every = [*sentinels.paths, *sentinels.words, *sentinels.secrets, *sentinels.short_words]

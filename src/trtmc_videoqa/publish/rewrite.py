@@ -32,16 +32,13 @@ from ..common.atomic_write import check_inside, copy_file_atomic, write_bytes_at
 from ..common.digests import file_sha256
 from ..common.net import is_loopback_host
 from ..results.layout import BUNDLES_DIR, OUTPUT_TOP_NAMES, WORKLOAD_DIR, WORKLOAD_FILES_DIR, workload_dir
+from .boundaries import PATH_AFTER, PATH_BEFORE, WORD_AFTER, led_by
 from .check import (
     BINARY_SUFFIXES,
-    PATH_AFTER,
-    PATH_BEFORE,
     SNIFF_BYTES,
-    WORD_AFTER,
     PublicSentinels,
     check_public,
     keep_path,
-    led_by,
     path_forms,
     public_files,
     run_sentinels,
