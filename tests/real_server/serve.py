@@ -48,6 +48,9 @@ def offline_env(hf_home: Path) -> dict[str, str]:
         HF_HUB_DISABLE_TELEMETRY="1",
         HF_HOME=str(hf_home),
         TOKENIZERS_PARALLELISM="false",
+        # One torch thread: beside the suite's other workers on two cores, a second one mostly waits for a core
+        # (the in-process check of every framing took 121 s in the suite, 20 s alone; one thread alone is as fast).
+        OMP_NUM_THREADS="1",
     )
     return env
 

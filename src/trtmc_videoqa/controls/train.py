@@ -221,7 +221,7 @@ def _train(control: ControlModel, out: Path, device_name: str, stack: contextlib
     steps, margin = fit(model, prepared, training, base["vision"], control, device)
     seconds = time.monotonic() - started
     folder = _save(model, processor, scratch, out / control.folder)
-    answered = answer_all(folder, control, scratch, workloads)
+    (answered,) = answer_all([(folder, control)], scratch, workloads)
     record = {
         "model": control.folder,
         "seed": seed,

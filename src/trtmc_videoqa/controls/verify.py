@@ -30,21 +30,30 @@ class Answered:
 
 
 def answer_all(
-    folder: Path, control: ControlModel, scratch: Path, workloads: Sequence[Workload] = ()
-) -> list[Answered]:
-    """Load the model in `folder` on the CPU and answer every request of `examples` (the silent-audio copies are
-    written under `scratch`)."""
+    models: Sequence[tuple[Path, ControlModel]], scratch: Path, workloads: Sequence[Workload] = ()
+) -> list[list[Answered]]:
+    """Load each model (its folder, what it is) on the CPU and answer every request it was taught, one list per
+    model (the silent-audio copies are written under `scratch`). The models share the base's processor and are
+    taught the same framings, so each framing's inputs are made once, by the first model's processor, for all of
+    them (making them is most of the work: decoding and resizing up to 32 frames)."""
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
+    from .examples import examples
+
     training = base_config()["training"]
     chosen = list(workloads) or [builtin_workload(name) for name in training["workloads"]]
-    processor = AutoProcessor.from_pretrained(folder)
-    model = AutoModelForImageTextToText.from_pretrained(folder).eval()
-    answered = []
+    processor = AutoProcessor.from_pretrained(models[0][0])
+    loaded = [AutoModelForImageTextToText.from_pretrained(folder).eval() for folder, _ in models]
+    taught = [examples(chosen, training, control) for _, control in models]
+    answered: list[list[Answered]] = [[] for _ in models]
     with torch.no_grad():
-        for example, inputs in taught_requests(processor, model, chosen, training, control, scratch):
-            produced = model.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS, do_sample=False)
-            text = processor.decode(produced[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
-            answered.append(Answered(example, text))
+        requests = taught_requests(processor, loaded[0], chosen, training, models[0][1], scratch)
+        for index, (example, inputs) in enumerate(requests):
+            for model, each, answers in zip(loaded, taught, answered, strict=True):
+                if each[index].name != example.name:  # a model taught other framings cannot share these inputs
+                    raise ValueError(f"{each[index].name} is not the framing {example.name}")
+                produced = model.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS, do_sample=False)
+                text = processor.decode(produced[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+                answers.append(Answered(each[index], text))
     return answered
