@@ -135,6 +135,33 @@ def test_the_identity_clients_read_under_the_same_deadline_and_cap() -> None:
     assert waited < 30  # a hang guard: a per-read timeout would wait out the whole minute of drip
 
 
+def test_an_answer_sent_before_the_whole_body_was_read_is_the_response() -> None:
+    """A server that refuses a body by its declared length answers 413 and closes without reading it: the send fails
+    half way (a broken pipe or a reset), and the answer is still read, as httpx reads it."""
+    from trtmc_videoqa.serving.bounded_http import BoundedClient
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    answer = b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 9\r\nconnection: close\r\n\r\ntoo large"
+
+    def refuse() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(4096)
+            conn.sendall(answer)
+            conn.shutdown(socket.SHUT_WR)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset for the rest
+
+    server = threading.Thread(target=refuse, daemon=True)
+    server.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/chat/completions"
+    with listener, BoundedClient(timeout_s=30) as client:
+        response = client.post(url, content=b"x" * (64 << 20), headers={"Content-Type": "application/json"})
+    server.join(timeout=30)
+    assert (response.status_code, response.content) == (413, b"too large")
+
+
 def test_a_redirect_is_named_and_never_followed() -> None:
     with RawServer(lambda n, request: chat()) as target:
         with RawServer(lambda n, request: redirect(target.url + "/v1/chat/completions")) as moved:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import av
 import pytest
-from helpers import cli, no_traceback, one_message
+from helpers import cli, no_traceback, one_message, run_main
 
 from trtmc_videoqa.report.group import group_line
 from trtmc_videoqa.results import COMPARISON_LABEL, ComparisonFacts, Provenance, ResultRow
@@ -38,8 +38,11 @@ def _bad_input(done: subprocess.CompletedProcess[str], *needles: str) -> None:
         assert needle in message, message
 
 
-def test_the_dry_run_names_the_checkpoint_of_a_trtmc_profile_and_the_comparison_label() -> None:
-    done = cli("compare", "--trtmc", str(FIXTURES / "trtmc_families"), "--profile", "vidqa-2b", "--dry-run")
+def test_the_dry_run_names_the_checkpoint_of_a_trtmc_profile_and_the_comparison_label(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ("compare", "--trtmc", str(FIXTURES / "trtmc_families"), "--profile", "vidqa-2b", "--dry-run")
+    done = run_main(capsys, *argv)
     assert done.returncode == 0, done.stderr
     assert "example/VidQA-2B@" in done.stdout and "row vidqa-2b.transformers-serve" in done.stdout
     assert "video transport http" in done.stdout and COMPARISON_LABEL in done.stdout

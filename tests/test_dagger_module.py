@@ -16,16 +16,31 @@ import typing
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
-dagger = pytest.importorskip("dagger")
-from dagger import dag  # noqa: E402
+from trtmc_videoqa import __version__, dagger_plan
+from trtmc_videoqa.common.pins import load_pins
 
-from trtmc_videoqa import __version__, dagger_plan  # noqa: E402
-from trtmc_videoqa.common.pins import load_pins  # noqa: E402
-from trtmc_videoqa.dagger_module import TrtmcVideoqa  # noqa: E402
+# The Dagger SDK and the module, set by `_dagger_sdk` when this module's tests run rather than when pytest collects
+# them: every xdist worker collects every test module, and the SDK takes about a second to import (beartype decorates
+# its generated client), which only the worker that runs these tests needs.
+dagger: Any = None
+dag: Any = None
+TrtmcVideoqa: Any = None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _dagger_sdk() -> None:
+    global dagger, dag, TrtmcVideoqa
+    dagger = pytest.importorskip("dagger")
+    dag = dagger.dag
+    from trtmc_videoqa.dagger_module import TrtmcVideoqa as module_class
+
+    TrtmcVideoqa = module_class
+
 
 REPO = Path(__file__).resolve().parents[1]
 PINS = load_pins(REPO / "containers" / "pins.toml")

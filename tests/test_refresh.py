@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import cli, git, no_traceback
+from helpers import cli, git, no_traceback, run_main
 
 from trtmc_videoqa.common.pins import load_pins
 from trtmc_videoqa.results import GroupReconciliation, Inventory
@@ -131,10 +131,12 @@ def test_a_ref_that_does_not_exist_is_one_clear_message(repo, tmp_path: Path) ->
     assert not out.exists()
 
 
-def test_inventory_names_the_commit_it_is_given_for_a_tree_without_git(tmp_path: Path) -> None:
+def test_inventory_names_the_commit_it_is_given_for_a_tree_without_git(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     sha = "3" * 40
-    done = cli("inventory", "--trtmc", str(FIXTURE), "--out", str(tmp_path / "inv"), "--commit", sha)
+    done = run_main(capsys, "inventory", "--trtmc", str(FIXTURE), "--out", str(tmp_path / "inv"), "--commit", sha)
     assert done.returncode == 0, done.stderr
     assert Inventory.model_validate_json((tmp_path / "inv" / "inventory.json").read_text()).commit == sha
-    bad = cli("inventory", "--trtmc", str(FIXTURE), "--out", str(tmp_path / "x"), "--commit", "abc")
+    bad = run_main(capsys, "inventory", "--trtmc", str(FIXTURE), "--out", str(tmp_path / "x"), "--commit", "abc")
     assert bad.returncode == 2 and "full 40-character commit" in bad.stderr

@@ -311,7 +311,19 @@ class BoundedClient:
         sent.append(("Content-Length", str(len(content))))
         request = h11.Request(method="POST", target=target.path, headers=sent)
         sock.settimeout(_left(deadline, self.timeout_s))
-        sock.sendall(conn.send(request) + conn.send(h11.Data(data=content)) + conn.send(h11.EndOfMessage()))
+        refused: OSError | None = None
+        try:
+            sock.sendall(conn.send(request) + conn.send(h11.Data(data=content)) + conn.send(h11.EndOfMessage()))
+        except (BrokenPipeError, ConnectionResetError) as error:  # it may have answered (413) before the whole body
+            refused = error
+        try:
+            return self._response(sock, conn, deadline)
+        except (OSError, h11.RemoteProtocolError, RequestFailed):
+            if refused is not None:
+                raise refused from None  # no answer after all: the send's own failure is the one to name
+            raise
+
+    def _response(self, sock: socket.socket, conn: h11.Connection, deadline: float) -> BoundedResponse:
         response: h11.Response | None = None
         meter: BodyMeter | None = None
         while True:
