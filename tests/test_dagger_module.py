@@ -56,8 +56,10 @@ class Plan(list):
 
 
 def plan(obj) -> Plan:
+    from dagger.client.base import Type  # here too: test_containers.py reads plans without this module's fixture
+
     def value(v):
-        if isinstance(v, dagger.client.base.Type):
+        if isinstance(v, Type):
             return plan(v)
         if isinstance(v, (list, tuple)):
             return [value(x) for x in v]
