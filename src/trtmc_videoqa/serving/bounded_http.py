@@ -230,9 +230,9 @@ class _Target:
             parts = urlsplit(url)
             port = parts.port
         except ValueError as error:
-            raise RequestFailed(f"the URL {url[:200]!r} cannot be read: {error}") from None
+            raise RequestFailed(f"the URL cannot be read: {error}") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise RequestFailed(f"the URL {url[:200]!r} is not an http:// or https:// URL with a host")
+            raise RequestFailed("the URL is not an http:// or https:// URL with a host")
         tls = parts.scheme == "https"
         host = parts.hostname
         shown = f"[{host}]" if ":" in host else host
