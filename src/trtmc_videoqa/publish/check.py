@@ -45,8 +45,8 @@ HitKind = Literal["path", "user-or-host", "secret"]
 # Read in pieces of at most this many bytes: memory stays bounded whatever a file's size (a one-line JSON export of
 # many MB), yet the whole file is scanned: a cap that stopped reading would let a leak past the cap through.
 PIECE_BYTES = 64 * 1024 * 1024
-# A file up to this size is read whole, so one look at all of it can tell that no line but those with two slashes
-# (where a path of this machine may stand) needs reading closely; a larger one is read line by line, in pieces.
+# A file up to this size is read whole: the sentinels it holds are found once, and each line is tested for those
+# alone before it is read closely (`_nothing_to_read`); a larger one is read in pieces, every line closely.
 WHOLE_BYTES = 16 * 1024 * 1024
 SNIFF_BYTES = 8 * 1024  # a NUL byte in the first 8 KiB: binary (git's own test), not scanned
 # Suffixes of the binary files an output directory holds (clips, frames, arrays, weights): skipped unread.
