@@ -90,40 +90,42 @@ if TYPE_CHECKING:
         Verdict,
     )
 
-_LAZY = {
-    "INVENTORY_SCHEMA": "inventory",
-    "LAYOUT_DESCRIPTIONS": "inventory",
-    "VERDICTS": "inventory",
-    "CatalogStatus": "inventory",
-    "CheckpointEntry": "inventory",
-    "DeclaredTaskFact": "inventory",
-    "Evidence": "inventory",
-    "FamilyDeclarationFact": "inventory",
-    "FieldChange": "inventory",
-    "GapEvidence": "inventory",
-    "GroupChange": "inventory",
-    "GroupChangeKind": "inventory",
-    "GroupReconciliation": "inventory",
-    "Inventory": "inventory",
-    "Layout": "inventory",
-    "MediaControl": "inventory",
-    "NativeRequest": "inventory",
-    "OutsideCounts": "inventory",
-    "Reconciliation": "inventory",
-    "ServingFacts": "inventory",
-    "Skipped": "inventory",
-    "Summary": "inventory",
-    "TaskContract": "inventory",
-    "TestcaseFacts": "inventory",
-    "Verdict": "inventory",
-}
+_INVENTORY_NAMES = frozenset(
+    {
+        "INVENTORY_SCHEMA",
+        "LAYOUT_DESCRIPTIONS",
+        "VERDICTS",
+        "CatalogStatus",
+        "CheckpointEntry",
+        "DeclaredTaskFact",
+        "Evidence",
+        "FamilyDeclarationFact",
+        "FieldChange",
+        "GapEvidence",
+        "GroupChange",
+        "GroupChangeKind",
+        "GroupReconciliation",
+        "Inventory",
+        "Layout",
+        "MediaControl",
+        "NativeRequest",
+        "OutsideCounts",
+        "Reconciliation",
+        "ServingFacts",
+        "Skipped",
+        "Summary",
+        "TaskContract",
+        "TestcaseFacts",
+        "Verdict",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:
     """An inventory name, loaded on first use (PEP 562; common/lazy.py's way, written here: results/ imports
     nothing of ours)."""
-    if name not in _LAZY:
+    if name not in _INVENTORY_NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+    value = getattr(import_module(f"{__name__}.inventory"), name)
     globals()[name] = value
     return value
