@@ -3,6 +3,8 @@ The shared fixtures are in conftest.py; these are functions because tests call t
 
 from __future__ import annotations
 
+import io
+import os
 import re
 import subprocess
 import sys
@@ -37,22 +39,44 @@ def qualify(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
     return cli("qualify", *args, env=env, timeout=timeout)
 
 
-def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+def run_main(
+    capsys: pytest.CaptureFixture[str] | None,
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
     """`trtmc-videoqa ARGS` in this process: `main(argv)` with its output captured, for what a command does with its
-    arguments (refusals, help, quick commands). What only a subprocess shows (the console script, exit codes on
-    signals, a run's child processes) stays with `cli`. argparse's own exits (--help, --version, a usage error) are
-    SystemExit here; their code is returned like any other."""
+    arguments and what its run leaves (refusals, help, rows, reports); the servers and tools a run starts are still
+    real processes. `env` (the whole environment, as for `cli`) and `cwd` hold for this call only; `capsys` None
+    (a fixture wider than one test has none) captures into a buffer instead. What only our own process shows (the
+    console script, exit codes on signals, a terminal, what is left when it is killed, a hang on hostile input)
+    stays with `cli`. argparse's own exits (--help, --version, a usage error) are SystemExit here; their code is
+    returned like any other."""
     from trtmc_videoqa.cli.main import main
 
-    capsys.readouterr()  # only this command's output
+    if capsys is not None:
+        capsys.readouterr()  # only this command's output
     streams = sys.stdout, sys.stderr  # main wraps them (control characters out); put pytest's own back after
+    if capsys is None:
+        sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
+    buffers = sys.stdout, sys.stderr
+    environ, where = dict(os.environ), Path.cwd()
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
+    if cwd is not None:
+        os.chdir(cwd)
     try:
         code = main(list(args))
     except SystemExit as exit:
         code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
     finally:
         sys.stdout, sys.stderr = streams
-    out, err = capsys.readouterr()
+        os.chdir(where)
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(environ)
+    out, err = capsys.readouterr() if capsys is not None else (buffers[0].getvalue(), buffers[1].getvalue())
     return subprocess.CompletedProcess(["trtmc-videoqa", *args], code, out, err)
 
 

@@ -7,8 +7,8 @@ under src/, never by importing them."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 from trtmc_videoqa.aiperf import exports
@@ -86,17 +86,21 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return found
 
 
-def literals(source: str) -> Iterator[tuple[int, str]]:
+@functools.cache  # both tests read every module: each is parsed once
+def literals(source: str) -> tuple[tuple[int, str], ...]:
     """(line, text) of every string literal but docstrings; an f-string whole, each field as `{}`."""
     tree = ast.parse(source)
     skipped = _docstrings(tree)
-    for node in ast.walk(tree):
+    found = []
+    nodes = list(ast.walk(tree))
+    for node in nodes:
         if isinstance(node, ast.JoinedStr):
             skipped |= {id(value) for value in node.values}
-            yield node.lineno, "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
-    for node in ast.walk(tree):
+            found.append((node.lineno, "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)))
+    for node in nodes:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skipped:
-            yield node.lineno, node.value
+            found.append((node.lineno, node.value))
+    return tuple(found)
 
 
 def artifact_names(package: Path, allowed: dict[str, set[str]]) -> list[str]:

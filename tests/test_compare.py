@@ -12,7 +12,7 @@ from pathlib import Path
 
 import av
 import pytest
-from helpers import cli, no_traceback, one_message, run_main
+from helpers import no_traceback, one_message, run_main
 
 from trtmc_videoqa.report.group import group_line
 from trtmc_videoqa.results import COMPARISON_LABEL, ComparisonFacts, Provenance, ResultRow
@@ -60,8 +60,10 @@ def test_the_dry_run_names_the_checkpoint_of_a_trtmc_profile_and_the_comparison_
         (("--checkpoint", "org/name", "--transformers", "/nonexistent/transformers"), ("--transformers",)),
     ],
 )
-def test_bad_input_is_one_message(argv: tuple[str, ...], needles: tuple[str, ...]) -> None:
-    _bad_input(cli("compare", *argv, "--dry-run"), *needles)
+def test_bad_input_is_one_message(
+    capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], needles: tuple[str, ...]
+) -> None:
+    _bad_input(run_main(capsys, "compare", *argv, "--dry-run"), *needles)
 
 
 def test_a_local_checkpoint_is_served_from_its_parent_under_its_bare_name(tmp_path: Path) -> None:

@@ -168,8 +168,10 @@ def test_a_log_is_never_opened_through_a_link(tmp_path: Path) -> None:
         open_for_writing(fifo)
 
 
-def test_strip_pngs_are_readable_by_everyone_and_huge_strips_are_refused(clips, tmp_path: Path) -> None:
-    done = cli("probe", str(clips.mp4), "--policy", "uniform:4", "--strip", str(tmp_path / "s.png"), timeout=60)
+def test_strip_pngs_are_readable_by_everyone_and_huge_strips_are_refused(
+    clips, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    done = run_main(capsys, "probe", str(clips.mp4), "--policy", "uniform:4", "--strip", str(tmp_path / "s.png"))
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE((tmp_path / "s.png").stat().st_mode) == 0o644
     from trtmc_videoqa.media import SamplingPolicy, probe_clip

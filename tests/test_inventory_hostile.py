@@ -10,17 +10,15 @@ for minutes to hours (a pattern trying every start against the rest of the text)
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import run_main
 
 from trtmc_videoqa.inventory import run_inventory
 from trtmc_videoqa.results import CheckpointEntry, Inventory
@@ -42,16 +40,7 @@ def _nested(depth: int) -> object:
 
 def _audit(tree: Path, out: Path) -> tuple[subprocess.CompletedProcess[str], Inventory]:
     """`trtmc-videoqa inventory` on the tree, in this process (`main(argv)`, its output captured)."""
-    from trtmc_videoqa.cli.main import main
-
-    printed, said = io.StringIO(), io.StringIO()
-    streams = sys.stdout, sys.stderr  # main wraps them (control characters out): put these back after
-    try:
-        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(said):
-            code = main(["inventory", "--trtmc", str(tree), "--out", str(out)])
-    finally:
-        sys.stdout, sys.stderr = streams
-    done = subprocess.CompletedProcess(["trtmc-videoqa", "inventory"], code, printed.getvalue(), said.getvalue())
+    done = run_main(None, "inventory", "--trtmc", str(tree), "--out", str(out))
     assert done.returncode == 0 and "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
     return done, Inventory.model_validate_json((out / "inventory.json").read_text())
 

@@ -15,12 +15,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from helpers import cli, git, no_traceback
+from helpers import git, no_traceback, run_main
 
 from trtmc_videoqa.inventory import run_inventory
 from trtmc_videoqa.inventory.refresh import shown_repository
@@ -96,48 +95,46 @@ def test_the_cache_of_what_exists_can_be_forgotten(tmp_path: Path) -> None:
 # --- inventory -----------------------------------------------------------------------------------------------------
 
 
-def test_an_inventory_naming_a_checkout_elsewhere_by_absolute_path_fails_the_check(tmp_path: Path) -> None:
+def test_an_inventory_naming_a_checkout_elsewhere_by_absolute_path_fails_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """What `inventory` wrote before the fix, planted: the check (not only the run's own paths) refuses it."""
     checkout = _elsewhere(tmp_path)
     inventory = run_inventory(checkout).model_copy(update={"checkout": str(checkout)})
     out = tmp_path / "out"
     _write(out, "inventory.json", inventory.model_dump_json(indent=2))
-    done = cli("report", "--check-public", str(out))
+    done = run_main(capsys, "report", "--check-public", str(out))
     assert done.returncode == 2, done.stdout + done.stderr
     no_traceback(done)
     assert "inventory.json:4" in done.stderr
 
 
-def test_inventory_of_a_checkout_elsewhere_writes_a_placeholder_and_passes_the_check(tmp_path: Path) -> None:
+def test_inventory_of_a_checkout_elsewhere_writes_a_placeholder_and_passes_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     checkout = _elsewhere(tmp_path)
     out = tmp_path / "inventory"
-    done = cli("inventory", "--trtmc", str(checkout), "--out", str(out))
+    done = run_main(capsys, "inventory", "--trtmc", str(checkout), "--out", str(out))
     assert done.returncode == 0, done.stderr
     inventory = Inventory.model_validate_json((out / "inventory.json").read_text())
     assert inventory.checkout == "$TRTMC_CHECKOUT"
     assert "`$TRTMC_CHECKOUT`" in (out / "inventory.md").read_text()
     for name in ("inventory.json", "inventory.md"):
         assert str(tmp_path) not in (out / name).read_text(), name
-    checked = cli("report", "--check-public", str(out))
+    checked = run_main(capsys, "report", "--check-public", str(out))
     assert checked.returncode == 0, checked.stderr
     # --against names the earlier file by its name only.
     earlier = ("--against", str(out / "inventory.json"))
-    again = cli("inventory", "--trtmc", str(checkout), "--out", str(tmp_path / "again"), *earlier)
+    again = run_main(capsys, "inventory", "--trtmc", str(checkout), "--out", str(tmp_path / "again"), *earlier)
     assert again.returncode == 0, again.stderr
     against = Inventory.model_validate_json((tmp_path / "again" / "inventory.json").read_text()).reconciliation
     assert against is not None and against.against == "inventory.json"
-    assert cli("report", "--check-public", str(tmp_path / "again")).returncode == 0
+    assert run_main(capsys, "report", "--check-public", str(tmp_path / "again")).returncode == 0
 
 
-def test_a_checkout_given_by_a_relative_path_is_named_by_it(tmp_path: Path) -> None:
+def test_a_checkout_given_by_a_relative_path_is_named_by_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _elsewhere(tmp_path)
-    done = subprocess.run(
-        [*cli_argv(), "inventory", "--trtmc", "elsewhere/TensorRT-Model-Connect", "--out", "inv"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_main(capsys, "inventory", "--trtmc", "elsewhere/TensorRT-Model-Connect", "--out", "inv", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     inventory = Inventory.model_validate_json((tmp_path / "inv" / "inventory.json").read_text())
     assert inventory.checkout == "elsewhere/TensorRT-Model-Connect"
@@ -146,14 +143,12 @@ def test_a_checkout_given_by_a_relative_path_is_named_by_it(tmp_path: Path) -> N
     assert ".." in climbing.parts and run_inventory(climbing).checkout == "$TRTMC_CHECKOUT"
 
 
-def cli_argv() -> list[str]:
-    return [sys.executable, "-m", "trtmc_videoqa"]
-
-
 # --- refresh -------------------------------------------------------------------------------------------------------
 
 
-def test_refresh_writes_no_path_of_this_machine_and_passes_the_check(tmp_path: Path) -> None:
+def test_refresh_writes_no_path_of_this_machine_and_passes_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     source = tmp_path / "upstream" / "TensorRT-Model-Connect"
     shutil.copytree(FIXTURE, source)
     subprocess.run(["git", "init", "-q", "-b", "main", str(source)], check=True, timeout=60)
@@ -163,7 +158,7 @@ def test_refresh_writes_no_path_of_this_machine_and_passes_the_check(tmp_path: P
     subprocess.run(["git", "clone", "-q", str(source), str(pinned)], check=True, timeout=60)
     out = tmp_path / "refresh"
     args = ("--trtmc", str(pinned), "--main", str(source), "--ref", "main", "--cache", str(tmp_path / "cache"))
-    done = cli("refresh", *args, "--out", str(out), timeout=300)
+    done = run_main(capsys, "refresh", *args, "--out", str(out))
     assert done.returncode == 0, done.stderr
     files = sorted(path.name for path in out.iterdir())
     assert files == ["inventory.main.json", "inventory.pinned.json", "reconciliation.json", "reconciliation.md"]
@@ -173,7 +168,7 @@ def test_refresh_writes_no_path_of_this_machine_and_passes_the_check(tmp_path: P
     main_inventory = Inventory.model_validate_json((out / "inventory.main.json").read_text())
     assert pinned_inventory.checkout == "$TRTMC_CHECKOUT"
     assert main_inventory.checkout == f"$GIT_CACHE/trees/{main_inventory.commit}"
-    checked = cli("report", "--check-public", str(out))
+    checked = run_main(capsys, "report", "--check-public", str(out))
     assert checked.returncode == 0, checked.stderr
     assert check_public(out, NOTHING) == 4
 
@@ -198,14 +193,16 @@ def test_refresh_yml_checks_the_folder_before_the_summary_and_the_upload() -> No
 
 
 @pytest.mark.parametrize("given", ["relative", "absolute"])
-def test_a_checkout_given_through_a_link_is_named_as_given_or_by_placeholder(tmp_path: Path, given: str) -> None:
+def test_a_checkout_given_through_a_link_is_named_as_given_or_by_placeholder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str
+) -> None:
     """Neither the link's absolute path nor its target's reaches inventory.json or inventory.md."""
     target = tmp_path / "real" / "TensorRT-Model-Connect"
     shutil.copytree(Path(__file__).parent / "fixtures" / "trtmc_families", target)
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "link").symlink_to(target)
     argument = "link" if given == "relative" else str(tmp_path / "work" / "link")
-    done = cli("inventory", "--trtmc", argument, "--out", "inv", cwd=tmp_path / "work")
+    done = run_main(capsys, "inventory", "--trtmc", argument, "--out", "inv", cwd=tmp_path / "work")
     assert done.returncode == 0, done.stderr
     for name in ("inventory.json", "inventory.md"):
         text = (tmp_path / "work" / "inv" / name).read_text()

@@ -284,9 +284,11 @@ def _line(command: RecordedCommand) -> str:
     return reproducible_command(command.argv)
 
 
-def vidqa_through_doubles(tmp_path: Path, **env: str) -> ResultRow:
+def vidqa_through_doubles(capsys: pytest.CaptureFixture[str], tmp_path: Path, **env: str) -> ResultRow:
     """vidqa-2b from the fixture tree through the TRTMC test doubles (env added to theirs); its row."""
-    done = qualify(
+    done = run_main(
+        capsys,
+        "qualify",
         "--trtmc",
         str(FIXTURES / "trtmc_families"),
         "--out",
@@ -300,8 +302,10 @@ def vidqa_through_doubles(tmp_path: Path, **env: str) -> ResultRow:
     return row(tmp_path / "out", "vidqa-2b")
 
 
-def test_a_family_command_that_builds_its_own_bundle_does_not_validate_ours(tmp_path: Path) -> None:
-    failed = vidqa_through_doubles(tmp_path, VIDQA_FIXTURE_REBUILDS="1")
+def test_a_family_command_that_builds_its_own_bundle_does_not_validate_ours(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    failed = vidqa_through_doubles(capsys, tmp_path, VIDQA_FIXTURE_REBUILDS="1")
     assert failed.status == "failed" and failed.failed_stage == "correctness"
     assert "built itself, not this one" in failed.status_reason
     ours = next(s for s in failed.stages if s.name == "build").detail.split()[-1]
@@ -324,8 +328,8 @@ def test_the_checkpoints_own_tokenizer_is_taken_from_the_hub_cache(trtmc_resumed
     assert f'--tokenizer "$HF_HUB_CACHE"/{snapshot}' in _line(qualified.commands["aiperf"])
 
 
-def test_a_family_run_that_only_skips_validates_nothing(tmp_path: Path) -> None:
-    skipped = vidqa_through_doubles(tmp_path, VIDQA_FIXTURE_SKIPS="1")
+def test_a_family_run_that_only_skips_validates_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    skipped = vidqa_through_doubles(capsys, tmp_path, VIDQA_FIXTURE_SKIPS="1")
     assert (skipped.status, skipped.failed_stage) == ("failed", "correctness")  # pytest exited 0, nothing passed
     assert "no test passed: Bundle not found" in skipped.status_reason
 
@@ -334,10 +338,18 @@ def test_a_family_run_that_only_skips_validates_nothing(tmp_path: Path) -> None:
 # test_faults.py's resumed TRTMC row (shared_runs.trtmc_resumed_after_faults).
 
 
-def test_without_gpu_or_trtmc_the_row_is_blocked_not_faked(tmp_path: Path) -> None:
+def test_without_gpu_or_trtmc_the_row_is_blocked_not_faked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin")
-    done = qualify(
-        "--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(tmp_path), "--profile", "vidqa-2b", env=env
+    done = run_main(
+        capsys,
+        "qualify",
+        "--trtmc",
+        str(FIXTURES / "trtmc_families"),
+        "--out",
+        str(tmp_path),
+        "--profile",
+        "vidqa-2b",
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     blocked = row(tmp_path, "vidqa-2b")
@@ -345,10 +357,18 @@ def test_without_gpu_or_trtmc_the_row_is_blocked_not_faked(tmp_path: Path) -> No
     assert not (tmp_path / "checkpoints" / "vidqa-2b" / "aiperf").exists()
 
 
-def test_missing_family_test_blocks_at_correctness(tmp_path: Path) -> None:
+def test_missing_family_test_blocks_at_correctness(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     env = install_doubles(tmp_path / "bin")
-    done = qualify(
-        "--trtmc", str(FIXTURES / "trtmc_e2e"), "--out", str(tmp_path / "out"), "--profile", "oldvideo-7b", env=env
+    done = run_main(
+        capsys,
+        "qualify",
+        "--trtmc",
+        str(FIXTURES / "trtmc_e2e"),
+        "--out",
+        str(tmp_path / "out"),
+        "--profile",
+        "oldvideo-7b",
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     result = row(tmp_path / "out", "oldvideo-7b")
@@ -504,8 +524,10 @@ def test_an_api_key_reaches_the_server_but_no_artifact(auto_key_run: SharedRun) 
     assert "--api-key " not in command
 
 
-def test_capable_variants_are_held_with_a_reason(tmp_path: Path) -> None:
-    done = qualify(
+def test_capable_variants_are_held_with_a_reason(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    done = run_main(
+        capsys,
+        "qualify",
         "--trtmc",
         str(FIXTURES / "trtmc_families"),
         "--out",

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import cli, git, no_traceback, run_main
+from helpers import git, no_traceback, run_main
 
 from trtmc_videoqa.common.pins import load_pins
 from trtmc_videoqa.results import GroupReconciliation, Inventory
@@ -64,16 +64,20 @@ def _pinned_checkout(repo: Path, pinned: str, where: Path) -> Path:
     return where
 
 
-def _refresh(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _refresh(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path / "refresh"
-    done = cli("refresh", *args, "--out", str(out), "--cache", str(tmp_path / "cache"), timeout=300)
+    done = run_main(capsys, "refresh", *args, "--out", str(out), "--cache", str(tmp_path / "cache"))
     return done, out
 
 
-def test_refresh_lists_the_group_changes_first_and_counts_the_rest(repo, tmp_path: Path) -> None:
+def test_refresh_lists_the_group_changes_first_and_counts_the_rest(
+    capsys: pytest.CaptureFixture[str], repo, tmp_path: Path
+) -> None:
     source, pinned, main = repo
     checkout = _pinned_checkout(source, pinned, tmp_path / "pinned")
-    done, out = _refresh(tmp_path, "--trtmc", str(checkout), "--main", str(source), "--ref", "main")
+    done, out = _refresh(capsys, tmp_path, "--trtmc", str(checkout), "--main", str(source), "--ref", "main")
     assert done.returncode == 0, done.stderr  # without --fail-on-new-capable a new capable row is news, not failure
     no_traceback(done)
     r = GroupReconciliation.model_validate_json((out / "reconciliation.json").read_text())
@@ -97,34 +101,40 @@ def test_refresh_lists_the_group_changes_first_and_counts_the_rest(repo, tmp_pat
     assert (pinned_inventory.commit, main_inventory.commit) == (pinned, main)  # main's tree has no .git: named
 
 
-def test_fail_on_new_capable_exits_3_and_0_when_main_equals_the_pin(repo, tmp_path: Path) -> None:
+def test_fail_on_new_capable_exits_3_and_0_when_main_equals_the_pin(
+    capsys: pytest.CaptureFixture[str], repo, tmp_path: Path
+) -> None:
     source, pinned, main = repo
     checkout = _pinned_checkout(source, pinned, tmp_path / "pinned")
     args = ("--trtmc", str(checkout), "--main", str(source), "--fail-on-new-capable")
-    done, _ = _refresh(tmp_path / "a", *args)
+    done, _ = _refresh(capsys, tmp_path / "a", *args)
     assert done.returncode == 3, done.stderr
-    same, out = _refresh(tmp_path / "b", *args[:-1], "--ref", pinned, "--fail-on-new-capable")
+    same, out = _refresh(capsys, tmp_path / "b", *args[:-1], "--ref", pinned, "--fail-on-new-capable")
     assert same.returncode == 0, same.stderr
     r = GroupReconciliation.model_validate_json((out / "reconciliation.json").read_text())
     assert r.changes == [] and r.line == f"No in-group change between {pinned} and main {pinned}"
     assert (out / "reconciliation.md").read_text().startswith(f"**No in-group change between {pinned}")
 
 
-def test_a_pinned_tree_without_history_takes_its_commit_from_the_pin_file(repo, tmp_path: Path) -> None:
+def test_a_pinned_tree_without_history_takes_its_commit_from_the_pin_file(
+    capsys: pytest.CaptureFixture[str], repo, tmp_path: Path
+) -> None:
     source, _, main = repo
     exported = tmp_path / "exported"
     shutil.copytree(FIXTURE, exported)  # no .git: the commit is the pin file's, and the row says so
-    done, out = _refresh(tmp_path, "--trtmc", str(exported), "--main", str(source))
+    done, out = _refresh(capsys, tmp_path, "--trtmc", str(exported), "--main", str(source))
     assert done.returncode == 0, done.stderr
     r = GroupReconciliation.model_validate_json((out / "reconciliation.json").read_text())
     assert r.pinned_commit == load_pins().trtmc.commit and "pin file" in r.pinned_commit_source
     assert r.main_commit == main
 
 
-def test_a_ref_that_does_not_exist_is_one_clear_message(repo, tmp_path: Path) -> None:
+def test_a_ref_that_does_not_exist_is_one_clear_message(
+    capsys: pytest.CaptureFixture[str], repo, tmp_path: Path
+) -> None:
     source, pinned, _ = repo
     checkout = _pinned_checkout(source, pinned, tmp_path / "pinned")
-    done, out = _refresh(tmp_path, "--trtmc", str(checkout), "--main", str(source), "--ref", "no-such-branch")
+    done, out = _refresh(capsys, tmp_path, "--trtmc", str(checkout), "--main", str(source), "--ref", "no-such-branch")
     assert done.returncode == 2
     no_traceback(done)
     assert "git could not fetch 'no-such-branch'" in done.stderr and "--ref" in done.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from helpers import cli, git, no_traceback
+from helpers import git, no_traceback, run_main
 from test_task_declarations import FIXTURE, capable_tree
 
 from trtmc_videoqa.inventory.refresh import EXIT_NEW_CAPABLE
@@ -76,12 +76,14 @@ def family_declares(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     return _two_commits(where, pinned, capable_tree(where / "main-tree"))
 
 
-def _refresh(repo: Repo, tmp_path: Path, *flags: str) -> tuple[subprocess.CompletedProcess[str], GroupReconciliation]:
+def _refresh(
+    capsys: pytest.CaptureFixture[str], repo: Repo, tmp_path: Path, *flags: str
+) -> tuple[subprocess.CompletedProcess[str], GroupReconciliation]:
     """refresh of main against the pinned checkout: the run and its reconciliation.json, whose line is checked to be
     the first line of stdout and of reconciliation.md."""
     out = tmp_path / "refresh"
-    done = cli(
-        "refresh", "--trtmc", str(repo.checkout), "--main", str(repo.source), "--ref", "main", *flags,
+    done = run_main(
+        capsys, "refresh", "--trtmc", str(repo.checkout), "--main", str(repo.source), "--ref", "main", *flags,
         "--out", str(out), "--cache", str(tmp_path / "cache"),
     )  # fmt: skip
     no_traceback(done)  # stdout and stderr
@@ -97,8 +99,10 @@ def _line_of(header: Path, text: str) -> int:
     return next(n for n, line in enumerate(header.read_text().splitlines(), start=1) if text in line)
 
 
-def test_new_video_task_in_the_headers_is_reported_first_and_is_no_failure(headers_added: Repo, tmp_path: Path) -> None:
-    done, r = _refresh(headers_added, tmp_path, "--fail-on-new-capable")
+def test_new_video_task_in_the_headers_is_reported_first_and_is_no_failure(
+    capsys: pytest.CaptureFixture[str], headers_added: Repo, tmp_path: Path
+) -> None:
+    done, r = _refresh(capsys, headers_added, tmp_path, "--fail-on-new-capable")
     line = r.line
     assert done.returncode == 0, done.stderr  # a Task in the API alone makes no checkpoint capable
     declared_at = _line_of(FIXTURE / LANGUAGE_H, '#define TRTMC_TASK_VIDEO_TEXT_TO_TEXT "video_text_to_text"')
@@ -111,9 +115,9 @@ def test_new_video_task_in_the_headers_is_reported_first_and_is_no_failure(heade
 
 
 def test_family_newly_declaring_and_binding_names_the_new_capable_checkpoint(
-    family_declares: Repo, tmp_path: Path
+    capsys: pytest.CaptureFixture[str], family_declares: Repo, tmp_path: Path
 ) -> None:
-    done, r = _refresh(family_declares, tmp_path / "failing", "--fail-on-new-capable")
+    done, r = _refresh(capsys, family_declares, tmp_path / "failing", "--fail-on-new-capable")
     line = r.line
     assert done.returncode == EXIT_NEW_CAPABLE == 3, done.stderr
     assert line.startswith(
@@ -124,6 +128,6 @@ def test_family_newly_declaring_and_binding_names_the_new_capable_checkpoint(
     changed = next(c for c in r.changes if c.profile == "vidqa-2b-native")
     assert (changed.kind, changed.new, changed.new_capable) == ("verdict", "temporal-video-qa", True)
 
-    plain, again = _refresh(family_declares, tmp_path / "plain")
+    plain, again = _refresh(capsys, family_declares, tmp_path / "plain")
     assert plain.returncode == 0, plain.stderr  # without the flag a new capable checkpoint is news, not failure
     assert again.line == line and again.new_capable == r.new_capable

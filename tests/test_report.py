@@ -8,7 +8,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-from helpers import cli
+from helpers import cli, run_main
 
 from trtmc_videoqa.report import build_report
 from trtmc_videoqa.report.build import MEASURED
@@ -77,7 +77,7 @@ def _write(out: Path, rows: list[ResultRow]) -> Path:
     return out
 
 
-def test_two_runs_merge_side_by_side_in_every_format(tmp_path: Path) -> None:
+def test_two_runs_merge_side_by_side_in_every_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first = _write(
         tmp_path / "a",
         [_row("ckpt", "endpoint-qualified", "http://127.0.0.1:1"), _row("gap", "unsupported", "http://127.0.0.1:1")],
@@ -91,7 +91,8 @@ def test_two_runs_merge_side_by_side_in_every_format(tmp_path: Path) -> None:
     )
     summary = tmp_path / "summary.md"
     merged = tmp_path / "merged"
-    done = cli(
+    done = run_main(
+        capsys,
         "report",
         str(first),
         str(second),
@@ -145,13 +146,13 @@ def test_two_runs_merge_side_by_side_in_every_format(tmp_path: Path) -> None:
     )
 
 
-def test_report_of_a_directory_without_results_is_bad_input(tmp_path: Path) -> None:
-    done = cli("report", str(tmp_path))
+def test_report_of_a_directory_without_results_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    done = run_main(capsys, "report", str(tmp_path))
     assert done.returncode == 2 and "holds no checkpoints/*/result.json" in done.stderr
     bad = tmp_path / "checkpoints" / "x" / "result.json"
     bad.parent.mkdir(parents=True)
     bad.write_text(json.dumps({"profile": "x"}))
-    done = cli("report", str(tmp_path))  # a file that is no row is named in the report, not a stop
+    done = run_main(capsys, "report", str(tmp_path))  # a file that is no row is named in the report, not a stop
     assert done.returncode == 0 and "Traceback" not in done.stderr
     assert "checkpoints/x/result.json" in (tmp_path / "report.md").read_text()
 

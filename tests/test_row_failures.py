@@ -40,14 +40,14 @@ def _with_raising_step(
     monkeypatch.setattr(module, attribute, tuple(Step(s.name, raising) if s.name == name else s for s in ladder))
 
 
-def _reports_list(out: Path, profiles: set[str]) -> None:
+def _reports_list(capsys: pytest.CaptureFixture[str], out: Path, profiles: set[str]) -> None:
     """report.json, report.md and report.html were written and each lists every profile; the public check passes."""
     report = json.loads((out / "report.json").read_text())
     assert profiles <= {r["profile"] for r in report["rows"]}
     for name in ("report.md", "report.html"):
         text = (out / name).read_text()
         assert all(profile in text for profile in profiles), name
-    checked = cli("report", str(out), "--check-public", "--out", str(out.parent / f"{out.name}-rebuilt"))
+    checked = run_main(capsys, "report", str(out), "--check-public", "--out", str(out.parent / f"{out.name}-rebuilt"))
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
@@ -75,7 +75,7 @@ def test_a_step_that_raises_on_the_trtmc_ladder_fails_its_row_and_the_run_report
     _crashed_at(out, "vidqa-2b", "build")
     others = {p.name for p in (out / "checkpoints").iterdir()} - {"vidqa-2b"}
     assert any(row(out, other).status == "unsupported" for other in others)  # the rows after it are written too
-    _reports_list(out, {"vidqa-2b", *others})
+    _reports_list(capsys, out, {"vidqa-2b", *others})
 
 
 def test_a_step_that_raises_on_the_endpoint_ladder_fails_its_row_and_the_run_reports(
@@ -88,7 +88,7 @@ def test_a_step_that_raises_on_the_endpoint_ladder_fails_its_row_and_the_run_rep
     done = run_main(capsys, "qualify", "--endpoint", "http://127.0.0.1:9", "--model", "m", "--out", str(out), *QUICK)
     assert done.returncode == EXIT_TOOL_ERROR, done.stdout + done.stderr
     _crashed_at(out, "m", "capability")
-    _reports_list(out, {"m"})
+    _reports_list(capsys, out, {"m"})
 
 
 @contextmanager
@@ -115,7 +115,7 @@ def test_a_compare_that_raises_into_an_out_with_an_earlier_row_reports_both(
     done = run_main(capsys, "compare", "--checkpoint", "org/name", "--out", str(out), *QUICK, "--quiet")
     assert done.returncode == EXIT_TOOL_ERROR, done.stdout + done.stderr
     _crashed_at(out, "org--name.transformers-serve", "plan")
-    _reports_list(out, {"m", "org--name.transformers-serve"})
+    _reports_list(capsys, out, {"m", "org--name.transformers-serve"})
 
 
 @pytest.mark.e2e
@@ -131,11 +131,13 @@ def test_a_self_test_whose_second_row_raises_keeps_and_reports_the_first(
     _crashed_at(out, "reference-self-test.bigbuckbunny", "aiperf")
     second = row(out, "reference-self-test.bigbuckbunny")
     assert [s.name for s in second.stages][-2:] == ["capability", "aiperf"]  # what it measured before stays
-    _reports_list(out, {"reference-self-test.synthetic", "reference-self-test.bigbuckbunny"})
+    _reports_list(capsys, out, {"reference-self-test.synthetic", "reference-self-test.bigbuckbunny"})
 
 
 @pytest.mark.e2e
-def test_two_runs_into_one_out_with_different_models_report_both_rows(tmp_path: Path) -> None:
+def test_two_runs_into_one_out_with_different_models_report_both_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     with reference(tmp_path, name="reference-a") as url:
         first = cli("qualify", "--endpoint", url, "--model", "trtmc-videoqa-reference", "--out", str(out), *QUICK)
@@ -144,7 +146,7 @@ def test_two_runs_into_one_out_with_different_models_report_both_rows(tmp_path: 
     assert second.returncode == EXIT_OK, second.stderr
     assert row(out, "trtmc-videoqa-reference").status == "endpoint-qualified"
     assert row(out, "other").status == "failed"
-    _reports_list(out, {"trtmc-videoqa-reference", "other"})
+    _reports_list(capsys, out, {"trtmc-videoqa-reference", "other"})
 
 
 def test_a_crash_while_a_row_is_finished_is_recorded_at_the_last_stage_it_reached(
@@ -162,7 +164,7 @@ def test_a_crash_while_a_row_is_finished_is_recorded_at_the_last_stage_it_reache
     assert done.returncode == EXIT_TOOL_ERROR, done.stdout + done.stderr
     _crashed_at(out, "m", "capability")
     assert [s.name for s in row(out, "m").stages] == ["plan", "capability"]
-    _reports_list(out, {"m"})
+    _reports_list(capsys, out, {"m"})
 
 
 @pytest.mark.e2e

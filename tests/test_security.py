@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from doubles.toolchain import install_doubles
-from helpers import QUICK, one_message, qualify, row, run_main
+from helpers import QUICK, one_message, row, run_main
 from shared_runs import FILE_KEY, REQUIRED_KEY_ENV, SharedRun
 
 from trtmc_videoqa.reference import (
@@ -158,12 +158,14 @@ def _manifest(tree: Path, file_stem: str, **changes: object) -> None:
     (source.parent / f"{file_stem}.json").write_text(json.dumps(data, indent=2))
 
 
-def test_a_profile_name_from_a_manifest_never_leads_outside_the_output_directory(tmp_path: Path) -> None:
+def test_a_profile_name_from_a_manifest_never_leads_outside_the_output_directory(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     evil = "../../../escaped"
     tree = _tree_with(tmp_path, lambda t: _manifest(t, "escaped", name=evil))
     env = install_doubles(tmp_path / "bin")
     out = tmp_path / "work" / "out"
-    done = qualify("--trtmc", str(tree), "--out", str(out), "--profile", evil, env=env)
+    done = run_main(capsys, "qualify", "--trtmc", str(tree), "--out", str(out), "--profile", evil, env=env)
     assert done.returncode == 0, done.stderr
     rows = list((out / "checkpoints").glob("*/result.json"))
     assert len(rows) == 1 and rows[0].parent.parent == out / "checkpoints"  # a fixed name, inside checkpoints/
@@ -175,7 +177,7 @@ def test_a_profile_name_from_a_manifest_never_leads_outside_the_output_directory
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "trtmc", "work"]
 
 
-def test_a_family_test_outside_the_checkout_is_never_run(tmp_path: Path) -> None:
+def test_a_family_test_outside_the_checkout_is_never_run(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     marker = tmp_path / "ran-outside"
     outside = tmp_path / "outside_test_e2e.py"
     outside.write_text(f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\ndef test_x():\n    pass\n")
@@ -188,7 +190,7 @@ def test_a_family_test_outside_the_checkout_is_never_run(tmp_path: Path) -> None
     tree = _tree_with(tmp_path, link_out)
     env = install_doubles(tmp_path / "bin")
     out = tmp_path / "out"
-    done = qualify("--trtmc", str(tree), "--out", str(out), "--profile", "vidqa-2b", env=env)
+    done = run_main(capsys, "qualify", "--trtmc", str(tree), "--out", str(out), "--profile", "vidqa-2b", env=env)
     assert done.returncode == 0, done.stderr
     refused = row(out, "vidqa-2b")
     assert (refused.status, refused.failed_stage) == ("failed", "plan")
@@ -196,11 +198,11 @@ def test_a_family_test_outside_the_checkout_is_never_run(tmp_path: Path) -> None
     assert not marker.exists() and not (out / "bundles").exists()
 
 
-def test_a_family_name_that_is_a_path_is_refused(tmp_path: Path) -> None:
+def test_a_family_name_that_is_a_path_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     tree = _tree_with(tmp_path, lambda t: _manifest(t, "sneaky", name="sneaky-2b", family="vidqa/../vidqa"))
     env = install_doubles(tmp_path / "bin")
     out = tmp_path / "out"
-    done = qualify("--trtmc", str(tree), "--out", str(out), "--profile", "sneaky-2b", env=env)
+    done = run_main(capsys, "qualify", "--trtmc", str(tree), "--out", str(out), "--profile", "sneaky-2b", env=env)
     assert done.returncode == 0, done.stderr
     refused = row(out, "sneaky-2b")
     assert (refused.status, refused.failed_stage) == ("failed", "plan") and "family" in refused.status_reason

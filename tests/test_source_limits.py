@@ -4,6 +4,7 @@ between its modules at module level. Measured with `ast` on the files under src/
 from __future__ import annotations
 
 import ast
+import functools
 import textwrap
 from pathlib import Path
 
@@ -28,6 +29,22 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+# Each file parsed and walked once per test run, whichever tests read it (keyed by its text: a file a test writes
+# is read afresh).
+@functools.cache
+def _parsed(text: str, filename: str) -> ast.Module:
+    return ast.parse(text, filename)
+
+
+@functools.cache
+def _walked(text: str, filename: str) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(_parsed(text, filename)))
+
+
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    return _walked(path.read_text(), str(path))
+
+
 REPO = PACKAGE.parents[1]  # paths are shown relative to it: src/trtmc_videoqa/...
 
 
@@ -43,7 +60,7 @@ def oversized_modules(modules: dict[str, Path], root: Path = REPO) -> list[str]:
 def long_functions(modules: dict[str, Path], root: Path = REPO) -> list[str]:
     found = []
     for path in modules.values():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in _nodes(path):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 assert node.end_lineno is not None
                 lines = node.end_lineno - node.lineno + 1  # node.lineno is the def line, after any decorator
@@ -57,7 +74,7 @@ def imports_anywhere(name: str, path: Path, modules: dict[str, Path]) -> set[str
     still a dependency) and under `if TYPE_CHECKING:` (a type is one too)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     targets: set[str] = set()
-    for statement in ast.walk(ast.parse(path.read_text(), str(path))):
+    for statement in _nodes(path):
         if isinstance(statement, ast.Import):
             targets |= {alias.name for alias in statement.names}
             continue
@@ -105,7 +122,7 @@ def printing_modules(modules: dict[str, Path], root: Path = REPO) -> list[str]:
     for name, path in modules.items():
         if name.split(".")[1:2] == ["cli"] or name in MAY_PRINT:
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in _nodes(path):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
                 found.append(f"{path.relative_to(root)}:{node.lineno}")
     return found
@@ -121,7 +138,7 @@ def namespace_parameters(modules: dict[str, Path], root: Path = REPO) -> list[st
     for name, path in modules.items():
         if ".cli." in f".{name}." and name.split(".")[1] == "cli":
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in _nodes(path):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
@@ -145,7 +162,7 @@ def unnamed_modules(package: Path, page: str) -> list[str]:
 
 
 def _docstring_only(path: Path) -> bool:
-    body = ast.parse(path.read_text(), str(path)).body
+    body = _parsed(path.read_text(), str(path)).body
     return all(isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) for s in body)
 
 

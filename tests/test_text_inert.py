@@ -17,7 +17,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from xml.etree import ElementTree
 
-from helpers import cli
+import pytest
+from helpers import run_main
 
 from trtmc_videoqa.common.text_escape import (
     ControlFree,
@@ -192,11 +193,11 @@ def _hostile_tree(tmp_path: Path) -> Path:
     return tree
 
 
-def test_inventory_and_a_qualify_plan_print_no_forged_line(tmp_path: Path) -> None:
+def test_inventory_and_a_qualify_plan_print_no_forged_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tree = _hostile_tree(tmp_path)
-    inventory = cli("inventory", "--trtmc", str(tree), "--out", str(tmp_path / "inv"), timeout=120)
+    inventory = run_main(capsys, "inventory", "--trtmc", str(tree), "--out", str(tmp_path / "inv"))
     assert inventory.returncode == 0, inventory.stderr
-    plan = cli("qualify", "--trtmc", str(tree), "--dry-run", "--out", str(tmp_path / "q"), timeout=120)
+    plan = run_main(capsys, "qualify", "--trtmc", str(tree), "--dry-run", "--out", str(tmp_path / "q"))
     assert plan.returncode == 0, plan.stderr
     for done in (inventory, plan):
         output = done.stdout + done.stderr

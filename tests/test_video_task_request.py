@@ -16,7 +16,7 @@ import httpx
 import numpy as np
 import pytest
 from doubles.toolchain import install_doubles
-from helpers import QUICK, qualify
+from helpers import QUICK, qualify, run_main
 from PIL import Image
 from test_task_declarations import FIXTURE, capable_tree
 
@@ -294,7 +294,7 @@ def _chat_refuses_video(where: Path, **knobs: str) -> Path:
     root = capable_tree(where / "trtmc")
     env = install_doubles(where / "bin") | {"TRTMC_SERVER_DOUBLE_TEXT_ONLY": "1"} | knobs
     profile = ("--profile", "vidqa-2b-native")
-    done = qualify("--trtmc", str(root), "--out", str(where / "out"), *profile, *QUICK, env=env, timeout=600)
+    done = run_main(None, "qualify", "--trtmc", str(root), "--out", str(where / "out"), *profile, *QUICK, env=env)
     assert "Traceback" not in done.stdout + done.stderr
     return where / "out" / "checkpoints"
 
