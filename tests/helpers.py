@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 
 from trtmc_videoqa.aiperf.dataset import PlannedRequest, RequestPlan
@@ -22,6 +23,11 @@ from trtmc_videoqa.reference import FaultKnobs, ReferenceConfig, argv_for_subpro
 from trtmc_videoqa.results import RequestRow, ResultRow, StageResult
 from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
 from trtmc_videoqa.stages.aiperf import _aiperf_stage
+
+# The tests' own HTTP requests to the servers they start. httpx.get and httpx.post build a client per call, and with it
+# an SSL context that loads the CA store: about 25 ms of CPU each, hundreds of times a run. This client is built
+# once; like them it opens a connection for every request (none is kept alive) and waits 5 s unless told otherwise.
+HTTP = httpx.Client(trust_env=False, limits=httpx.Limits(max_keepalive_connections=0))
 
 # A small run where a test is not about volume: the synthetic workload, one warmup and six profiling requests.
 QUICK = ("--workload", "synthetic", "--repeats", "1", "--warmup", "1")

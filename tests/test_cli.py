@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import cli, eventually, no_traceback, one_message, run_main
+from helpers import HTTP, cli, eventually, no_traceback, one_message, run_main
 
 FIXTURES = Path(__file__).parent / "fixtures"
 Captured = pytest.CaptureFixture[str]
@@ -222,7 +222,7 @@ def test_serve_reference_serves_on_loopback(tmp_path: Path) -> None:
 
     def ready() -> bool:
         try:
-            return httpx.get(url + "/health/ready", timeout=2).status_code == 200
+            return HTTP.get(url + "/health/ready", timeout=2).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -231,7 +231,7 @@ def test_serve_reference_serves_on_loopback(tmp_path: Path) -> None:
         url = url_file.read_text().strip()
         assert url.startswith("http://127.0.0.1:")
         assert eventually(ready)
-        models = httpx.get(url + "/v1/models", timeout=5).json()
+        models = HTTP.get(url + "/v1/models", timeout=5).json()
         assert models["data"][0]["id"] == "trtmc-videoqa-reference"
     finally:
         process.terminate()

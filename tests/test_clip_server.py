@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from helpers import HTTP
 
 from trtmc_videoqa.results.layout import CLIP_SERVER_LOG
 from trtmc_videoqa.serving.clip_server import ClipServer, ServedFile, byte_range
@@ -25,7 +26,7 @@ def clips():
 
 
 def get(url: str, **kwargs) -> httpx.Response:
-    return httpx.get(url, timeout=10, trust_env=False, **kwargs)
+    return HTTP.get(url, timeout=10, **kwargs)
 
 
 def refused(url: str) -> bool:
@@ -46,7 +47,7 @@ def test_each_clip_is_served_with_its_bytes_and_content_type(clips) -> None:
         assert response.content == SYNTHETIC.clip_path(clip.id).read_bytes()
         assert response.headers["content-type"] == clip.mime == "video/mp4"
         assert int(response.headers["content-length"]) == clip.bytes
-        head = httpx.head(urls[clip.id], timeout=10, trust_env=False)
+        head = HTTP.head(urls[clip.id], timeout=10)
         assert head.status_code == 200 and head.content == b"" and int(head.headers["content-length"]) == clip.bytes
 
 
@@ -94,7 +95,7 @@ def test_everything_but_the_clips_is_not_found(clips, path: str) -> None:
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "FOO"])
 def test_it_is_read_only(clips, method: str) -> None:
     url = clips.url_for(clip_route(SYNTHETIC, "forward"))
-    response = httpx.request(method, url, content=b"x", timeout=10, trust_env=False)
+    response = HTTP.request(method, url, content=b"x", timeout=10)
     assert response.status_code == 405 and response.headers["allow"] == "GET, HEAD"
 
 

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import QUICK, cli, eventually, no_traceback, one_message, qualify, run_main
+from helpers import HTTP, QUICK, cli, eventually, no_traceback, one_message, qualify, run_main
 from shared_runs import SharedRun, tripwire_aiperf
 
 from trtmc_videoqa.common.atomic_write import UnsafeTarget, check_target, write_text_atomic
@@ -531,11 +531,10 @@ def test_against_reads_only_a_regular_file(tmp_path: Path, kind: str) -> None:
 
 @pytest.mark.parametrize("nested", ["[" * 50_000 + "]" * 50_000, '{"a":' * 50_000 + "1" + "}" * 50_000])
 def test_the_reference_server_answers_deeply_nested_json_with_400(nested: str) -> None:
-    import httpx
 
     with ReferenceServer(ReferenceConfig()) as server:
         for route in ("/v1/chat/completions", "/v1/tasks/generate"):
-            response = httpx.post(server.url + route, content=nested, headers={"content-type": "application/json"})
+            response = HTTP.post(server.url + route, content=nested, headers={"content-type": "application/json"})
             assert response.status_code == 400, (route, response.text[:200])
             assert "nested too deeply" in response.text
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-import httpx
 import numpy as np
 import pytest
+from helpers import HTTP
 
 from trtmc_videoqa.media import chat_request_body, video_data_url
 from trtmc_videoqa.reference import CANNOT_TELL, OBSERVATION_FIELD, ReferenceConfig, ReferenceServer
@@ -60,7 +60,7 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 def ask(server: ReferenceServer, prompt: str, url: str, **extra) -> dict:
     body = chat_request_body("trtmc-videoqa-reference", prompt, url, max_tokens=16, extra=extra or None)
-    response = httpx.post(f"{server.url}/v1/chat/completions", json=body, timeout=30)
+    response = HTTP.post(f"{server.url}/v1/chat/completions", json=body, timeout=30)
     assert response.status_code == 200, response.text
     return response.json()
 

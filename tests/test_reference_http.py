@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from helpers import eventually
+from helpers import HTTP, eventually
 from pydantic import ValidationError
 
 from trtmc_videoqa.media import chat_request_body, data_url, video_data_url
@@ -60,8 +60,8 @@ def with_content(body: dict, content: list[dict]) -> dict:
 
 def post(server: ReferenceServer, body: dict | bytes, **kwargs) -> httpx.Response:
     if isinstance(body, bytes):
-        return httpx.post(server.url + CHAT, content=body, timeout=30, **kwargs)
-    return httpx.post(server.url + CHAT, json=body, timeout=30, **kwargs)
+        return HTTP.post(server.url + CHAT, content=body, timeout=30, **kwargs)
+    return HTTP.post(server.url + CHAT, json=body, timeout=30, **kwargs)
 
 
 def assert_refused(response: httpx.Response, status: int, *words: str) -> None:
@@ -76,9 +76,9 @@ def assert_refused(response: httpx.Response, status: int, *words: str) -> None:
 
 
 def test_health_and_models_are_labelled_as_the_test_double(server):
-    live = httpx.get(server.url + "/health/live")
-    ready = httpx.get(server.url + "/health/ready")
-    models = httpx.get(server.url + "/v1/models")
+    live = HTTP.get(server.url + "/health/live")
+    ready = HTTP.get(server.url + "/health/ready")
+    models = HTTP.get(server.url + "/v1/models")
     assert (live.status_code, ready.status_code, models.status_code) == (200, 200, 200)
     assert ready.json()["ready"] is True and ready.json()["degraded"] is False
     assert [model["id"] for model in models.json()["data"]] == [MODEL]
@@ -92,13 +92,13 @@ def test_slow_readiness_says_503_until_ready_and_refuses_chat_meanwhile(video, t
     # Ready only once the test says so (the file appears): no clock to race, however busy the machine.
     trigger = tmp_path / "ready"
     with ReferenceServer(ReferenceConfig(faults=FaultKnobs(ready_when_file=trigger))) as slow:
-        early = httpx.get(slow.url + "/health/ready")
+        early = HTTP.get(slow.url + "/health/ready")
         assert early.status_code == 503 and early.json()["ready"] is False
         assert_refused(post(slow, chat_body(video)), 503, "not ready")
-        assert httpx.get(slow.url + "/health/ready").status_code == 503  # still, until the file appears
+        assert HTTP.get(slow.url + "/health/ready").status_code == 503  # still, until the file appears
         trigger.touch()
-        assert eventually(lambda: httpx.get(slow.url + "/health/ready").status_code == 200, within_s=60, every_s=0.05)
-        late = httpx.get(slow.url + "/health/ready")
+        assert eventually(lambda: HTTP.get(slow.url + "/health/ready").status_code == 200, within_s=60, every_s=0.05)
+        late = HTTP.get(slow.url + "/health/ready")
         assert late.status_code == 200 and late.json()["status"] == "ready"
         assert post(slow, chat_body(video)).status_code == 200
 
@@ -244,7 +244,7 @@ def test_oversized_bodies_get_413_by_declared_and_by_read_size(video):
             for start in range(0, len(over), 8192):
                 yield over[start : start + 8192]
 
-        assert_refused(httpx.post(small.url + CHAT, content=chunked(), timeout=30), 413, "more than 65,536")
+        assert_refused(HTTP.post(small.url + CHAT, content=chunked(), timeout=30), 413, "more than 65,536")
         assert post(small, chat_body(video)).status_code == 200  # a body under the limit still works
     with ReferenceServer(ReferenceConfig()) as default:
         just_over = json.dumps(chat_body(video)).encode()
@@ -285,7 +285,7 @@ def test_binding_refuses_a_non_loopback_host_by_default():
 def test_ipv6_loopback_serves(video):
     with ReferenceServer(ReferenceConfig(host="::1")) as six:
         assert six.url.startswith("http://[::1]:")
-        assert httpx.get(six.url + "/health/live").status_code == 200
+        assert HTTP.get(six.url + "/health/live").status_code == 200
 
 
 def test_config_refuses_a_model_name_that_hides_the_test_double_and_a_bad_policy():

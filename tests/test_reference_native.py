@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from doubles.toolchain import install_doubles
+from helpers import HTTP
 
 from trtmc_videoqa.media import chat_request_body, data_url
 from trtmc_videoqa.reference import (
@@ -57,12 +58,12 @@ def task_body(prompt: str, data: bytes, **fields) -> dict:
 
 def native(url: str, body: dict | bytes, operation: str = "generate", **kwargs) -> httpx.Response:
     sent = {"content": body} if isinstance(body, bytes) else {"json": body}
-    return httpx.post(f"{url}/v1/tasks/{operation}", timeout=30, **sent, **kwargs)
+    return HTTP.post(f"{url}/v1/tasks/{operation}", timeout=30, **sent, **kwargs)
 
 
 def chat(url: str, prompt: str, data: bytes, **kwargs) -> httpx.Response:
     body = chat_request_body(MODEL, prompt, data_url(data, "video/mp4"), max_tokens=16)
-    return httpx.post(url + CHAT, json=body, timeout=30, **kwargs)
+    return HTTP.post(url + CHAT, json=body, timeout=30, **kwargs)
 
 
 def native_text(url: str, prompt: str, data: bytes) -> str:
@@ -278,7 +279,7 @@ def perf_serving(tmp_path: Path, **env: str) -> tuple[str, list[str], dict[str, 
 def test_the_perf_serving_double_serves_the_task_route_without_a_key(tmp_path, clip_bytes):
     url, argv, env = perf_serving(tmp_path, TRTMC_SERVE_TOKEN="t0ken", TRTMC_PERF_SERVING_DOUBLE_DRIFT_RATE="1")
     with ServerProcess(argv, url=url, log_path=tmp_path / "perf.log", startup_timeout_s=60, env=env):
-        assert httpx.get(url + "/health/ready").status_code == 200
+        assert HTTP.get(url + "/health/ready").status_code == 200
         assert native_text(url, PROMPTS[0], clip_bytes["forward"]) == f"{DRIFT_MARKER} A"
     records = [json.loads(line) for line in (tmp_path / "native.jsonl").read_text().splitlines()]
     assert [(line["route"], line["status"], line["test_double"]) for line in records] == [(NATIVE, 200, True)]

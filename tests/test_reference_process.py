@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from doubles.toolchain import install_doubles
+from helpers import HTTP
 from pydantic import ValidationError
 
 from trtmc_videoqa.media import chat_request_body, video_data_url
@@ -67,13 +68,13 @@ def test_subprocess_is_live_at_once_and_ready_only_when_told(tmp_path):
     # ready is bounded far above what it takes (it only ends a server that never gets ready).
     trigger = tmp_path / "ready"
     with reference_process(tmp_path, FaultKnobs(ready_when_file=trigger)) as (process, url):
-        assert httpx.get(url + "/health/live").status_code == 200
-        before = [httpx.get(url + "/health/ready").status_code for _ in range(3)]
+        assert HTTP.get(url + "/health/live").status_code == 200
+        before = [HTTP.get(url + "/health/ready").status_code for _ in range(3)]
         trigger.touch()
         started = time.monotonic()
         statuses = []
         while time.monotonic() - started < 60:
-            status = httpx.get(url + "/health/ready").status_code
+            status = HTTP.get(url + "/health/ready").status_code
             statuses.append(status)
             if status == 200:
                 break
@@ -88,16 +89,16 @@ def test_subprocess_is_live_at_once_and_ready_only_when_told(tmp_path):
 def test_crash_after_n_exits_hard_and_keeps_the_earlier_records(tmp_path, chat_body):
     with reference_process(tmp_path, FaultKnobs(crash_after=2)) as (process, url):
         for request_id in ("first", "second"):
-            response = httpx.post(
+            response = HTTP.post(
                 url + "/v1/chat/completions", json=chat_body, headers={"X-Request-ID": request_id}, timeout=30
             )
             assert response.status_code == 200
         # The third request dies with the process, unanswered: a closed or reset connection, as AIPerf would see it.
         with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
-            httpx.post(url + "/v1/chat/completions", json=chat_body, headers={"X-Request-ID": "third"}, timeout=30)
+            HTTP.post(url + "/v1/chat/completions", json=chat_body, headers={"X-Request-ID": "third"}, timeout=30)
         assert process.wait(10) == CRASH_EXIT_CODE
         with pytest.raises(httpx.ConnectError):
-            httpx.get(url + "/health/live", timeout=5)
+            HTTP.get(url + "/health/live", timeout=5)
     lines = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
     assert [(line["request_id"], line["status"]) for line in lines] == [("first", 200), ("second", 200)]
 
@@ -110,7 +111,7 @@ def test_error_status_reaches_the_subprocess_and_answers_the_injected_errors(tmp
     )
     with reference_process(tmp_path, faults) as (process, url):
         responses = [
-            httpx.post(url + "/v1/chat/completions", json=chat_body, headers={"X-Request-ID": f"r{n}"}, timeout=30)
+            HTTP.post(url + "/v1/chat/completions", json=chat_body, headers={"X-Request-ID": f"r{n}"}, timeout=30)
             for n in (1, 2)
         ]
     assert [r.status_code for r in responses] == [200, 400]
@@ -142,7 +143,7 @@ def test_the_trtmc_server_double_passes_its_task_time_and_answer_knobs_through(t
     url = f"http://127.0.0.1:{port}"
     argv += ["--records", str(records)]
     with ServerProcess(argv, url=url, log_path=tmp_path / "server.log", startup_timeout_s=60, env=env):
-        body = httpx.post(url + "/v1/chat/completions", json=chat_body, timeout=30).json()
+        body = HTTP.post(url + "/v1/chat/completions", json=chat_body, timeout=30).json()
     assert body["choices"][0]["message"]["content"] == "I cannot tell from this clip."
     assert "trtmc_timing" not in body
     (line,) = [json.loads(line) for line in records.read_text().splitlines()]

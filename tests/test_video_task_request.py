@@ -12,11 +12,10 @@ import shutil
 import sys
 from pathlib import Path
 
-import httpx
 import numpy as np
 import pytest
 from doubles.toolchain import install_doubles
-from helpers import QUICK, qualify, run_main
+from helpers import HTTP, QUICK, qualify, run_main
 from PIL import Image
 from test_task_declarations import FIXTURE, capable_tree
 
@@ -276,11 +275,11 @@ def test_the_double_refuses_frames_whose_times_go_back(tmp_path: Path) -> None:
     app = Starlette(routes=[video_task_route(tmp_path / "records.jsonl", tmp_path)])
     with ReferenceServer(app=app) as server:  # its socket and uvicorn, serving the double's route alone
         route = server.url + "/v1/tasks/answer_video"
-        good = httpx.post(route, json=body, headers={"X-Request-ID": "r1"}, timeout=60)
+        good = HTTP.post(route, json=body, headers={"X-Request-ID": "r1"}, timeout=60)
         assert good.status_code == 200 and good.json()["text"]
         video = body["request"]["messages"][0]["content"][1]
         video["timestamps_seconds"] = list(reversed(video["timestamps_seconds"]))
-        back = httpx.post(route, json=body, timeout=60)
+        back = HTTP.post(route, json=body, timeout=60)
         assert back.status_code == 400 and "nondecreasing" in back.json()["error"]["message"]
 
 

@@ -18,15 +18,10 @@ if TYPE_CHECKING:
     from ..results import Inventory
 
 
-# An inventory.json of ours holds about 4 kB per manifest (a 20,000-manifest tree writes 77 MB): --against reads up
-# to 1 GiB, a quarter of a million manifests, and refuses more (a device or a stray file of gigabytes is no
-# inventory of ours).
-MAX_INVENTORY_BYTES = 1 << 30
-
-
 def _load_inventory_file(path: Path) -> Inventory:
     from ..common.safe_read import UnreadableInput, read_regular_file
     from ..results import Inventory
+    from ..results.inventory import MAX_INVENTORY_BYTES
 
     if not path.exists():
         raise BadInput(f"--against {path} does not exist; pass an inventory.json written by an earlier audit")

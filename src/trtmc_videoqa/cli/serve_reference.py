@@ -8,11 +8,17 @@ from ..common.errors import EXIT_OK
 
 
 def cmd_serve_reference(args: argparse.Namespace) -> int:
-    from ..reference import config_from_arguments, serve
+    from ..common.atomic_write import check_target
+    from ..reference import config_from_arguments
 
     # A setting the config refuses (out of range, a non-loopback host) is a pydantic ValidationError, an unset
     # --api-key-env a UserError: `main` says either in one line.
-    serve(config_from_arguments(vars(args)))
+    config = config_from_arguments(vars(args))
+    if config.url_file is not None:  # a --url-file it could never write, refused before the server's imports
+        check_target(config.url_file, make_parents=False)
+    from ..reference import serve
+
+    serve(config)
     return EXIT_OK
 
 

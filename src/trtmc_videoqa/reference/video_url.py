@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import httpx
 
-from ..common.net import is_loopback_host
+from ..common.net import is_loopback_host, verified_tls
 from ..media.sniff import sniff_mime
 from ..media.source import DEFAULT_MAX_BYTES
 from .clip import RequestClip, clip_from_bytes, clip_from_data_url
@@ -64,7 +64,9 @@ async def _download(url: str, max_bytes: int) -> tuple[bytes, str]:
     size = 0
     try:
         async with (
-            httpx.AsyncClient(timeout=FETCH_TIMEOUT_S, trust_env=False, follow_redirects=False) as client,
+            httpx.AsyncClient(
+                timeout=FETCH_TIMEOUT_S, trust_env=False, follow_redirects=False, verify=verified_tls()
+            ) as client,
             client.stream("GET", url) as response,
         ):
             if response.status_code != 200:

@@ -17,6 +17,7 @@ from ..common.safe_names import safe_name
 from ..common.safe_read import MAX_RESULT_BYTES, MAX_STRIP_BYTES, read_file_inside
 from ..common.text_escape import json_inert
 from ..results import Inventory, Report, ResultRow, UnreadableRow
+from ..results.inventory import MAX_INVENTORY_BYTES
 from ..results.layout import (
     AIPERF_OUTCOME,
     CHECKPOINTS_DIR,
@@ -36,7 +37,6 @@ from .junit import render_junit
 from .markdown import render_markdown, render_step_summary
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
-MAX_INVENTORY_BYTES = 1 << 30  # as `inventory --against` reads one
 
 
 class ReportInputError(UserError):

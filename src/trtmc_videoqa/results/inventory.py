@@ -252,6 +252,12 @@ class GroupReconciliation(_Model):
     by_kind: dict[str, int]
 
 
+# An inventory.json of ours holds about 4 kB per manifest (a 20,000-manifest tree writes 77 MB): `inventory --against`
+# and `report` read one of up to 1 GiB, a quarter of a million manifests, and refuse more (a device or a stray file of
+# gigabytes is no inventory of ours).
+MAX_INVENTORY_BYTES = 1 << 30
+
+
 class Inventory(_Model):
     schema_version: InventorySchema = INVENTORY_SCHEMA
     tool_version: str

@@ -32,6 +32,8 @@ from urllib.parse import unquote, urlsplit
 
 import h11
 
+from ..common.net import verified_tls
+
 MIB = 1 << 20
 DEFAULT_MAX_RESPONSE_BYTES = 16 * MIB  # RunSettings.max_response_bytes's default
 CAP_OPTION = "--max-response-bytes"
@@ -286,7 +288,7 @@ class BoundedClient:
         if not target.tls:
             return sock
         if self._tls is None:
-            self._tls = _verified_context()
+            self._tls = verified_tls()
         try:
             sock.settimeout(_left(deadline, self.timeout_s))
             return self._tls.wrap_socket(sock, server_hostname=target.host)
@@ -356,15 +358,6 @@ def _joined(response: h11.Response, name: bytes) -> str | None:
     """Every value of a header, in order, joined as one list (stacked Content-Encodings read as one)."""
     values = [value.decode("latin-1") for key, value in response.headers if key == name]
     return ", ".join(values) if values else None
-
-
-def _verified_context() -> ssl.SSLContext:
-    """TLS verified against certifi's CA store (httpx's default), or the system's where certifi is missing."""
-    try:
-        import certifi
-    except ImportError:
-        return ssl.create_default_context()
-    return ssl.create_default_context(cafile=certifi.where())
 
 
 @functools.cache

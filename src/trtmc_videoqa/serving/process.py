@@ -15,6 +15,7 @@ import httpx
 
 from ..common import child_groups
 from ..common.atomic_write import open_for_writing
+from ..common.net import verified_tls
 from ..common.server_answers import parse_server_json
 
 READY_PATH = "/health/ready"
@@ -43,7 +44,7 @@ def wait_ready(
     start = time.monotonic()
     deadline = start + timeout_s
     last = "no answer yet"
-    with httpx.Client(timeout=5.0, trust_env=False) as client:
+    with httpx.Client(timeout=5.0, trust_env=False, verify=verified_tls()) as client:
         while time.monotonic() < deadline:
             if process is not None and process.poll() is not None:
                 where = f"; see {log_path}" if log_path else ""
@@ -140,7 +141,7 @@ def served_model(url: str, fallback: str, *, api_key: str | None = None) -> str:
     """The model id the server serves (trtmc-server serves its --model-name), when it lists exactly one."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        with httpx.Client(timeout=10.0, trust_env=False) as client:
+        with httpx.Client(timeout=10.0, trust_env=False, verify=verified_tls()) as client:
             body = client.get(url.rstrip("/") + "/v1/models", headers=headers).content
     except httpx.HTTPError:
         return fallback
