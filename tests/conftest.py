@@ -9,6 +9,7 @@ changes the aiperf path the runs record.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -58,6 +59,14 @@ def pytest_configure(config: pytest.Config) -> None:
     wrapper.write_text(COUNTING_AIPERF.format(python=sys.executable, count_env=COUNT_ENV, log=str(Path(log).resolve())))
     wrapper.chmod(0o755)
     os.environ[AIPERF_ENV] = str(wrapper)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Each process's objects are left to its exit, as the command line leaves its own (cli/main.py): Python's
+    exit would otherwise walk every object a worker still holds in its last garbage collections, about a second
+    for each worker while the run waits for the last of them."""
+    gc.freeze()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
