@@ -10,6 +10,7 @@ for minutes to hours (a pattern trying every start against the rest of the text)
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -52,6 +53,12 @@ def _rows(inventory: Inventory, skip_families: set[str], skip_fields: set[str]) 
     return {entry.manifest: kept(entry) for entry in inventory.entries if entry.family not in skip_families}
 
 
+@functools.cache
+def _untouched(source: Path) -> Inventory:
+    """The audit of the fixture tree as it is, which every case compares its planted copy with (made once)."""
+    return run_inventory(source)
+
+
 def _copy(source: Path, tmp_path: Path) -> Path:
     tree = tmp_path / "trtmc"
     shutil.copytree(source, tree, ignore=shutil.ignore_patterns("__pycache__"))
@@ -75,7 +82,7 @@ def test_python_past_the_nesting_budget_is_named_and_the_audit_goes_on(
     tmp_path: Path, rel: str, text: str, why: str
 ) -> None:
     tree = _copy(NEWER, tmp_path)
-    before = run_inventory(tree)
+    before = _untouched(NEWER)
     (tree / rel).write_text(text + "\n")
     done, inventory = _audit(tree, tmp_path / "out")
     skipped = {item.path: item.reason for item in inventory.skipped}
@@ -119,7 +126,7 @@ SLOW = {
 @pytest.mark.parametrize(("rel", "text"), SLOW.values(), ids=SLOW.keys())
 def test_hostile_text_is_scanned_in_linear_time_and_changes_no_row(tmp_path: Path, rel: str, text: str) -> None:
     tree = _copy(NEWER, tmp_path)
-    before = run_inventory(tree)
+    before = _untouched(NEWER)
     (tree / rel).write_text(text)
     _, inventory = _audit(tree, tmp_path / "out")
     assert inventory.skipped == before.skipped and inventory.lacking == before.lacking
@@ -130,7 +137,7 @@ def test_hostile_text_is_scanned_in_linear_time_and_changes_no_row(tmp_path: Pat
 @pytest.mark.timeout(HANG_GUARD_S, method="thread")
 def test_the_server_schemas_are_scanned_in_linear_time(tmp_path: Path) -> None:
     tree = _copy(NEWER, tmp_path)
-    before = run_inventory(tree)
+    before = _untouched(NEWER)
     schemas = tree / "apps/server/python/trtmc_server/schemas.py"
     schemas.write_text(schemas.read_text() + "\n\nclass ContentPart:\n    " + "type: Literal[" * 200_000 + "\n")
     _, inventory = _audit(tree, tmp_path / "out")
@@ -157,7 +164,7 @@ def test_a_manifest_past_its_budget_is_an_invalid_row_and_a_long_one_is_read(
     tmp_path: Path, make: Callable[[], str], error: str | None
 ) -> None:
     tree = _copy(NEWER, tmp_path)
-    before = run_inventory(tree)
+    before = _untouched(NEWER)
     manifest = tree / "families/vlm/tests/manifests/vlm-3b.json"
     manifest.write_text(make())
     _, inventory = _audit(tree, tmp_path / "out")
@@ -172,7 +179,7 @@ def test_a_manifest_past_its_budget_is_an_invalid_row_and_a_long_one_is_read(
 @pytest.mark.timeout(HANG_GUARD_S, method="thread")
 def test_folders_nested_past_the_depth_budget_are_named(tmp_path: Path) -> None:
     tree = _copy(NEWER, tmp_path)
-    before = run_inventory(tree)
+    before = _untouched(NEWER)
     runtime = tree / "families/vidqa/runtime"
     deep = runtime
     for _ in range(1100):  # os.walk and rglob recursed once per folder: RecursionError (so does mkdir -p)
@@ -204,7 +211,7 @@ def _remove_chain(top: Path) -> None:
 @pytest.mark.timeout(HANG_GUARD_S, method="thread")
 def test_an_older_layout_model_toml_nested_too_deep_is_named(tmp_path: Path) -> None:
     tree = _copy(OLDER, tmp_path)
-    before = run_inventory(tree)
+    before = _untouched(OLDER)
     rel = "tests/e2e/models/oldvideo/MODEL.toml"
     (tree / rel).write_text("a = " + "[" * 5000 + "\n")  # tomllib recursed once per array: RecursionError
     _, inventory = _audit(tree, tmp_path / "out")
