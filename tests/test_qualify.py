@@ -349,6 +349,7 @@ def test_without_gpu_or_trtmc_the_row_is_blocked_not_faked(capsys: pytest.Captur
         str(tmp_path),
         "--profile",
         "vidqa-2b",
+        *QUICK,  # the row stops before any request: the small workload is prepared quicker
         env=env,
     )
     assert done.returncode == 0, done.stderr
@@ -368,6 +369,7 @@ def test_missing_family_test_blocks_at_correctness(capsys: pytest.CaptureFixture
         str(tmp_path / "out"),
         "--profile",
         "oldvideo-7b",
+        *QUICK,
         env=env,
     )
     assert done.returncode == 0, done.stderr
@@ -534,6 +536,7 @@ def test_capable_variants_are_held_with_a_reason(capsys: pytest.CaptureFixture[s
         str(tmp_path),
         "--profile",
         "vidqa-2b-tp2",
+        *QUICK,
         env=dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin"),
     )
     assert done.returncode == 0, done.stderr

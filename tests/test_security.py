@@ -165,7 +165,7 @@ def test_a_profile_name_from_a_manifest_never_leads_outside_the_output_directory
     tree = _tree_with(tmp_path, lambda t: _manifest(t, "escaped", name=evil))
     env = install_doubles(tmp_path / "bin")
     out = tmp_path / "work" / "out"
-    done = run_main(capsys, "qualify", "--trtmc", str(tree), "--out", str(out), "--profile", evil, env=env)
+    done = run_main(capsys, "qualify", "--trtmc", str(tree), "--out", str(out), "--profile", evil, *QUICK, env=env)
     assert done.returncode == 0, done.stderr
     rows = list((out / "checkpoints").glob("*/result.json"))
     assert len(rows) == 1 and rows[0].parent.parent == out / "checkpoints"  # a fixed name, inside checkpoints/
@@ -190,7 +190,9 @@ def test_a_family_test_outside_the_checkout_is_never_run(capsys: pytest.CaptureF
     tree = _tree_with(tmp_path, link_out)
     env = install_doubles(tmp_path / "bin")
     out = tmp_path / "out"
-    done = run_main(capsys, "qualify", "--trtmc", str(tree), "--out", str(out), "--profile", "vidqa-2b", env=env)
+    done = run_main(
+        capsys, "qualify", "--trtmc", str(tree), "--out", str(out), "--profile", "vidqa-2b", *QUICK, env=env
+    )
     assert done.returncode == 0, done.stderr
     refused = row(out, "vidqa-2b")
     assert (refused.status, refused.failed_stage) == ("failed", "plan")
@@ -202,7 +204,9 @@ def test_a_family_name_that_is_a_path_is_refused(capsys: pytest.CaptureFixture[s
     tree = _tree_with(tmp_path, lambda t: _manifest(t, "sneaky", name="sneaky-2b", family="vidqa/../vidqa"))
     env = install_doubles(tmp_path / "bin")
     out = tmp_path / "out"
-    done = run_main(capsys, "qualify", "--trtmc", str(tree), "--out", str(out), "--profile", "sneaky-2b", env=env)
+    done = run_main(
+        capsys, "qualify", "--trtmc", str(tree), "--out", str(out), "--profile", "sneaky-2b", *QUICK, env=env
+    )
     assert done.returncode == 0, done.stderr
     refused = row(out, "sneaky-2b")
     assert (refused.status, refused.failed_stage) == ("failed", "plan") and "family" in refused.status_reason
