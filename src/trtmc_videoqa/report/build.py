@@ -16,8 +16,7 @@ from ..common.errors import UserError
 from ..common.safe_names import safe_name
 from ..common.safe_read import MAX_RESULT_BYTES, MAX_STRIP_BYTES, read_file_inside
 from ..common.text_escape import json_inert
-from ..results import Inventory, Report, ResultRow, UnreadableRow
-from ..results.inventory import MAX_INVENTORY_BYTES
+from ..results import Report, ResultRow, UnreadableRow
 from ..results.layout import (
     AIPERF_OUTCOME,
     CHECKPOINTS_DIR,
@@ -135,6 +134,10 @@ def _inventory_group_line(directories: list[Path]) -> str | None:
     """The group line of the run's inventory.json (qualify writes it beside the rows), when exactly one run has one;
     an inventory that cannot be read adds nothing (the rows stand on their own)."""
     lines = set()
+    if not any((directory / INVENTORY_FILE).exists() for directory in directories):
+        return None  # an endpoint run's: the inventory's schemas stay unloaded
+    from ..results.inventory import MAX_INVENTORY_BYTES, Inventory
+
     for directory in directories:
         path = directory / INVENTORY_FILE
         if not path.exists():
