@@ -277,6 +277,23 @@ def test_qualify_cli_does_not_import_the_cli() -> None:
     assert done.stdout.strip() == "False", done.stderr
 
 
+def test_an_endpoint_run_loads_neither_the_inventory_schemas_nor_httpx(tmp_path: Path) -> None:
+    """An endpoint run has no inventory and speaks through the bounded client: what it never uses stays unloaded
+    (the inventory's schemas cost about 25 ms to build, httpx and anyio more). Nothing listens on the endpoint: the
+    row fails its capability check, and the reports and the public check still run."""
+    out = tmp_path / "out"
+    probe = (
+        "import sys\n"
+        "from trtmc_videoqa.cli.main import main\n"
+        f"code = main(['qualify', '--endpoint', 'http://127.0.0.1:9', '--model', 'm', '--out', {str(out)!r}, "
+        "'--workload', 'synthetic', '--quiet'])\n"
+        "print(code, sorted({'trtmc_videoqa.results.inventory', 'httpx', 'anyio'} & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.splitlines()[-1:] == ["0 []"], done.stdout + done.stderr
+    assert (out / "report.html").is_file()
+
+
 def test_the_command_line_starts_without_httpx_own_client_or_the_package_metadata() -> None:
     """httpx, once the command line has started, loads without its own command-line client (rich, click, pygments);
     importing the package reads no package metadata until the version is asked for."""
