@@ -233,10 +233,9 @@ def finish_row(job: QualifyJob, row: ResultRow, commands: dict[str, RecordedComm
     row_dir = job.row_dir(row.profile)
     # The tools we ran (build, the family's tests and their artifacts, the server and its records) may write a
     # token they were given anywhere under the row: never kept. (Bundles live outside the row directory.)
-    if row_dir.is_dir():
-        scrub_secrets(
-            sorted(p for p in row_dir.rglob("*") if p.is_file() and not p.is_symlink()), known_secrets(job.api_key)
-        )
+    secrets = known_secrets(job.api_key)
+    if secrets and row_dir.is_dir():  # with none to look for, the row's files are not walked at all
+        scrub_secrets(sorted(p for p in row_dir.rglob("*") if p.is_file() and not p.is_symlink()), secrets)
     row = with_verdict(row.model_copy(update={"commands": commands}))
     write_execution(row_dir, row)
     write_text_atomic(row_dir / COMMAND_FILE, command_file_text(commands))
