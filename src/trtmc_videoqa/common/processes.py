@@ -8,9 +8,9 @@ then SIGKILL; our own Ctrl-C ends the group too before it is passed on. The grou
 An optional memory limit bounds the group from outside: twice a second a sampler sums the resident sizes of every
 process of the group, a bound read for almost nothing, and where that bound passes the limit (and every 2 s, for the
 peak) their proportional set sizes, which cost a walk of each process's page tables; past the limit it ends the
-group. Each process also gets an address-space limit (RLIMIT_AS)
-of the limit plus ADDRESS_SPACE_HEADROOM as a backstop against a spike between two samples (an idle AIPerf service
-maps about 3.6 GB of address space, mostly libraries, and uses a tenth of it).
+group. Each process also gets an address-space limit (RLIMIT_AS) of the limit plus ADDRESS_SPACE_HEADROOM as a
+backstop against a spike between two samples (an idle AIPerf service maps about 3.6 GB of address space, mostly
+libraries, and uses a tenth of it).
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ import functools
 import importlib.util
 import json
 import socket
-import ssl
 import time
 import zlib
 from collections.abc import Iterator
@@ -259,7 +258,6 @@ class BoundedClient:
     def __init__(self, *, timeout_s: float, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self.timeout_s = timeout_s
         self.max_response_bytes = max_response_bytes
-        self._tls: ssl.SSLContext | None = None
 
     def __enter__(self) -> BoundedClient:
         return self
@@ -287,11 +285,9 @@ class BoundedClient:
         sock = socket.create_connection((target.host, target.port), timeout=_left(deadline, self.timeout_s))
         if not target.tls:
             return sock
-        if self._tls is None:
-            self._tls = verified_tls()
         try:
             sock.settimeout(_left(deadline, self.timeout_s))
-            return self._tls.wrap_socket(sock, server_hostname=target.host)
+            return verified_tls().wrap_socket(sock, server_hostname=target.host)
         except BaseException:
             sock.close()
             raise
