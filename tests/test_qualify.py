@@ -338,22 +338,18 @@ def test_a_family_run_that_only_skips_validates_nothing(capsys: pytest.CaptureFi
 # test_faults.py's resumed TRTMC row (shared_runs.trtmc_resumed_after_faults).
 
 
-def test_without_gpu_or_trtmc_the_row_is_blocked_not_faked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def without_trtmc(capsys: pytest.CaptureFixture[str], out: Path, profile: str) -> ResultRow:
+    """`profile` of the fixture tree with neither TRTMC nor a GPU on PATH; its row. The row stops before any request:
+    the small workload is prepared quicker."""
     env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin")
-    done = run_main(
-        capsys,
-        "qualify",
-        "--trtmc",
-        str(FIXTURES / "trtmc_families"),
-        "--out",
-        str(tmp_path),
-        "--profile",
-        "vidqa-2b",
-        *QUICK,  # the row stops before any request: the small workload is prepared quicker
-        env=env,
-    )
+    argv = ("qualify", "--trtmc", str(FIXTURES / "trtmc_families"), "--out", str(out), "--profile", profile, *QUICK)
+    done = run_main(capsys, *argv, env=env)
     assert done.returncode == 0, done.stderr
-    blocked = row(tmp_path, "vidqa-2b")
+    return row(out, profile)
+
+
+def test_without_gpu_or_trtmc_the_row_is_blocked_not_faked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    blocked = without_trtmc(capsys, tmp_path, "vidqa-2b")
     assert blocked.status == "blocked" and "trtmc" in blocked.status_reason
     assert not (tmp_path / "checkpoints" / "vidqa-2b" / "aiperf").exists()
 
@@ -527,20 +523,7 @@ def test_an_api_key_reaches_the_server_but_no_artifact(auto_key_run: SharedRun) 
 
 
 def test_capable_variants_are_held_with_a_reason(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    done = run_main(
-        capsys,
-        "qualify",
-        "--trtmc",
-        str(FIXTURES / "trtmc_families"),
-        "--out",
-        str(tmp_path),
-        "--profile",
-        "vidqa-2b-tp2",
-        *QUICK,
-        env=dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin"),
-    )
-    assert done.returncode == 0, done.stderr
-    held = row(tmp_path, "vidqa-2b-tp2")
+    held = without_trtmc(capsys, tmp_path, "vidqa-2b-tp2")
     assert held.status == "blocked" and "tensor_parallel_size=2" in held.status_reason
     assert held.status_evidence == ["families/vidqa/tests/manifests/vidqa-2b-tp2.json"]
 
