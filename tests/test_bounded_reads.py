@@ -156,8 +156,10 @@ def test_an_answer_sent_before_the_whole_body_was_read_is_the_response() -> None
     server = threading.Thread(target=refuse, daemon=True)
     server.start()
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/chat/completions"
-    with listener, BoundedClient(timeout_s=30) as client:
-        response = client.post(url, content=b"x" * (64 << 20), headers={"Content-Type": "application/json"})
+    with listener:
+        response = BoundedClient(timeout_s=30).post(
+            url, content=b"x" * (64 << 20), headers={"Content-Type": "application/json"}
+        )
     server.join(timeout=30)
     assert (response.status_code, response.content) == (413, b"too large")
 

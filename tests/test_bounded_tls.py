@@ -55,7 +55,8 @@ def test_https_is_verified_and_plain_http_answers(tmp_path: Path) -> None:
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(cert, key)
     headers = {"content-type": "application/json"}
-    with _server(tls) as https_url, _server(None) as http_url, BoundedClient(timeout_s=30) as client:
+    client = BoundedClient(timeout_s=30)
+    with _server(tls) as https_url, _server(None) as http_url:
         assert client.post(http_url, content=b"{}", headers=headers).json() == {}
         with pytest.raises(RequestFailed, match="CERTIFICATE_VERIFY_FAILED"):
             client.post(https_url, content=b"{}", headers=headers)  # a certificate no CA signed: refused

@@ -10,7 +10,8 @@
   and start, for the one or few requests a row makes.)
 - Redirects are never followed: a 3xx is handed back as it came, for the caller to name.
 - https is verified against certifi's CA store, as httpx verifies it by default; the store (about 30 ms to load) is
-  read at the client's first https request, so a check of a plain-http server never loads it.
+  read once per process, at its first https request (common/net.py), so a check of a plain-http server never loads
+  it.
 
 `BodyMeter` is shared with the loopback guard (serving/forward_proxy.py), which meters what AIPerf will inflate.
 """
@@ -253,17 +254,12 @@ class _Target:
 
 class BoundedClient:
     """A synchronous client whose every POST is one request under a deadline for the whole of it and a cap on the
-    decoded body; redirects are handed back, never followed. Use it as a context manager."""
+    decoded body; redirects are handed back, never followed. It holds nothing open: each request opens and closes
+    its own connection."""
 
     def __init__(self, *, timeout_s: float, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self.timeout_s = timeout_s
         self.max_response_bytes = max_response_bytes
-
-    def __enter__(self) -> BoundedClient:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        pass
 
     def post(self, url: str, *, content: bytes, headers: dict[str, str]) -> BoundedResponse:
         """The response, or RequestDeadline, ResponseTooLarge, UnboundedEncoding, BadEncoding, RequestFailed."""

@@ -116,8 +116,8 @@ def check_capability(
         headers["Authorization"] = f"Bearer {api_key}"
     start = time.perf_counter()
     try:
-        with BoundedClient(timeout_s=timeout_s, max_response_bytes=max_response_bytes) as client:
-            response = client.post(url.rstrip("/") + CHAT_PATH, content=content, headers=headers)
+        client = BoundedClient(timeout_s=timeout_s, max_response_bytes=max_response_bytes)
+        response = client.post(url.rstrip("/") + CHAT_PATH, content=content, headers=headers)
     except (RequestFailed, RequestDeadline, ResponseTooLarge, UnboundedEncoding, BadEncoding) as error:
         return CapabilityResult(
             accepted=False,

@@ -118,21 +118,21 @@ def chat_answers(
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     answers: list[IdentityAnswer] = []
-    with BoundedClient(timeout_s=timeout_s, max_response_bytes=max_response_bytes) as client:
-        for prompt in prompts:
-            rid = request_id("identity-chat", prompt)
-            answer = IdentityAnswer(route=CHAT_ROUTE, url=_shown_url(endpoint), request_id=rid)
-            try:
-                clip = Path(prompt.clip_path)
-                video = video_url(prompt) if video_url is not None else video_data_url(clip)
-                body = chat_request_body(model, prompt.text, video, max_tokens=max_tokens, extra=extra)
-                content = encode_body(body)
-                check_body_limit(len(content), body_limit, clip=clip)
-            except (ClipError, OSError, ValueError) as error:
-                answers.append(answer.model_copy(update={"error": _hidden(f"not sent: {error}", api_key)}))
-                continue
-            sent = _posted(client, endpoint, content, headers | {"X-Request-ID": rid}, read_chat_completion)
-            answers.append(_with_outcome(answer, sent, api_key, row_dir))
+    client = BoundedClient(timeout_s=timeout_s, max_response_bytes=max_response_bytes)
+    for prompt in prompts:
+        rid = request_id("identity-chat", prompt)
+        answer = IdentityAnswer(route=CHAT_ROUTE, url=_shown_url(endpoint), request_id=rid)
+        try:
+            clip = Path(prompt.clip_path)
+            video = video_url(prompt) if video_url is not None else video_data_url(clip)
+            body = chat_request_body(model, prompt.text, video, max_tokens=max_tokens, extra=extra)
+            content = encode_body(body)
+            check_body_limit(len(content), body_limit, clip=clip)
+        except (ClipError, OSError, ValueError) as error:
+            answers.append(answer.model_copy(update={"error": _hidden(f"not sent: {error}", api_key)}))
+            continue
+        sent = _posted(client, endpoint, content, headers | {"X-Request-ID": rid}, read_chat_completion)
+        answers.append(_with_outcome(answer, sent, api_key, row_dir))
     return answers
 
 
@@ -204,25 +204,25 @@ def native_answers(
     path = f"/v1/tasks/{request.operation}"
     endpoint = native_url.rstrip("/") + path
     answers: list[IdentityAnswer] = []
-    with BoundedClient(timeout_s=timeout_s, max_response_bytes=max_response_bytes) as client:
-        for prompt in prompts:
-            rid = request_id(kind, prompt)
-            answer = IdentityAnswer(route=f"POST {path}", url=_shown_url(endpoint), request_id=rid)
-            try:
-                body = native_body(request, prompt, max_tokens=max_tokens, frames=frames, body_limit=body_limit)
-                content = encode_body(body)
-                if body_limit is not None and len(content) > body_limit:
-                    raise ValueError(
-                        f"its body is {len(content):,} bytes, over --body-limit {body_limit:,}: raise it together "
-                        "with the server's --max-body-bytes"
-                    )
-            except (ClipError, OSError, ValueError) as error:
-                answers.append(answer.model_copy(update={"error": f"not sent: {error}"}))
-                continue
-            answer = answer.model_copy(update={"request_sha": request_sha(body)})
-            headers = {"Content-Type": "application/json", "X-Request-ID": rid}
-            sent = _posted(client, endpoint, content, headers, read_native_answer)
-            answers.append(_with_outcome(answer, sent, None, row_dir))
+    client = BoundedClient(timeout_s=timeout_s, max_response_bytes=max_response_bytes)
+    for prompt in prompts:
+        rid = request_id(kind, prompt)
+        answer = IdentityAnswer(route=f"POST {path}", url=_shown_url(endpoint), request_id=rid)
+        try:
+            body = native_body(request, prompt, max_tokens=max_tokens, frames=frames, body_limit=body_limit)
+            content = encode_body(body)
+            if body_limit is not None and len(content) > body_limit:
+                raise ValueError(
+                    f"its body is {len(content):,} bytes, over --body-limit {body_limit:,}: raise it together "
+                    "with the server's --max-body-bytes"
+                )
+        except (ClipError, OSError, ValueError) as error:
+            answers.append(answer.model_copy(update={"error": f"not sent: {error}"}))
+            continue
+        answer = answer.model_copy(update={"request_sha": request_sha(body)})
+        headers = {"Content-Type": "application/json", "X-Request-ID": rid}
+        sent = _posted(client, endpoint, content, headers, read_native_answer)
+        answers.append(_with_outcome(answer, sent, None, row_dir))
     return answers
 
 
