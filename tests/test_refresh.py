@@ -150,3 +150,35 @@ def test_inventory_names_the_commit_it_is_given_for_a_tree_without_git(
     assert Inventory.model_validate_json((tmp_path / "inv" / "inventory.json").read_text()).commit == sha
     bad = run_main(capsys, "inventory", "--trtmc", str(FIXTURE), "--out", str(tmp_path / "x"), "--commit", "abc")
     assert bad.returncode == 2 and "full 40-character commit" in bad.stderr
+
+
+def test_a_main_or_ref_that_looks_like_an_option_is_refused_and_runs_nothing(
+    capsys: pytest.CaptureFixture[str], repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source, pinned, _ = repo
+    checkout = _pinned_checkout(source, pinned, tmp_path / "pinned")
+    monkeypatch.chdir(tmp_path)
+    smuggled = "--upload-pack=touch SMUGGLED; git-upload-pack"
+    for args in (("--main", smuggled, "--ref", str(source)), ("--main", str(source), "--ref", smuggled)):
+        done, out = _refresh(capsys, tmp_path, "--trtmc", str(checkout), *args)
+        assert done.returncode == 2, done.stderr
+        no_traceback(done)
+        option = args[0] if args[1] == smuggled else args[2]
+        assert f"{option} '--upload-pack=touch SMUGGLED; git-upl...'" in done.stderr
+        assert "begins with '-'" in done.stderr
+        assert not out.exists()
+    assert not (tmp_path / "SMUGGLED").exists()
+
+
+def test_git_reads_a_repository_and_ref_after_the_end_of_its_options(repo, tmp_path: Path) -> None:
+    """The second defence, below the request's check: git itself is told where its options end."""
+    from trtmc_videoqa.inventory.refresh import GitProblem, fetch_commit
+
+    source, _, main = repo
+    smuggled = f"--upload-pack=touch {tmp_path / 'SMUGGLED'}; git-upload-pack"
+    with pytest.raises(GitProblem):
+        fetch_commit(tmp_path / "cache", smuggled, str(source))
+    with pytest.raises(GitProblem):
+        fetch_commit(tmp_path / "cache", str(source), smuggled)
+    assert not (tmp_path / "SMUGGLED").exists()
+    assert fetch_commit(tmp_path / "cache", str(source), "main") == main  # the same call with plain values works

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict
 
+from ..common.argv_values import not_an_option
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.errors import EXIT_OK, BadInput, UserError
 from ..common.pins import load_pins
@@ -104,17 +105,19 @@ def fetch_commit(cache: Path, repository: str, ref: str) -> str:
     """`ref` (a branch, tag or full commit) of `repository`, fetched one commit deep into the bare cache; its SHA."""
     if not (cache / "HEAD").is_file():
         cache.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(["git", "init", "--bare", "-q", str(cache)], capture_output=True, timeout=60, check=False)
+        init = ["git", "init", "--bare", "-q", "--", str(cache)]
+        done = subprocess.run(init, capture_output=True, timeout=60, check=False)
         if done.returncode != 0:
             raise GitProblem(f"could not make the git cache {cache}: {done.stderr.decode(errors='replace').strip()}")
-    fetched = _git(cache, "fetch", "--depth", "1", "--no-tags", "--quiet", _repository(repository), ref)
+    # `--`: whatever the repository and ref say, git reads them as a repository and a refspec, never as options.
+    fetched = _git(cache, "fetch", "--depth", "1", "--no-tags", "--quiet", "--", _repository(repository), ref)
     if fetched.returncode != 0:
         why = fetched.stderr.decode(errors="replace").strip().splitlines()
         raise GitProblem(
             f"git could not fetch {ref!r} from {repository}: {why[-1] if why else 'no message'}; check the "
             "repository and ref (--main, --ref), or give the pinned tree with --trtmc"
         )
-    sha = _git(cache, "rev-parse", "FETCH_HEAD").stdout.decode().strip()
+    sha = _git(cache, "rev-parse", "--verify", "--end-of-options", "FETCH_HEAD").stdout.decode().strip()
     if not _SHA.fullmatch(sha):
         raise GitProblem(f"git fetched {ref!r} from {repository} but named no commit for it")
     return sha
@@ -127,7 +130,7 @@ def export_tree(cache: Path, sha: str) -> Path:
     done_marker = tree.parent / f"{sha}.done"
     if done_marker.is_file():
         return tree
-    archive = _git(cache, "archive", "--format=tar", sha)
+    archive = _git(cache, "archive", "--format=tar", "--", sha)
     if archive.returncode != 0:
         raise GitProblem(f"git could not export {sha}: {archive.stderr.decode(errors='replace').strip()}")
     tree.mkdir(parents=True, exist_ok=True)
@@ -156,6 +159,9 @@ def run_refresh(request: RefreshRequest) -> tuple[GroupReconciliation, Path]:
     """Both sides audited and the reconciliation written: it, and where its Markdown is (the command line prints
     its line and exits by `exit_code`)."""
     pins = load_pins()
+    if request.main is not None:
+        not_an_option(request.main, "--main", "a git URL or the path of a repository")
+    not_an_option(request.ref, "--ref", "a branch, tag or full commit")
     repository = request.main or pins.trtmc.repository
     cache = request.cache or default_cache()
     if request.trtmc is not None and not request.trtmc.is_dir():

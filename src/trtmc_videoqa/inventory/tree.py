@@ -181,7 +181,7 @@ def checkout_commit(root: Path) -> str:
         return "unknown"
     try:
         done = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--verify", "HEAD"],
+            ["git", "-C", str(root), "rev-parse", "--verify", "--end-of-options", "HEAD"],
             capture_output=True,
             text=True,
             timeout=10,
