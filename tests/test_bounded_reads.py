@@ -441,3 +441,39 @@ def test_a_server_that_turns_hostile_after_its_first_answer_gets_nothing_through
     assert tally["redirect"] == 4 and tally["over_cap"] == 3
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 2 * 1024 * 1024  # KiB: the largest process
     assert took < 120
+
+
+# --- stacked encodings: a cap on their number --------------------------------------------------------------------
+
+_STACKED = ("Content-Type: application/json", "Content-Encoding: " + ", ".join(["gzip"] * 1200))
+
+
+def test_more_stacked_codings_than_the_cap_are_refused_from_the_head() -> None:
+    meter = BodyMeter("gzip, br", MIB, keep=False)  # two still work (the meter test above decodes them)
+    assert meter.decoded == 0
+    with pytest.raises(UnboundedEncoding, match=r"Content-Encoding stacks 3 codings \(at most 2 are decoded"):
+        BodyMeter("gzip, gzip, gzip", MIB, keep=False)
+    with pytest.raises(UnboundedEncoding, match="stacks 1200 codings"):
+        BodyMeter(", ".join(["gzip"] * 1200), MIB, keep=False)
+
+
+def test_the_capability_check_reports_stacked_codings_as_a_refused_answer() -> None:
+    body = b'{"choices": []}'
+    for _ in range(1200):
+        body = gzip.compress(body, compresslevel=1)
+    with RawServer(lambda n, request: response(body, headers=_STACKED)) as stacked:
+        result = capability(stacked.url)  # returns: no RecursionError reaches the caller
+    assert not result.accepted and result.http_status is None
+    assert "Content-Encoding stacks 1200 codings" in result.detail, result.detail
+
+
+def test_the_guard_refuses_stacked_codings_and_counts_them() -> None:
+    answers = {1: response(b"x", headers=_STACKED)}
+    with (
+        RawServer(lambda n, request: answers.get(n, chat())) as upstream,
+        ForwardProxy(upstream.url, max_response_bytes=MIB, deadline_s=10) as guard,
+    ):
+        found = asyncio.run(aiohttp_posts(guard.url, 2))
+    assert found[0][0] == 502 and "stacks 1200 codings" in found[0][1], found[0]
+    assert found[1][0] == 200
+    assert guard.tally.refused_head == 1 and "could not bound" in guard.tally.cause()

@@ -38,6 +38,9 @@ MIB = 1 << 20
 DEFAULT_MAX_RESPONSE_BYTES = 16 * MIB  # RunSettings.max_response_bytes's default
 CAP_OPTION = "--max-response-bytes"
 PIECE = 1 << 20  # the most inflated bytes produced by one decoding step
+# The most codings one response may stack: 2 keeps `gzip, br` (what a proxy adds over a server's own) working; a
+# longer stack serves no client and only multiplies the work of decoding (issue: 1,200 stacked gzips recursed).
+MAX_CODINGS = 2
 
 
 def shown_size(size: int) -> str:
@@ -56,14 +59,15 @@ class ResponseTooLarge(Exception):
 
 
 class UnboundedEncoding(Exception):
-    """A Content-Encoding this module cannot undo under a cap (zstd, compress, anything unknown)."""
+    """A Content-Encoding this module cannot undo under a cap (zstd, compress, anything unknown, too many stacked)."""
 
-    def __init__(self, coding: str) -> None:
+    def __init__(self, coding: str, stacked: int = 1) -> None:
         self.coding = coding
-        super().__init__(
-            f"the response's Content-Encoding {coding[:40]!r} cannot be decoded under {CAP_OPTION} here "
-            "(gzip, deflate and br can): the server sent an encoding nobody asked for"
-        )
+        if stacked > MAX_CODINGS:
+            words = f"stacks {stacked} codings (at most {MAX_CODINGS} are decoded, as in 'gzip, br')"
+        else:
+            words = f"{coding[:40]!r} cannot be decoded under {CAP_OPTION} here (gzip, deflate and br can)"
+        super().__init__(f"the response's Content-Encoding {words}: the server sent an encoding nobody asked for")
 
 
 class BadEncoding(Exception):
@@ -166,7 +170,10 @@ class BodyMeter:
         self.decoded = 0
         self._keep = keep
         self._parts: list[bytes] = []
-        self._decoders = [_decoder(coding) for coding in reversed(codings(content_encoding))]
+        applied = codings(content_encoding)
+        if len(applied) > MAX_CODINGS:  # refused from the head, before any byte of the body is decoded
+            raise UnboundedEncoding(applied[0], stacked=len(applied))
+        self._decoders = [_decoder(coding) for coding in reversed(applied)]
 
     def feed(self, raw: bytes) -> None:
         for piece in self._through(raw, 0):
