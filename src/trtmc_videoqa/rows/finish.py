@@ -13,7 +13,7 @@ from ..aiperf_qual.execution_file import write_execution
 from ..aiperf_qual.verdicts import with_verdict
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.pins import tool_versions
-from ..common.scrub import known_secrets, scrub_secrets
+from ..common.scrub import known_secrets, scrub_secrets, scrubbed_model
 from ..common.shell_quoting import UNSAFE_IN_COMMAND, reproducible_command
 from ..machine.provenance import hardware_provenance
 from ..results import Mode, Provenance, QualificationStatus, RecordedCommand, ResultRow, StageName, StageResult
@@ -236,7 +236,7 @@ def finish_row(job: QualifyJob, row: ResultRow, commands: dict[str, RecordedComm
     secrets = known_secrets(job.api_key)
     if secrets and row_dir.is_dir():  # with none to look for, the row's files are not walked at all
         scrub_secrets(sorted(p for p in row_dir.rglob("*") if p.is_file() and not p.is_symlink()), secrets)
-    row = with_verdict(row.model_copy(update={"commands": commands}))
+    row = scrubbed_model(with_verdict(row.model_copy(update={"commands": commands})), secrets)
     write_execution(row_dir, row)
     write_text_atomic(row_dir / COMMAND_FILE, command_file_text(commands))
     write_model_atomic(row_dir / RESULT_FILE, row)
