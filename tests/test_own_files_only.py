@@ -27,7 +27,8 @@ from helpers import QUICK, one_message, row, run_main
 
 from trtmc_videoqa.common.atomic_write import UnsafeTarget
 from trtmc_videoqa.common.output_lock import LOCK_NAME
-from trtmc_videoqa.runs.owner import ForeignOutput, refuse_foreign_output
+from trtmc_videoqa.results import GroupLine, Report, ResultRow
+from trtmc_videoqa.runs.foreign_output import ForeignOutput, refuse_foreign_output
 from trtmc_videoqa.workloads import BUILTIN_WORKLOADS, builtin_workload
 from trtmc_videoqa.workloads.seal import seal_workload_file
 from trtmc_videoqa.workloads.silent_audio_copy import silent_audio_workload
@@ -215,12 +216,45 @@ def test_a_rerun_rewrites_only_the_files_the_tool_wrote(tmp_path: Path, capsys) 
     assert str(out) not in (out / "report.md").read_text()  # the tool's own files are still made portable
 
 
+def _tools_report(out: Path) -> None:
+    report = Report(
+        title="t",
+        generated_by="trtmc-videoqa",
+        sources=[],
+        reference_self_test=False,
+        rows=[],
+        counts={},
+        group=GroupLine(status="failed", line="Group: failed"),
+    )
+    (out / "report.json").write_text(report.model_dump_json())
+
+
+def _tools_row(out: Path) -> None:
+    (out / "checkpoints" / "p").mkdir(parents=True)
+    row = ResultRow(profile="p", status="failed", status_reason="plan: x")
+    (out / "checkpoints/p/result.json").write_text(row.model_dump_json())
+
+
+def _tools_stamp(out: Path) -> None:
+    (out / "workload" / "w").mkdir(parents=True)
+    stamp = {"identity": {"workload": "w"}, "files": {"sampling.json": "0" * 64}}
+    (out / "workload/w/prepared.digest.json").write_text(json.dumps(stamp))
+
+
 MARKERS = {
-    "the lock": lambda out: (out / LOCK_NAME).write_text(""),
-    "report.json": lambda out: (out / "report.json").write_text("{}"),
+    "the lock": lambda out: (out / LOCK_NAME).write_text("4242\n"),
+    "report.json": _tools_report,
+    "a row": _tools_row,
+    "a workload": _tools_stamp,
+}
+# The same names holding what is not the tool's: a user's folder that happens to have them is still the user's.
+NOT_MARKERS = {
+    "the lock": lambda out: (out / LOCK_NAME).write_text("my notes\n"),
+    "report.json": lambda out: (out / "report.json").write_text('{"my": "report"}'),
     "a row": lambda out: (out / "checkpoints" / "p").mkdir(parents=True) or (out / "checkpoints/p/result.json").touch(),
     "a workload": lambda out: (
-        (out / "workload" / "w").mkdir(parents=True) or (out / "workload/w/prepared.digest.json").touch()
+        (out / "workload" / "w").mkdir(parents=True)
+        or (out / "workload/w/prepared.digest.json").write_text("[" * 100_000 + "]" * 100_000)
     ),
 }
 
@@ -234,6 +268,28 @@ def test_an_earlier_runs_folder_is_the_tools_whatever_else_it_holds(tmp_path: Pa
         refuse_foreign_output(out)
     MARKERS[marker](out)
     refuse_foreign_output(out)
+
+
+@pytest.mark.parametrize("marker", sorted(NOT_MARKERS))
+def test_a_marker_that_is_not_the_tools_own_makes_no_earlier_run(tmp_path: Path, marker: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.md").write_text("mine\n")
+    NOT_MARKERS[marker](out)
+    with pytest.raises(ForeignOutput, match="notes.md"):  # before: any file of that name was a marker
+        refuse_foreign_output(out)
+
+
+def test_a_users_folder_with_a_report_of_its_own_is_left_byte_for_byte(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    files = {"report.json": '{"my": "report"}\n', "report.md": "# my report\n", "junit.xml": "<mine/>\n"}
+    for name, text in files.items():
+        (out / name).write_text(text)
+    (out / "notes.md").write_text("mine\n")
+    done = run_main(capsys, "qualify", "--out", str(out))
+    assert done.returncode == 2 and "is a folder of other files" in done.stderr, done.stderr
+    assert {path.name: path.read_text() for path in out.iterdir() if path.name != "notes.md"} == files
 
 
 def test_a_new_empty_or_tool_named_folder_is_taken(tmp_path: Path) -> None:

@@ -21,23 +21,20 @@ from typing import TYPE_CHECKING
 from ..aiperf.command import API_KEY_PLACEHOLDER
 from ..aiperf.locate import locate_aiperf
 from ..aiperf.tokenizer import choose_tokenizer
-from ..common.errors import EXIT_OK, EXIT_TOOL_ERROR, UserError
+from ..common.errors import EXIT_OK, EXIT_TOOL_ERROR
 from ..common.pins import load_pins
 from ..common.scratch import children_temp_dir
 from ..results import RecordedCommand, ResultRow
 from ..results.layout import (
     CHECKPOINTS_DIR,
     CLIP_SERVER_LOG,
-    OUTPUT_TOP_NAMES,
-    PREPARED_STAMP,
     REPORT_HTML,
-    REPORT_JSON,
     RESULT_FILE,
     RUN_SCRATCH_DIR,
     TOKENIZER_DIR,
-    WORKLOAD_DIR,
 )
 from ..results.transports import needs_clip_server
+from .foreign_output import refuse_foreign_output
 
 if TYPE_CHECKING:
     from ..aiperf.locate import AiperfInstall
@@ -210,34 +207,6 @@ def _report_after_failure(
 
 def _has_rows(out: Path) -> bool:
     return any((out / CHECKPOINTS_DIR).glob(f"*/{RESULT_FILE}"))
-
-
-class ForeignOutput(UserError):
-    """--out names a folder of someone's own files: a run writes there, and its publish step rewrites."""
-
-
-def refuse_foreign_output(out: Path) -> None:
-    """Refuse a non-empty `out` that holds none of a run's markers (the output lock, report.json, a
-    checkpoints/*/result.json, a workload/*/prepared.digest.json: an earlier run's, made before this check too)
-    and something beside the names the tool writes at the top of an output folder (OUTPUT_TOP_NAMES)."""
-    from ..common.output_lock import LOCK_NAME
-
-    try:
-        names = sorted(entry.name for entry in out.iterdir())
-    except (FileNotFoundError, NotADirectoryError):
-        return  # a new folder, or a file the lock refuses by name
-    markers = [out / LOCK_NAME, out / REPORT_JSON]
-    if any(path.is_symlink() or path.exists() for path in markers) or _has_rows(out):
-        return
-    if any((out / WORKLOAD_DIR).glob(f"*/{PREPARED_STAMP}")):
-        return
-    foreign = [name for name in names if name not in OUTPUT_TOP_NAMES]
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        raise ForeignOutput(
-            f"--out {out} is a folder of other files ({shown}), not the output of an earlier run: a run writes "
-            "its artifacts there and rewrites the public ones; give an empty or new folder with --out"
-        )
 
 
 def _write_interrupted_report(out: Path) -> None:

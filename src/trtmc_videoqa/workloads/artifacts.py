@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..common.atomic_write import write_model_atomic, write_text_atomic
-from ..common.digests import file_sha256
+from ..common.digests import bounded_file_sha256, file_sha256
 from ..common.errors import UserError
+from ..common.safe_read import MAX_STRIP_BYTES, UnreadableInput, read_file_inside
 from ..results import ClipManifest, PickedFrames, SamplingFacts
 from ..results.layout import PREPARED_STAMP, SAMPLING_FILE, WORKLOAD_DIR, clip_manifest_file, frame_strip_file
 from . import Workload
@@ -20,6 +21,10 @@ from . import Workload
 if TYPE_CHECKING:
     from ..media import SamplingPolicy
     from .model import Clip
+
+MAX_STAMP_BYTES = 64 << 10  # a stamp names a few files: a few hundred bytes
+# Every file a stamp may list is a clip's manifest, the sampling facts or a strip: none is larger than a strip.
+MAX_PREPARED_FILE_BYTES = MAX_STRIP_BYTES
 
 SAMPLING_NOTE = (
     "the clip is sent whole; where the server samples, these are the frames the declared "
@@ -117,30 +122,69 @@ def _prepared_identity(workload: Workload) -> dict[str, Any]:
 
 def restamp_prepared(directory: Path) -> None:
     """The stamp's file digests taken again, after the publish step rewrote the paths in those files (a clip's
-    manifest names where it was read): the identity stays, so a re-run finds the artifacts still made."""
-    stamp_path = directory / PREPARED_STAMP
+    manifest names where it was read): the identity stays, so a re-run finds the artifacts still made. A stamp
+    that is not one of ours, or lists anything but plain names of regular files under the cap, is left as it is:
+    the next run makes the artifacts again (this runs while stop signals are held back, so nothing here may block).
+    """
+    stamp = read_stamp(directory)
+    if stamp is None:
+        return
+    files = {name: _prepared_digest(directory, name) for name in stamp["files"]}
+    if all(files.values()):
+        text = json.dumps(stamp | {"files": files}, indent=2, sort_keys=True)
+        write_text_atomic(directory / PREPARED_STAMP, text + "\n")
+
+
+def read_stamp(directory: Path) -> dict[str, Any] | None:
+    """prepared.digest.json as the tool writes it: a regular file inside the folder, under MAX_STAMP_BYTES, an
+    object of an `identity` object and `files`, a map of plain file names to digests; None for anything else."""
     try:
-        stamp = json.loads(stamp_path.read_text())
-        stamp["files"] = {name: file_sha256(directory / name) for name in stamp["files"]}
-    except (OSError, ValueError, KeyError, TypeError):
-        return  # no stamp, or not one of ours: the next run makes the artifacts again
-    write_text_atomic(stamp_path, json.dumps(stamp, indent=2, sort_keys=True) + "\n")
+        text = read_file_inside(directory, directory / PREPARED_STAMP, MAX_STAMP_BYTES)
+        stamp = json.loads(text)
+    except (UnreadableInput, ValueError, RecursionError):
+        return None
+    if not isinstance(stamp, dict) or set(stamp) != {"identity", "files"} or not isinstance(stamp["identity"], dict):
+        return None
+    files = stamp["files"]
+    if not isinstance(files, dict) or not all(_plain_name(n) and isinstance(d, str) for n, d in files.items()):
+        return None
+    return stamp
+
+
+def _plain_name(name: object) -> bool:
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
+
+
+def _prepared_digest(directory: Path, name: str) -> str | None:
+    return bounded_file_sha256(directory / name, MAX_PREPARED_FILE_BYTES)
 
 
 def _still_prepared(directory: Path, workload: Workload, identity: dict[str, Any]) -> WorkloadFacts | None:
-    """The facts already made, when the stamp records this identity and every file it lists is there with the
-    recorded digest; None otherwise."""
+    """The facts already made, when the stamp records this identity, lists exactly the files this workload makes
+    and each is there, a regular file with the recorded digest; None otherwise (made again)."""
+    stamp = read_stamp(directory)
+    if stamp is None or stamp["identity"] != identity or set(stamp["files"]) != _prepared_names(workload):
+        return None
+    if not all(_prepared_digest(directory, name) == digest for name, digest in stamp["files"].items()):
+        return None
     try:
-        stamp = json.loads((directory / PREPARED_STAMP).read_text())
-        if stamp.get("identity") != identity or not stamp.get("files"):
-            return None
-        if not all(file_sha256(directory / name) == digest for name, digest in stamp["files"].items()):
-            return None
         clips = {
-            clip.id: ClipManifest.model_validate_json((directory / clip_manifest_file(clip.id)).read_bytes())
+            clip.id: ClipManifest.model_validate_json(_prepared_bytes(directory, clip_manifest_file(clip.id)))
             for clip in workload.spec.clips
         }
-        sampling = SamplingFacts.model_validate_json((directory / SAMPLING_FILE).read_bytes())
-    except (OSError, ValueError, AttributeError):
-        return None  # missing, damaged or edited: made again
+        sampling = SamplingFacts.model_validate_json(_prepared_bytes(directory, SAMPLING_FILE))
+    except (UnreadableInput, ValueError):
+        return None  # damaged or edited since it was hashed: made again
     return WorkloadFacts(directory=directory, clips=clips, sampling=sampling)
+
+
+def _prepared_names(workload: Workload) -> set[str]:
+    """The files prepare_workload_artifacts writes for `workload`, which its stamp lists."""
+    names = {SAMPLING_FILE}
+    for index, clip in enumerate(workload.spec.clips):
+        names |= {clip_manifest_file(clip.id), frame_strip_file(clip.id, first=index == 0)}
+    return names
+
+
+def _prepared_bytes(directory: Path, name: str) -> bytes:
+    return read_file_inside(directory, directory / name, MAX_PREPARED_FILE_BYTES)
