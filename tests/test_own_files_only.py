@@ -323,3 +323,21 @@ def test_a_workload_resealed_with_one_answer_changed_is_copied_again(tmp_path: P
     assert copy.read_bytes() == after  # before: the old answer key under the new digest
     assert row(out, "m").provenance.workload_digest == json.loads(after)["digest"]
     assert not copy.is_symlink() and os.stat(copy).st_nlink == 1
+
+
+def test_an_earlier_row_is_reused_only_as_a_regular_file_of_its_folder(tmp_path: Path) -> None:
+    from trtmc_videoqa.plan.cache_keys import reusable
+
+    row_dir = tmp_path / "checkpoints" / "p"
+    row_dir.mkdir(parents=True)
+    earned = ResultRow(profile="p", status="endpoint-qualified", status_reason="earned", cache_key="k")
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(earned.model_dump_json())
+    (row_dir / "result.json").symlink_to(elsewhere)
+    assert reusable(row_dir, "k", force=False) is None  # before: read through the link and reused
+    (row_dir / "result.json").unlink()
+    (row_dir / "result.json").write_text(earned.model_dump_json())
+    found = reusable(row_dir, "k", force=False)
+    assert found is not None and found.reused
+    (row_dir / "result.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert reusable(row_dir, "k", force=False) is None

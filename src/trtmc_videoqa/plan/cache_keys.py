@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..common.errors import UserError
-from ..common.safe_read import MAX_RESULT_BYTES, read_regular_file
+from ..common.safe_read import MAX_RESULT_BYTES, read_file_inside
 from ..results import QualificationStatus, ResultRow
 from ..results.layout import RESULT_FILE
 
@@ -59,9 +59,9 @@ def reusable(row_dir: Path, key: str, force: bool) -> ResultRow | None:
     if force or not path.is_file():
         return None
     try:
-        row = ResultRow.model_validate_json(read_regular_file(path, MAX_RESULT_BYTES))
+        row = ResultRow.model_validate_json(read_file_inside(row_dir, path, MAX_RESULT_BYTES))
     except (ValueError, UserError):
-        return None  # a damaged or foreign result (a FIFO, a huge file) is measured again, not trusted
+        return None  # a damaged or foreign result (a FIFO, a link, a huge file) is measured again, not trusted
     if row.cache_key == key and row.status in FINAL_STATUSES:
         return row.model_copy(update={"reused": True})
     return None
