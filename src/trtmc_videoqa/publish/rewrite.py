@@ -197,11 +197,13 @@ def publish_run(
     server_urls: Sequence[str | None] = (),
     model_dir: Path | None = None,
     warn: Callable[[str], None] | None = None,
+    programs: Sequence[str | None] = (),
 ) -> int:
     """A run's artifacts under `out` made portable and public-safe, then checked: copy the workloads in, rewrite,
-    check (PublicCheckFailed names file:line for anything left). `trtmc` is the run's TRTMC checkout, `bundle_cache`
-    where its bundles were kept (default: out/bundles), `server_urls` the servers the user named (a host that is not
-    loopback is never written), `warn` what hears the check's warnings. The number of public text files scanned."""
+        check (PublicCheckFailed names file:line for anything left). `trtmc` is the run's TRTMC checkout, `bundle_cache`
+        where its bundles were kept (default: out/bundles), `server_urls` the servers the user named (a host that is not
+        loopback is never written), `warn` what hears the check's warnings, `programs` the tools the run found and ran
+    (TRTMC's, named by their name alone). The number of public text files scanned."""
     from ..common.hub_paths import hub_cache_dir
     from ..common.scrub import known_secrets
     from ..workloads.artifacts import restamp_prepared, workload_dir
@@ -217,18 +219,12 @@ def publish_run(
         "$TRTMC_VIDEOQA_SRC": source_tree(),
         "$MODEL_DIR": model_dir,  # a local model served by its path: measured evidence keeps the path as sent
     }
-    programs: list[str | None] = []
-    if trtmc:
-        from ..trtmc.commands import find_toolchain
-
-        tools = find_toolchain()
-        programs = [tools.trtmc, tools.trtmc_server, tools.benchmark_worker, tools.python]
     mapping = public_map(
         out,
         workloads={name: workload.root for name, workload in workloads.items()},
         aiperf_executable=aiperf_executable,
         named=named,
-        programs=programs,
+        programs=list(programs),
         endpoint_hosts=remote_hosts(list(server_urls)),
     )
     scanned = publish(out, mapping, run_public_sentinels(out, mapping, known_secrets(api_key)), warn)

@@ -191,7 +191,16 @@ def _report_and_publish(
         server_urls=request.server_urls(),
         model_dir=request.model_dir(),
         warn=console.warn,
+        programs=_toolchain_programs() if request.trtmc else (),
     )
+
+
+def _toolchain_programs() -> list[str | None]:
+    """The TRTMC tools a --trtmc run found on PATH: the publish step names each by its name alone."""
+    from ..trtmc.commands import find_toolchain
+
+    tools = find_toolchain()
+    return [tools.trtmc, tools.trtmc_server, tools.benchmark_worker, tools.python]
 
 
 def _report_after_failure(
