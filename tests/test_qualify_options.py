@@ -87,10 +87,12 @@ def test_compare_makes_its_own_request() -> None:
     assert settings_options()["startup_timeout_s"] == "--startup-timeout"
 
 
-@pytest.mark.parametrize(("option", "named"), [("--url", "--url"), ("--endpoint", "--url"), ("--model", "--model")])
+@pytest.mark.parametrize(
+    ("option", "named"), [("--url", "--url"), ("--endpoint", "--endpoint"), ("--model", "--model")]
+)
 def test_a_server_option_given_twice_is_refused_by_name(option: str, named: str) -> None:
     """argparse keeps the last of a repeated option: `--endpoint A --endpoint B` measured B alone and said nothing.
-    `--url` and its alias `--endpoint` are one option: given once each, that is twice."""
+    `--url` and its alias `--endpoint` are one option: given once each, that is twice (named as last typed)."""
     values = {"--url": "http://127.0.0.1:1", "--model": "m", "--native-url": "http://127.0.0.1:2"}
     argv = ["qualify", *(arg for name, value in values.items() for arg in (name, value))]
     argv += [option, values.get(option, "http://127.0.0.1:3")]
@@ -101,8 +103,10 @@ def test_a_server_option_given_twice_is_refused_by_name(option: str, named: str)
 @pytest.mark.parametrize("url", ["http://127.0.0.1:", "http://127.0.0.1:/v1", "http://[::1]:"])
 def test_an_endpoint_with_an_empty_port_is_refused(url: str) -> None:
     """`http://127.0.0.1:` parses with no port and went to port 80."""
-    with pytest.raises(BadInput, match="^--url names no port after ':'"):
+    with pytest.raises(BadInput, match="^--endpoint names no port after ':'"):
         qualify_request(build_parser().parse_args(["qualify", "--endpoint", url, "--model", "m"]))
+    with pytest.raises(BadInput, match="^--url names no port after ':'"):  # each named as the user typed it
+        qualify_request(build_parser().parse_args(["qualify", "--url", url, "--model", "m"]))
 
 
 # --- the conventions users bring (issue 40) --------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def _add_source_arguments(source: argparse._ArgumentGroup) -> None:
         "--url",
         "--endpoint",
         dest="url",
-        action="append",
+        action=_AppendNamed,
         metavar="URL",
         help="an already running OpenAI-compatible video chat server: its base URL, http://HOST:PORT (a URL ending "
         "in /v1 or /v1/chat/completions is taken as its base, with a note)",
@@ -117,6 +117,15 @@ def option_ways() -> dict[str, tuple[str, frozenset[Way]]]:
     """Each qualify option that applies to some ways in only, by its argparse destination: its flag and the ways."""
     settings = {name: (setting_flag(name).name, setting_flag(name).ways) for name in RunSettings.model_fields}
     return {**{name: item for name, item in settings.items() if item[1] != EVERY_WAY}, **SOURCE_WAYS}
+
+
+class _AppendNamed(argparse._AppendAction):
+    """append, and the option as typed kept (`url_option`), so that a refusal names the one the user wrote."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, *args: Any) -> None:
+        super().__call__(parser, namespace, *args)
+        typed = args[1] if len(args) > 1 else None
+        setattr(namespace, f"{self.dest}_option", typed or self.option_strings[0])
 
 
 def not_applicable(flag: str, way: Way, ways: frozenset[Way]) -> str:

@@ -26,17 +26,19 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
 
 def qualify_request(args: argparse.Namespace) -> QualifyRequest:
     """The request, or a UserError (or a ValidationError of the settings) naming the option and the fix."""
+    url_option = getattr(args, "url_option", "--url")  # --url, or its alias --endpoint: named as the user typed it
     for option in ("url", "model", "native_url"):
-        setattr(args, option, _given_once(f"--{option.replace('_', '-')}", getattr(args, option)))
+        named = url_option if option == "url" else f"--{option.replace('_', '-')}"
+        setattr(args, option, _given_once(named, getattr(args, option)))
     if args.trtmc and args.url:
-        raise BadInput("give --trtmc or --url, not both")
+        raise BadInput(f"give --trtmc or {url_option}, not both")
     _refuse_what_does_not_apply(args, "trtmc" if args.trtmc else "url" if args.url else "self-test")
     if args.url and not args.model:
-        raise BadInput("--url needs --model NAME: the model name the server serves")
+        raise BadInput(f"{url_option} needs --model NAME: the model name the server serves")
     for option, value in (("--model", args.model), *(("--profile", name) for name in args.profile or [])):
         plain_value(option, value)
-    _checked_urls({"--url": args.url, "--native-url": args.native_url})
-    url = _base_url("--url", args.url, _CHAT_SUFFIXES)
+    _checked_urls({url_option: args.url, "--native-url": args.native_url})
+    url = _base_url(url_option, args.url, _CHAT_SUFFIXES)
     native_url = _base_url("--native-url", args.native_url, _NATIVE_SUFFIXES)
     stated = _stated(args.server_setting)
     settings = run_settings(args)
