@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 import pytest
-from helpers import run_main
+from helpers import QUICK, reference, row, run_main
 from pydantic import ValidationError
 
 from trtmc_videoqa.cli.main import build_parser
@@ -152,6 +152,18 @@ def test_dry_run_plans_the_base_url_and_says_so(tmp_path: Path, capsys: pytest.C
     assert done.returncode == 0, done.stderr
     assert "target: http://127.0.0.1:9 model m;" in done.stdout and "/v1" not in done.stdout.split("target:")[1]
     assert done.stderr.count("note: --url ends in /v1/chat/completions") == 1
+
+
+@pytest.mark.e2e
+def test_a_run_given_the_v1_url_measures_the_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The run itself (with AIPerf): `--endpoint URL/v1` was a bare 404 at the capability check."""
+    with reference(tmp_path) as url:
+        out = tmp_path / "out"
+        done = run_main(capsys, "qualify", "--endpoint", url + "/v1", "--model", "trtmc-videoqa-reference", *QUICK,
+                        "--out", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "note: --endpoint ends in /v1" in done.stderr
+    assert row(out, "trtmc-videoqa-reference").status == "endpoint-qualified"
 
 
 def test_a_base_url_under_a_prefix_keeps_it() -> None:

@@ -42,6 +42,10 @@ def add_arguments(probe: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         help="refuse a larger file (default 64 MiB; a size: 512MiB, 4GiB or bytes)",
     )
-    probe.add_argument("--policy", default="uniform:8", help="sampling policy: uniform:N or fps:F[,min=..,max=..,even]")
+    probe.add_argument(
+        "--policy",
+        default="uniform:8",
+        help="sampling policy: uniform:N or fps:F[,min=..,max=..,even] (default uniform:8)",
+    )
     probe.add_argument("--strip", type=Path, metavar="FILE.png", help="write the picked frames as one PNG strip")
     probe.set_defaults(handler=cmd_probe)

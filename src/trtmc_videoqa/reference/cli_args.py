@@ -30,7 +30,11 @@ def add_reference_arguments(parser: argparse.ArgumentParser) -> argparse.Argumen
     listen.add_argument("--allow-non-loopback", action="store_true", help="allow a host beyond this machine")
     listen.add_argument("--url-file", type=Path, help="write the base URL here once the port is bound")
     serving = parser.add_argument_group("serving")
-    serving.add_argument("--model-name", default=DEFAULT_MODEL_NAME, help="model id to serve (must say 'reference')")
+    serving.add_argument(
+        "--model-name",
+        default=DEFAULT_MODEL_NAME,
+        help=f"model id to serve (must say 'reference'; default {DEFAULT_MODEL_NAME})",
+    )
     serving.add_argument(
         "--sampling-policy",
         default=DEFAULT_SAMPLING_POLICY,
