@@ -85,7 +85,7 @@ def add_run_arguments(
     for name, info in RunSettings.model_fields.items():
         flag = setting_flag(name)
         if way is not None and way not in flag.ways:  # refused by name, and not in --help
-            nargs = 0 if flag.action == "store_true" else 1
+            nargs = 0 if flag.action == "store_true" else "?"  # its value taken (if any), so the refusal is ours
             run.add_argument(
                 flag.name,
                 nargs=nargs,
