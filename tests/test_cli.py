@@ -238,11 +238,36 @@ def test_serve_reference_serves_on_loopback(tmp_path: Path) -> None:
         process.wait(timeout=20)
 
 
+def test_serve_reference_prints_its_url_on_stdout_when_it_listens() -> None:
+    """It printed nothing, not even its URL: one line on stdout now, the URL a client is pointed at."""
+    import selectors
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trtmc_videoqa", "serve-reference"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        with selectors.DefaultSelector() as selector:  # a bound on the wait, far above a busy machine's start
+            selector.register(process.stdout, selectors.EVENT_READ)
+            assert selector.select(timeout=120), "no line on stdout"
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.rsplit(":", 1)[1].isdigit()
+        assert HTTP.get(url + "/health/live", timeout=30).status_code == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+    assert process.stdout.read() == ""  # that one line only
+
+
 def test_probe_refuses_an_oversized_clip_and_max_bytes_raises_the_limit(clips, capsys: Captured) -> None:
     clip = clips.mp4
     small = run_main(capsys, "probe", str(clip), "--max-bytes", "1000")
     assert_bad_input(small, "over the 1,000-byte limit", "--max-bytes")
     assert run_main(capsys, "probe", str(clip), "--max-bytes", str(clip.stat().st_size)).returncode == 0
+    assert_bad_input(run_main(capsys, "probe", str(clip), "--max-bytes", "1KiB"), "over the 1,024-byte limit")
 
 
 @pytest.mark.parametrize(

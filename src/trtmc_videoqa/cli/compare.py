@@ -39,7 +39,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         "for the workload's frame count, for transformers serve 5.19-5.24, which reads audio from every video; "
         "none: for a server version without that defect",
     )
-    add_run_arguments(parser.add_argument_group("the run"), defaults={"video_transport": "http"})
+    add_run_arguments(parser.add_argument_group("the run"), defaults={"video_transport": "http"}, way="compare")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -5,12 +5,14 @@ with one message; a tool error 1."""
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -156,6 +158,10 @@ def _command(argv: Sequence[str] | None) -> int:
         # An output or input location we cannot use (read-only, full, missing): the user can fix it.
         # A write error names no file of its own; the output directory is then where it happened.
         where = f" {error.filename}" if error.filename else (f" {args.out}" if getattr(args, "out", None) else "")
+        in_the_way = _file_in_the_way(error)
+        if in_the_way is not None:
+            say(f"trtmc-videoqa {args.command}: {in_the_way} is a file, not a folder; give a folder there")
+            return EXIT_BAD_INPUT
         say(
             f"trtmc-videoqa {args.command}: cannot use{where}: {error.strerror or error}; "
             "choose a writable location with free space"
@@ -169,6 +175,15 @@ def _command(argv: Sequence[str] | None) -> int:
             f"(set {DEBUG_ENV}=1 for the traceback)"
         )
         return EXIT_TOOL_ERROR
+
+
+def _file_in_the_way(error: OSError) -> Path | None:
+    """The file where a folder was wanted (`--out FILE`: "File exists" or "Not a directory"), if that is the
+    error."""
+    if error.errno not in (errno.EEXIST, errno.ENOTDIR) or not error.filename:
+        return None
+    path = Path(os.fsdecode(error.filename))
+    return next((each for each in (path, *path.parents) if each.exists() and not each.is_dir()), None)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from ..common.errors import EXIT_OK, BadInput
+from ..common.sizes import size_argument
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -35,7 +36,16 @@ def add_arguments(probe: argparse.ArgumentParser) -> None:
     )
     probe.add_argument("clip", type=Path, metavar="CLIP", help="the clip file (mp4, webm, mkv, avi, mpg, gif)")
     probe.add_argument("--decode-all", action="store_true", help="count frames by decoding every one")
-    probe.add_argument("--max-bytes", type=int, metavar="N", help="refuse a larger file (default 64 MiB)")
-    probe.add_argument("--policy", default="uniform:8", help="sampling policy: uniform:N or fps:F[,min=..,max=..,even]")
+    probe.add_argument(
+        "--max-bytes",
+        type=size_argument,
+        metavar="SIZE",
+        help="refuse a larger file (default 64 MiB; a size: 512MiB, 4GiB or bytes)",
+    )
+    probe.add_argument(
+        "--policy",
+        default="uniform:8",
+        help="sampling policy: uniform:N or fps:F[,min=..,max=..,even] (default uniform:8)",
+    )
     probe.add_argument("--strip", type=Path, metavar="FILE.png", help="write the picked frames as one PNG strip")
     probe.set_defaults(handler=cmd_probe)

@@ -31,9 +31,10 @@ def add_arguments(qualify: argparse.ArgumentParser) -> None:
     from .qualify_args import add_qualify_arguments, settings_options
 
     qualify.description = (
-        "Run the step chain for every capable checkpoint of a TRTMC checkout (--trtmc), or for an "
-        "already running video chat server (--endpoint); with neither, the self-test against the "
-        "reference endpoint (a test double). Writes result rows and the reports."
+        "Run the step chain for every capable checkpoint of a TRTMC checkout (--trtmc), or for an already running "
+        "video chat server (--url; --endpoint is the same option); with neither, the self-test against the "
+        "reference endpoint (a test double). Writes result rows and the reports. An option that does not apply to "
+        "the way chosen is refused."
     )
     add_qualify_arguments(qualify)
     qualify.set_defaults(handler=cmd_qualify, option_for_field=settings_options())

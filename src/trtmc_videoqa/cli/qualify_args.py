@@ -1,5 +1,7 @@
 """The options of `trtmc-videoqa qualify` (and the run options `compare` shares): each run option is derived from
-its `RunSettings` field (flag, default, help), so the command line and the settings cannot disagree."""
+its `RunSettings` field (flag, default, help, the ways in it applies to), so the command line and the settings
+cannot disagree. What each option applies to is data beside it: `--help` says it, `compare --help` lists only
+compare's, and `cli/requests.py` refuses, in one place, an option given to a run it does not apply to."""
 
 from __future__ import annotations
 
@@ -10,7 +12,20 @@ from typing import Any, get_args
 
 from pydantic.fields import FieldInfo
 
-from ..plan.settings import MIB, Flag, RunSettings, setting_flag
+from ..common.sizes import shown_size, size_argument
+from ..plan.settings import EVERY_WAY, TRTMC_ONLY, WAY_NAMES, Flag, RunSettings, Way, setting_flag
+
+URL_ONLY: frozenset[Way] = frozenset({"url"})
+
+# What to qualify: --trtmc and --url choose the way in (neither: the self-test); each other option here applies to
+# one of them only (by its argparse destination: the flag, and the ways).
+SOURCE_WAYS: dict[str, tuple[str, frozenset[Way]]] = {
+    "profile": ("--profile", TRTMC_ONLY),
+    "model": ("--model", URL_ONLY),
+    "server_records": ("--server-records", URL_ONLY),
+    "native_url": ("--native-url", URL_ONLY),
+    "server_setting": ("--server-setting", URL_ONLY),
+}
 
 
 def add_qualify_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,45 +35,68 @@ def add_qualify_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_source_arguments(source: argparse._ArgumentGroup) -> None:
     source.add_argument("--trtmc", type=Path, metavar="PATH", help="a TRTMC checkout: every capable checkpoint")
-    source.add_argument("--profile", action="append", metavar="NAME", help="only this profile (repeatable)")
-    # Kept as lists, so that one given twice is refused by name (argparse's last-one-wins would drop the first).
     source.add_argument(
-        "--endpoint", action="append", metavar="URL", help="an already running OpenAI-compatible video chat server"
+        "--profile", action="append", metavar="NAME", help="with --trtmc: only this profile (repeatable)"
     )
-    source.add_argument("--model", action="append", metavar="NAME", help="the model name to send to --endpoint")
+    # Kept as lists, so that one given twice is refused by name (argparse's last-one-wins would drop the first).
+    # --url is AIPerf's (and vLLM's) name for the server; --endpoint, this tool's first name for it, is the same option.
+    source.add_argument(
+        "--url",
+        "--endpoint",
+        dest="url",
+        action=_AppendNamed,
+        metavar="URL",
+        help="an already running OpenAI-compatible video chat server: its base URL, http://HOST:PORT (a URL ending "
+        "in /v1 or /v1/chat/completions is taken as its base, with a note)",
+    )
+    source.add_argument("--model", action="append", metavar="NAME", help="with --url: the model name to send")
     source.add_argument(
         "--server-records",
         type=Path,
         metavar="FILE",
-        help="the per-request records file --endpoint's server writes (trtmc-server --records), "
+        help="with --url: the per-request records file the server writes (trtmc-server --records), "
         "read after the run for the server's task time when responses carry none",
     )
     source.add_argument(
         "--native-url",
         action="append",
         metavar="URL",
-        help="--endpoint's native Task route, in perf_serving's request shape (POST URL/v1/tasks/generate with "
-        '{"request": {"prompt", "video_path": {"$file": ...}, "max_new_tokens", "temperature"}}): each question and '
-        "clip once there and once through chat must give the same answer; without it identity is not-applicable",
+        help="with --url: the server's native Task route, in perf_serving's request shape (POST URL/v1/tasks/generate "
+        'with {"request": {"prompt", "video_path": {"$file": ...}, "max_new_tokens", "temperature"}}): each question '
+        "and clip once there and once through chat must give the same answer; without it identity is not-applicable",
     )
     source.add_argument(
         "--server-setting",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a server-side sampling or media-cache setting of --endpoint, recorded as stated",
+        help="with --url: a server-side sampling or media-cache setting of the server, recorded as stated",
     )
 
 
-def add_run_arguments(run: argparse._ArgumentGroup, defaults: Mapping[str, object] | None = None) -> None:
+def add_run_arguments(
+    run: argparse._ArgumentGroup, defaults: Mapping[str, object] | None = None, way: Way | None = None
+) -> None:
     """The options of a run, shared by qualify and compare: one per RunSettings field, in the model's order, its
     flag, default, type or choices, and help all from the field (its range is the model's own: a value out of range
     is refused with the option's name). `defaults` overrides a field's default (by name) for a command whose own
-    default differs, and the help says the one in force."""
+    default differs, and the help says the one in force. `way` (compare): only the options that apply to it; without
+    it (qualify), every option, the help naming the ways in of one that applies to some only."""
     for name, info in RunSettings.model_fields.items():
         flag = setting_flag(name)
+        if way is not None and way not in flag.ways:  # refused by name, and not in --help
+            nargs = 0 if flag.action == "store_true" else "?"  # its value taken (if any), so the refusal is ours
+            run.add_argument(
+                flag.name,
+                nargs=nargs,
+                action=_NotHere,
+                default=argparse.SUPPRESS,
+                help=argparse.SUPPRESS,
+                ways=(way, flag.ways),
+            )
+            continue
         default = (defaults or {}).get(name, info.default)
-        helped = _help(info, flag, default)
+        helped = _help(info, flag, default) + ("" if way is not None else _ways_note(flag.ways))
         if flag.action == "store_true":
             run.add_argument(flag.name, dest=name, action="store_true", help=helped)
         elif flag.choices:
@@ -67,11 +105,52 @@ def add_run_arguments(run: argparse._ArgumentGroup, defaults: Mapping[str, objec
             run.add_argument(
                 flag.name,
                 dest=name,
-                type=_value_type(info),
+                type=size_argument if flag.size else _value_type(info),
                 default=default,
-                metavar=flag.metavar or flag.name.removeprefix("--").replace("-", "_").upper(),
+                metavar=flag.metavar
+                or ("SIZE" if flag.size else flag.name.removeprefix("--").replace("-", "_").upper()),
                 help=helped,
             )
+
+
+def option_ways() -> dict[str, tuple[str, frozenset[Way]]]:
+    """Each qualify option that applies to some ways in only, by its argparse destination: its flag and the ways."""
+    settings = {name: (setting_flag(name).name, setting_flag(name).ways) for name in RunSettings.model_fields}
+    return {**{name: item for name, item in settings.items() if item[1] != EVERY_WAY}, **SOURCE_WAYS}
+
+
+class _AppendNamed(argparse._AppendAction):
+    """append, and the option as typed kept (`url_option`), so that a refusal names the one the user wrote."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, *args: Any) -> None:
+        super().__call__(parser, namespace, *args)
+        typed = args[1] if len(args) > 1 else None
+        setattr(namespace, f"{self.dest}_option", typed or self.option_strings[0])
+
+
+def not_applicable(flag: str, way: Way, ways: frozenset[Way]) -> str:
+    """The refusal of an option given to a run it does not apply to."""
+    goes_with = " or ".join(WAY_NAMES[each] for each in sorted(ways))
+    return f"{flag} does not apply to {WAY_NAMES[way]}: it is for {goes_with} only; drop it"
+
+
+class _NotHere(argparse.Action):
+    """An option of another way in: refused by name (argparse's exit 2), never silently taken."""
+
+    def __init__(self, *args: Any, ways: tuple[Way, frozenset[Way]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ways = ways
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        parser.error(not_applicable(self.option_strings[0], *self.ways))
+
+
+def _ways_note(ways: frozenset[Way]) -> str:
+    """`qualify --help`'s words for an option that applies to some ways in only."""
+    named = [
+        words for way, words in (("self-test", "the self-test"), ("trtmc", "--trtmc"), ("url", "--url")) if way in ways
+    ]
+    return "" if len(named) == 3 else f" [{' or '.join(named)} only]"
 
 
 def settings_options() -> dict[str, str]:
@@ -80,8 +159,9 @@ def settings_options() -> dict[str, str]:
 
 
 def settings_from(args: argparse.Namespace) -> RunSettings:
-    """The run's settings from the parsed options (a ValidationError names the field; see `settings_options`)."""
-    return RunSettings(**{name: getattr(args, name) for name in RunSettings.model_fields})
+    """The run's settings from the parsed options (a ValidationError names the field; see `settings_options`); a
+    field its command has no option for keeps its default."""
+    return RunSettings(**{name: getattr(args, name) for name in RunSettings.model_fields if hasattr(args, name)})
 
 
 def _value_type(info: FieldInfo) -> Callable[[str], Any]:
@@ -100,6 +180,6 @@ def _help(info: FieldInfo, flag: Flag, default: object) -> str:
         return f"{text}: {', '.join(named[:-1])} or {named[-1]}"
     if not flag.show_default or default is None or flag.action == "store_true":
         return text
-    if flag.in_mib and isinstance(default, int) and default % MIB == 0:
-        return f"{text} (default {default // MIB} MiB)"
+    if flag.size and isinstance(default, int):
+        return f"{text} (default {shown_size(default)}; a size: 512MiB, 4GiB or bytes)"
     return f"{text} (default {default:g})" if isinstance(default, float) else f"{text} (default {default})"

@@ -7,48 +7,63 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from ..common.errors import BadInput
-from ..plan.settings import RunSettings
+from ..plan.settings import RunSettings, Way
 from ..runs.requests import CompareRequest, QualifyRequest
-from .qualify_args import settings_from
+from .console import say
+from .qualify_args import not_applicable, option_ways, settings_from
 
 
 def run_settings(args: argparse.Namespace) -> RunSettings:
     """Every run option from the parsed options (a value out of range: a ValidationError of its field)."""
     plain_value("--workload", args.workload)
+    if args.out.exists() and not args.out.is_dir():
+        raise BadInput(f"--out {args.out} is a file, not a folder; give a new folder or an earlier run's output")
     return settings_from(args)
 
 
 def qualify_request(args: argparse.Namespace) -> QualifyRequest:
     """The request, or a UserError (or a ValidationError of the settings) naming the option and the fix."""
-    for option in ("endpoint", "model", "native_url"):
-        setattr(args, option, _given_once(f"--{option.replace('_', '-')}", getattr(args, option)))
-    if args.endpoint and not args.model:
-        raise BadInput("--endpoint needs --model NAME: the model name the server serves")
-    if args.trtmc and args.endpoint:
-        raise BadInput("give --trtmc or --endpoint, not both")
-    if args.native_url and not args.endpoint:
-        raise BadInput(
-            "--native-url goes with --endpoint (a --trtmc run starts the checkout's own perf_serving for it)"
-        )
+    url_option = getattr(args, "url_option", "--url")  # --url, or its alias --endpoint: named as the user typed it
+    for option in ("url", "model", "native_url"):
+        named = url_option if option == "url" else f"--{option.replace('_', '-')}"
+        setattr(args, option, _given_once(named, getattr(args, option)))
+    if args.trtmc and args.url:
+        raise BadInput(f"give --trtmc or {url_option}, not both")
+    _refuse_what_does_not_apply(args, "trtmc" if args.trtmc else "url" if args.url else "self-test")
+    if args.url and not args.model:
+        raise BadInput(f"{url_option} needs --model NAME: the model name the server serves")
     for option, value in (("--model", args.model), *(("--profile", name) for name in args.profile or [])):
         plain_value(option, value)
-    _checked_urls({"--endpoint": args.endpoint, "--native-url": args.native_url})
+    _checked_urls({url_option: args.url, "--native-url": args.native_url})
+    url = _base_url(url_option, args.url, _CHAT_SUFFIXES)
+    native_url = _base_url("--native-url", args.native_url, _NATIVE_SUFFIXES)
     stated = _stated(args.server_setting)
     settings = run_settings(args)
-    _check_server_records(args.server_records, args.endpoint)
+    _check_server_records(args.server_records)
     return QualifyRequest(
         settings=settings,
         trtmc=args.trtmc,
         profiles=args.profile,
-        endpoint=args.endpoint,
+        endpoint=url,
         model=args.model,
         server_records=args.server_records,
-        native_url=args.native_url,
+        native_url=native_url,
         server_settings=stated,
     )
+
+
+def _refuse_what_does_not_apply(args: argparse.Namespace, way: Way) -> None:
+    """The one place an option given to a run it does not apply to is refused (which applies where is data beside
+    each option: `option_ways`): silently ignored, `qualify --model foo` would run the self-test."""
+    defaults = {name: info.default for name, info in RunSettings.model_fields.items()}
+    for dest, (flag, ways) in option_ways().items():
+        value = getattr(args, dest, None)
+        given = value not in (None, []) if dest not in defaults else value != defaults[dest]
+        if given and way not in ways:
+            raise BadInput(not_applicable(flag, way, ways))
 
 
 def compare_request(args: argparse.Namespace) -> CompareRequest:
@@ -90,16 +105,37 @@ def _stated(items: list[str]) -> dict[str, str]:
     return stated
 
 
-def _check_server_records(records: Path | None, endpoint: str | None) -> None:
-    if records is not None and not endpoint:
-        raise BadInput(
-            "--server-records goes with --endpoint (trtmc-server's records are read by --trtmc runs themselves)"
-        )
+def _check_server_records(records: Path | None) -> None:
     if records is not None and not records.is_file():
         raise BadInput(
             f"--server-records {records}: no such file; give the file the server writes "
             "its per-request records to (trtmc-server --records FILE)"
         )
+
+
+# The paths a user may copy with the server's base URL (the OpenAI clients' base_url ends in /v1): the request's URL
+# is the base, and the tool adds the route. Longest first.
+_CHAT_SUFFIXES = ("/v1/chat/completions", "/v1")
+_NATIVE_SUFFIXES = ("/v1/tasks/generate", "/v1")
+
+
+def _base_url(option: str, url: str | None, suffixes: tuple[str, ...]) -> str | None:
+    """The server's base URL, in one place for the run and --dry-run alike: a trailing '/' dropped, and a route the
+    tool adds itself (`/v1`, `/v1/chat/completions`) taken off, with a note on stderr (sent as given, every request
+    would have gone to `.../v1/v1/chat/completions`: a bare 404)."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    if parts.query or parts.fragment:
+        return url
+    suffix = next((each for each in suffixes if path.endswith(each)), None)
+    if suffix is not None:
+        path = path.removesuffix(suffix)
+        base = urlunsplit(parts._replace(path=path))
+        say(f"note: {option} ends in {suffix}: taken as the server's base URL without it (the tool adds the route)")
+        return base
+    return urlunsplit(parts._replace(path=path))
 
 
 # What no value given on the command line may hold: it is written into command.txt, the row and every report, where

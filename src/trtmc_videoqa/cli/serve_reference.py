@@ -18,7 +18,9 @@ def cmd_serve_reference(args: argparse.Namespace) -> int:
         check_target(config.url_file, make_parents=False)
     from ..reference import serve
 
-    serve(config)
+    # The URL on stdout, one line, once the port is bound and listening (a connection waits there until the
+    # server takes it): what a user or a script needs to point a client at it.
+    serve(config, on_listening=lambda url: print(url, flush=True))
     return EXIT_OK
 
 
@@ -29,7 +31,7 @@ def add_arguments(serve_reference: argparse.ArgumentParser) -> None:
     serve_reference.description = (
         "Serve the reference endpoint on loopback: an OpenAI-compatible video chat server that "
         "decodes the clip and answers the synthetic questions by computation. A test double, never "
-        "a TRTMC model."
+        "a TRTMC model. Prints its base URL on stdout once it listens."
     )
     add_reference_arguments(serve_reference)
     serve_reference.set_defaults(handler=cmd_serve_reference)

@@ -2,32 +2,47 @@
 comes from (`Flag`), from which `cli/qualify_args.py` derives the option. A value out of range is refused with the
 field's name, which the command line maps to its option. The settings that shape a measurement join the cache key
 and the row's provenance (`RunSettings.measured`); the others (where to write, which tools, how to report) never
-do: a flag marks them `keyed=False`."""
+do: a flag marks them `keyed=False`. A flag also says which ways in a setting applies to (`ways`): `--help`
+shows an option only where it applies, and a run refuses one given where it does not."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..common.sizes import MIB
 from ..results import TransportChoice
 from ..results.transports import CHOICES
 
-MIB = 1 << 20
+# The ways into a run: qualify's self-test (neither --trtmc nor --url), qualify --trtmc, qualify --url, and compare.
+Way = Literal["self-test", "trtmc", "url", "compare"]
+EVERY_WAY: frozenset[Way] = frozenset(get_args(Way))
+WAY_NAMES: dict[Way, str] = {
+    "self-test": "the self-test (qualify with neither --trtmc nor --url)",
+    "trtmc": "qualify --trtmc",
+    "url": "qualify --url",
+    "compare": "compare",
+}
+ENDPOINT_LADDER_WAYS: frozenset[Way] = frozenset({"self-test", "url", "compare"})
+SERVER_KEY_WAYS: frozenset[Way] = frozenset({"trtmc", "url"})  # the self-test's and compare's servers take no key
+STARTED_SERVER_WAYS: frozenset[Way] = frozenset({"trtmc", "compare"})  # a server of the user's we start and wait for
+TRTMC_ONLY: frozenset[Way] = frozenset({"trtmc"})
 
 
 @dataclass(frozen=True)
 class Flag:
     """The command-line option a setting comes from. Its help is the field's description, followed by the default
-    as ``(default N)`` (``in_mib``: as ``N MiB``) unless ``show_default`` is off; a setting with ``choices`` instead
-    lists each choice with its words, the default one marked ``(default; ...)``."""
+    as ``(default N)`` (a ``size``: in its largest whole binary unit, ``4 GiB``) unless ``show_default`` is off; a
+    setting with ``choices`` instead lists each choice with its words, the default one marked ``(default; ...)``."""
 
     name: str
     metavar: str | None = None
     show_default: bool = True
-    in_mib: bool = False
+    size: bool = False  # bytes, given as a plain number or with a unit (common/sizes.py), shown in binary units
+    ways: frozenset[Way] = EVERY_WAY  # the ways in it applies to (compare's --help lists only compare's)
     choices: dict[str, str] = field(default_factory=dict)
     keyed: bool = True  # shapes the measurement: joins the cache key and the row's provenance
     keyed_when_set: bool = False  # an opt-in: joins them only when given, so rows made before it keep their keys
@@ -45,7 +60,7 @@ class RunSettings(BaseModel):
         description="a workload file, or a built-in name (default: bigbuckbunny; the self-test uses synthetic and "
         "bigbuckbunny)",
     )
-    out: Annotated[Path, Flag("--out", metavar="DIR", show_default=False, keyed=False)] = Field(
+    out: Annotated[Path, Flag("--out", metavar="DIR", keyed=False)] = Field(
         default=Path("artifacts"), description="artifact directory"
     )
     repeats: Annotated[int, Flag("--repeats")] = Field(
@@ -61,19 +76,19 @@ class RunSettings(BaseModel):
     max_tokens: Annotated[int | None, Flag("--max-tokens", metavar="N")] = Field(
         default=None, ge=1, description="the answers' token limit (default: the workload's own)"
     )
-    aiperf_wall_limit_s: Annotated[float, Flag("--aiperf-wall-limit", show_default=False)] = Field(
+    aiperf_wall_limit_s: Annotated[float, Flag("--aiperf-wall-limit")] = Field(
         default=900.0, gt=0, description="seconds for one AIPerf run"
     )
-    aiperf_memory_limit: Annotated[int, Flag("--aiperf-memory-limit", in_mib=True)] = Field(
+    aiperf_memory_limit: Annotated[int, Flag("--aiperf-memory-limit", size=True)] = Field(
         default=4096 * MIB,
         gt=0,
         description="bytes AIPerf's processes may hold together (their proportional set sizes, summed twice a "
         "second); past it AIPerf is ended and the row names the limit",
     )
-    body_limit: Annotated[int, Flag("--body-limit", in_mib=True)] = Field(
+    body_limit: Annotated[int, Flag("--body-limit", size=True)] = Field(
         default=4 * MIB, gt=0, description="the server's --max-body-bytes, large enough for the clip"
     )
-    max_response_bytes: Annotated[int, Flag("--max-response-bytes", in_mib=True)] = Field(
+    max_response_bytes: Annotated[int, Flag("--max-response-bytes", size=True)] = Field(
         default=16 * MIB,
         gt=0,
         description="bytes of one response read at most, counted once any Content-Encoding is undone; a longer "
@@ -83,7 +98,9 @@ class RunSettings(BaseModel):
         TransportChoice,
         Flag("--video-transport", choices={name: choice.help for name, choice in CHOICES.items()}),
     ] = Field(default="data-url", description="how requests carry the clip")
-    min_both_right: Annotated[float | None, Flag("--min-both-right", metavar="SHARE", keyed_when_set=True)] = Field(
+    min_both_right: Annotated[
+        float | None, Flag("--min-both-right", metavar="SHARE", keyed_when_set=True, ways=ENDPOINT_LADDER_WAYS)
+    ] = Field(
         default=None,
         ge=0,
         le=1,
@@ -91,13 +108,13 @@ class RunSettings(BaseModel):
         "of the questions are right both forward and reversed (a TRTMC row is judged by its family's criteria; "
         "default: off, accuracy a figure only)",
     )
-    max_frames: Annotated[int, Flag("--max-frames", keyed=False)] = Field(
+    max_frames: Annotated[int, Flag("--max-frames", keyed=False, ways=TRTMC_ONLY)] = Field(
         default=3000,
         ge=1,
         description="frames of one clip a video Task's native request may decode (each written as a PNG file); a "
         "clip with more is refused, naming it",
     )
-    max_pixels: Annotated[int, Flag("--max-pixels", keyed=False)] = Field(
+    max_pixels: Annotated[int, Flag("--max-pixels", keyed=False, ways=TRTMC_ONLY)] = Field(
         default=500_000_000,
         ge=1,
         description="pixels over one clip's frames (frames x width x height) a video Task's native request may "
@@ -109,18 +126,21 @@ class RunSettings(BaseModel):
     tokenizer: Annotated[Path | None, Flag("--tokenizer", metavar="DIR", keyed=False)] = Field(
         default=None, description="a local tokenizer directory for AIPerf"
     )
-    api_key_env: Annotated[str, Flag("--api-key-env", metavar="NAME", show_default=False, keyed=False)] = Field(
+    api_key_env: Annotated[str, Flag("--api-key-env", metavar="NAME", keyed=False, ways=SERVER_KEY_WAYS)] = Field(
         default="TRTMC_SERVE_TOKEN",
         description="environment variable holding the server's API key, if any (never written anywhere)",
     )
-    api_key_file: Annotated[Path | None, Flag("--api-key-file", metavar="PATH", keyed=False)] = Field(
-        default=None,
-        description="a file holding the server's API key (first line; never written anywhere); wins over --api-key-env",
+    api_key_file: Annotated[Path | None, Flag("--api-key-file", metavar="PATH", keyed=False, ways=SERVER_KEY_WAYS)] = (
+        Field(
+            default=None,
+            description="a file holding the server's API key (first line; never written anywhere); wins over "
+            "--api-key-env",
+        )
     )
-    startup_timeout_s: Annotated[float, Flag("--startup-timeout", metavar="S", keyed=False)] = Field(
-        default=600.0, gt=0, description="seconds a server we start may take to get ready"
-    )
-    bundle_cache: Annotated[Path | None, Flag("--bundle-cache", metavar="DIR", keyed=False)] = Field(
+    startup_timeout_s: Annotated[
+        float, Flag("--startup-timeout", metavar="S", keyed=False, ways=STARTED_SERVER_WAYS)
+    ] = Field(default=600.0, gt=0, description="seconds a server we start may take to get ready")
+    bundle_cache: Annotated[Path | None, Flag("--bundle-cache", metavar="DIR", keyed=False, ways=TRTMC_ONLY)] = Field(
         default=None, description="where built bundles are kept"
     )
     force: Annotated[bool, Flag("--force", action="store_true", keyed=False)] = Field(

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..common.sizes import shown_size, size_argument
 from .config import (
     DEFAULT_HOST,
     DEFAULT_MAX_BODY_BYTES,
@@ -29,7 +30,11 @@ def add_reference_arguments(parser: argparse.ArgumentParser) -> argparse.Argumen
     listen.add_argument("--allow-non-loopback", action="store_true", help="allow a host beyond this machine")
     listen.add_argument("--url-file", type=Path, help="write the base URL here once the port is bound")
     serving = parser.add_argument_group("serving")
-    serving.add_argument("--model-name", default=DEFAULT_MODEL_NAME, help="model id to serve (must say 'reference')")
+    serving.add_argument(
+        "--model-name",
+        default=DEFAULT_MODEL_NAME,
+        help=f"model id to serve (must say 'reference'; default {DEFAULT_MODEL_NAME})",
+    )
     serving.add_argument(
         "--sampling-policy",
         default=DEFAULT_SAMPLING_POLICY,
@@ -37,9 +42,11 @@ def add_reference_arguments(parser: argparse.ArgumentParser) -> argparse.Argumen
     )
     serving.add_argument(
         "--max-body-bytes",
-        type=int,
+        type=size_argument,
         default=DEFAULT_MAX_BODY_BYTES,
-        help=f"larger request bodies get HTTP 413 (default {DEFAULT_MAX_BODY_BYTES})",
+        metavar="SIZE",
+        help=f"larger request bodies get HTTP 413 (default {shown_size(DEFAULT_MAX_BODY_BYTES)}; a size: 512MiB, "
+        "4GiB or bytes)",
     )
     serving.add_argument("--records", type=Path, help="append one JSONL record per chat or native request here")
     serving.add_argument(

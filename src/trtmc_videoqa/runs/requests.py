@@ -41,7 +41,7 @@ class QualifyRequest(RunRequest):
     """`trtmc-videoqa qualify`: a TRTMC checkout (`trtmc`), an endpoint, or neither (the self-test)."""
 
     profiles: list[str] | None = None  # --profile, repeatable; None: every capable checkpoint
-    endpoint: str | None = None
+    endpoint: str | None = None  # --url (or its alias --endpoint): the server's base URL, without /v1 or a route
     model: str | None = None
     server_records: Path | None = None
     native_url: str | None = None

@@ -45,6 +45,11 @@ def load_workload(path_or_name: str | os.PathLike[str]) -> Workload:
     """
     if isinstance(path_or_name, str) and path_or_name in BUILTIN_WORKLOADS:
         return builtin_workload(path_or_name)
+    if not Path(path_or_name).exists():  # a typo of a name as often as a missing file: say both
+        raise WorkloadError(
+            f"{path_or_name}: no such workload file, and no built-in workload of that name; give a built-in name "
+            f"({', '.join(sorted(BUILTIN_WORKLOADS))}) or the path of a {WORKLOAD_FILE} (or its folder)"
+        )
     return load_workload_file(Path(path_or_name))
 
 
