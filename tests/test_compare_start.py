@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,13 @@ from helpers import no_traceback, row, run_main
 from trtmc_videoqa.common.errors import EXIT_TOOL_ERROR
 from trtmc_videoqa.results import Report
 from trtmc_videoqa.serving import transformers_serve
-from trtmc_videoqa.serving.transformers_serve import error_line, hub_cached, public_line
+from trtmc_videoqa.serving.transformers_serve import (
+    error_line,
+    hub_cached,
+    public_line,
+    script_interpreter,
+    server_version,
+)
 
 TOKEN = "hf_testdoubletoken1234"  # a hub token in the environment: never in a public file
 PROXIES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
@@ -146,6 +153,24 @@ def test_a_hub_id_not_in_the_cache_with_the_hub_unreachable_is_blocked_without_s
     assert endpoint not in compared.status_reason and not _served(tmp_path)
 
 
+def test_a_hub_id_the_server_could_not_fetch_is_blocked_with_the_download_to_make(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, double: Path
+) -> None:
+    """Part of the checkpoint is in the hub cache (its config), so the server starts; its log says it could not
+    fetch the rest."""
+    snapshot = tmp_path / "hf" / "hub" / "models--example--partial-vlm" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    extra = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_DOUBLE_FAILURE": "no-hub"}
+    _compare(capsys, tmp_path, double, "example/partial-vlm", "--revision", "abc123", "--device", "cpu", **extra)
+    compared = row(tmp_path / "out", "example--partial-vlm.transformers-serve")
+    assert compared.status == "blocked" and _served(tmp_path), compared.status_reason
+    reason = compared.status_reason
+    assert "example/partial-vlm is not on this machine and could not be fetched" in reason
+    assert "OSError: We couldn't connect to 'https://huggingface.co'" in reason
+    assert "hf download example/partial-vlm --revision abc123" in reason
+
+
 def test_the_hub_cache_holds_a_checkpoint_at_a_branch_or_a_commit(tmp_path: Path) -> None:
     env = {"HF_HUB_CACHE": str(tmp_path)}
     folder = tmp_path / "models--org--vlm"
@@ -177,3 +202,15 @@ def test_the_error_line_shown_is_the_logs_last_exception_with_no_local_path() ->
     assert public_line("token secret-value-1 in ~/x/y\nsecond\x1b line", ["secret-value-1"]) == (
         "token <redacted> in <path> second line"
     )
+
+
+def test_the_servers_version_is_read_from_its_scripts_own_python_else_asked_of_the_script(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    script = install_transformers_double(tmp_path / "bin")  # its #! line names this interpreter
+    assert script_interpreter(script) == Path(sys.executable)
+    assert server_version(script) == version("transformers")  # this environment's, without importing it
+    wrapper = tmp_path / "wrapper"
+    wrapper.write_text('#!/bin/sh\n[ "$1" = version ] && echo "5.99.1"\n')
+    wrapper.chmod(0o755)
+    assert script_interpreter(wrapper) is None and server_version(wrapper) == "5.99.1"

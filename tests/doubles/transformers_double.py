@@ -3,8 +3,9 @@ prints a version, and `transformers serve ...` never gets ready: it writes a log
 cannot load its model, then exits 1.
 
 Knobs, from the environment: TRANSFORMERS_DOUBLE_FAILURE picks the log: `no-driver` (torch's words on a machine
-without an NVIDIA driver, asked for --device cuda), else `crash` (an exception naming a local path and the hub
-token, as a loader's error may); TRANSFORMERS_DOUBLE_CALLS names a file each call appends its arguments to, so a
+without an NVIDIA driver, asked for --device cuda), `no-hub` (transformers' words for a checkpoint that is not all
+in the hub cache, with the hub out of reach), else `crash` (an exception naming a local path and the hub token, as
+a loader's error may); TRANSFORMERS_DOUBLE_CALLS names a file each call appends its arguments to, so a
 test sees whether the server was started at all. `install_transformers_double` writes the script.
 """
 
@@ -19,6 +20,11 @@ UPDATE_HINT = "Hint: A new version of transformers is available! To update, run:
 NO_DRIVER = (
     "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
     "driver from http://www.nvidia.com/Download/index.aspx"
+)
+NO_HUB = (
+    "OSError: We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them in the "
+    "cached files.\nCheck your internet connection or see how to run the library in offline mode at "
+    "'https://huggingface.co/docs/transformers/installation#offline-mode'."
 )
 
 
@@ -42,10 +48,8 @@ def main() -> int:
     print("INFO: TEST DOUBLE for transformers serve: loading the model")
     print("Traceback (most recent call last):")
     print(f'  File "{Path(__file__).resolve()}", line 1, in <module>')
-    if os.environ.get("TRANSFORMERS_DOUBLE_FAILURE") == "no-driver":
-        print(NO_DRIVER)
-    else:
-        print(crash_line())
+    failure = os.environ.get("TRANSFORMERS_DOUBLE_FAILURE")
+    print(NO_DRIVER if failure == "no-driver" else NO_HUB if failure == "no-hub" else crash_line())
     print(UPDATE_HINT)  # the real script's last line may be its update notice, not the error
     sys.stdout.flush()
     return 1
