@@ -164,7 +164,7 @@ def compare_rows(
     from ..serving.transformers_serve import server_version
     from .qualify import endpoint_rows
 
-    tools.progress(f"{comparison.profile}: reading transformers serve's version (it imports the library)")
+    tools.progress(f"{comparison.profile}: reading transformers serve's version")
     facts = comparison.facts(server_version(comparison.executable), adaptation)
     stated = {"sampling_where": "server", "media_adaptation": facts.media_adaptation, "device": comparison.device}
     frames = workload.spec.generation.extra_body.get("chat_template_kwargs", {}).get("num_frames")
