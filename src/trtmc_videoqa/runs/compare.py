@@ -204,7 +204,7 @@ def unserved_row(job: QualifyJob, target: EndpointTarget, never: NotServed) -> R
     """The row of a comparison whose server never answered, ended at `serve` and written like any row."""
     from ..ladders.endpoint import endpoint_key, with_server_sampling
     from ..plan.row_start import with_workload_facts
-    from ..rows.finish import finish_row, run_provenance, stopped_row
+    from ..rows.finish import crashed_row, finish_row, run_provenance, stopped_row
     from ..stages.protocol import Climb, Stop
 
     facts = target.comparison
@@ -227,7 +227,10 @@ def unserved_row(job: QualifyJob, target: EndpointTarget, never: NotServed) -> R
     provenance = run_provenance(
         job, mode="endpoint", endpoint=never.url, settings=settings, tokenizer=job.tokenizer_label
     )
-    return finish_row(job, stopped_row(stop, provenance), commands)
+    try:
+        return finish_row(job, stopped_row(stop, provenance), commands)
+    except Exception as error:  # while the row is written: still this row's outcome, as on the ladders
+        return crashed_row(job, start, "serve", error, commands)
 
 
 @contextmanager
