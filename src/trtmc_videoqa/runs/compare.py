@@ -9,15 +9,16 @@ capability)": upstream availability never makes a TRTMC model, and no report cou
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..common.errors import BadInput
 from ..common.safe_names import safe_name
-from ..results import ComparisonFacts, RecordedCommand
+from ..results import ComparisonFacts, RecordedCommand, ResultRow, StageName, StageResult
 from ..results.layout import COMPARISON_SERVER_LOG, COMPARISON_WORKLOAD_DIR
 from ..serving.transformers_serve import ServeTarget, find_transformers, serve_target
 from .inputs import LONGEST_MODEL_NAME, checked_run_inputs
@@ -26,7 +27,8 @@ from .requests import Adaptation, CompareRequest
 
 if TYPE_CHECKING:
     from ..ladders.endpoint import EndpointTarget, LiveEndpoint
-    from ..results import ResultRow
+    from ..plan.job import QualifyJob
+    from ..serving.process import ServerProblem
     from ..workloads import Workload
 
 PROFILE_SUFFIX = ".transformers-serve"
@@ -156,11 +158,13 @@ def compare_rows(
     request: CompareRequest, workload: Workload, tools: RunTools, comparison: ComparisonRun, adaptation: str
 ) -> list[ResultRow]:
     """The comparison row on `workload` (the copy made for the server, changed as `adaptation` says): the server
-    started only when the row must be measured, qualified as an endpoint, stopped."""
+    started only when the row must be measured, qualified as an endpoint, stopped. A server that never answered
+    ends the row at `serve`: `blocked` where this machine lacks what it needs, else `failed`."""
     from ..ladders.endpoint import EndpointTarget
     from ..serving.transformers_serve import server_version
     from .qualify import endpoint_rows
 
+    tools.progress(f"{comparison.profile}: reading transformers serve's version")
     facts = comparison.facts(server_version(comparison.executable), adaptation)
     stated = {"sampling_where": "server", "media_adaptation": facts.media_adaptation, "device": comparison.device}
     frames = workload.spec.generation.extra_body.get("chat_template_kwargs", {}).get("num_frames")
@@ -173,36 +177,128 @@ def compare_rows(
         stated=stated,
         comparison=facts,
     )
-    return endpoint_rows([(tools.job(request, workload), target)], lambda: _served(request, comparison, tools))
+    job = tools.job(request, workload)
+    try:
+        return endpoint_rows([(job, target)], lambda: _served(request, comparison, tools))
+    except NotServed as never:
+        return [unserved_row(job, target, never)]
+
+
+class NotServed(Exception):
+    """The comparison's server never answered: the row's `serve` stage says why (public-safe), in its place."""
+
+    def __init__(
+        self,
+        status: Literal["failed", "blocked"],
+        detail: str,
+        *,
+        url: str | None = None,
+        wall_s: float | None = None,
+        command: RecordedCommand | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.status, self.detail, self.url, self.wall_s, self.command = status, detail, url, wall_s, command
+
+
+def unserved_row(job: QualifyJob, target: EndpointTarget, never: NotServed) -> ResultRow:
+    """The row of a comparison whose server never answered, ended at `serve` and written like any row."""
+    from ..ladders.endpoint import endpoint_key, with_server_sampling
+    from ..plan.row_start import with_workload_facts
+    from ..rows.finish import crashed_row, finish_row, run_provenance, stopped_row
+    from ..stages.protocol import Climb, Stop
+
+    facts = target.comparison
+    planned = ResultRow(
+        profile=target.profile,
+        status="planned",
+        status_reason="comparison planned; nothing run yet",
+        comparison=facts,
+        checkpoint=facts.checkpoint if facts else None,
+        revision=facts.revision if facts else None,
+        cache_key=endpoint_key(job, target),
+        stages=[StageResult(name="plan", status="passed", detail=f"transformers serve, model {target.model}")],
+    )
+    start = with_server_sampling(with_workload_facts(job, planned), job, target.stated)
+    commands = {"trtmc-videoqa": job.command, **({"serve": never.command} if never.command else {})}
+    stage = StageResult(name="serve", status=never.status, detail=never.detail, wall_s=never.wall_s)
+    failed: StageName | None = "serve" if never.status == "failed" else None
+    stop = Stop(Climb(row=start, commands=commands), stage, never.status, f"serve: {never.detail}", failed=failed)
+    settings = {"server_stated": target.stated, "video_transport_used": None}
+    provenance = run_provenance(
+        job, mode="endpoint", endpoint=never.url, settings=settings, tokenizer=job.tokenizer_label
+    )
+    try:
+        return finish_row(job, stopped_row(stop, provenance), commands)
+    except Exception as error:  # while the row is written: still this row's outcome, as on the ladders
+        return crashed_row(job, start, "serve", error, commands)
 
 
 @contextmanager
 def _served(
     request: CompareRequest, comparison: ComparisonRun, tools: RunTools
 ) -> Iterator[Callable[[EndpointTarget], LiveEndpoint]]:
-    """`transformers serve` on loopback (it fetches the clips from this run's loopback clip server too)."""
+    """`transformers serve` on loopback (it fetches the clips from this run's loopback clip server too), watched
+    while it loads; what this machine lacks for it is found first, where that is quick, and nothing is started."""
+    from ..common.progress import watched_log
     from ..ladders.endpoint import LiveEndpoint
-    from ..serving.process import ServerProcess, free_loopback_port
-    from ..serving.transformers_serve import HEALTH_PATH, serve_argv
+    from ..serving.process import ServerProblem, ServerProcess, free_loopback_port
+    from ..serving.transformers_serve import HEALTH_PATH, machine_lacks, serve_argv
 
+    profile, target = comparison.profile, comparison.target
+    lacks = machine_lacks(target, comparison.device)
+    if lacks:
+        raise NotServed("blocked", "; ".join(f"{lack.what}: {lack.hint}" for lack in lacks))
     port = free_loopback_port()
     url = f"http://127.0.0.1:{port}"
     argv = serve_argv(
-        comparison.executable,
-        comparison.target,
-        host="127.0.0.1",
-        port=port,
-        device=comparison.device,
-        dtype=comparison.dtype,
+        comparison.executable, target, host="127.0.0.1", port=port, device=comparison.device, dtype=comparison.dtype
     )
-    tools.progress(f"starting transformers serve on {url} ({comparison.target.model}, {comparison.device})")
-    with ServerProcess(
+    log = request.out / COMPARISON_SERVER_LOG
+    tools.progress(
+        f"{profile}: starting transformers serve on {url} ({target.model}, {comparison.device}); "
+        "it loads the model before it answers"
+    )
+    process = ServerProcess(
         argv,
         url=url,
-        log_path=request.out / COMPARISON_SERVER_LOG,
+        log_path=log,
         startup_timeout_s=comparison.startup_timeout_s,
-        cwd=comparison.target.cwd,
+        cwd=target.cwd,
         ready_path=HEALTH_PATH,
-    ) as server:
+    )
+    started = time.monotonic()
+    with ExitStack() as stack:
+        try:
+            with watched_log(tools.progress, f"{profile}: transformers serve loading", log):  # until it answers
+                server = stack.enter_context(process)
+        except ServerProblem as problem:
+            wall = round(time.monotonic() - started, 3)
+            raise _not_started(problem, comparison, log, url, wall, RecordedCommand.of(argv)) from None
+        tools.progress(f"{profile}: transformers serve ready after {server.ready_after_s or 0:.1f} s")
         live = LiveEndpoint(url=url, alive=lambda: server.alive, serve_command=RecordedCommand.of(argv))
         yield lambda _: live
+
+
+def _not_started(
+    problem: ServerProblem, comparison: ComparisonRun, log_path: Path, url: str, wall_s: float, command: RecordedCommand
+) -> NotServed:
+    """Why the server never answered, from its exit and its log: `blocked` where the log says this machine lacks
+    what it needs (a CUDA device, the checkpoint), else `failed`; the log's last error line, public-safe, and a hint."""
+    from ..common.scrub import known_secrets
+    from ..serving.transformers_serve import error_line, lack_in_log, log_tail, public_line
+
+    secrets = known_secrets()
+    if problem.exit_code is not None:
+        what = f"transformers serve exited with code {problem.exit_code} before it was ready"
+    else:
+        what = public_line(str(problem), secrets)
+    log = log_tail(log_path)
+    line = public_line(error_line(log), secrets)
+    said = f"; its log's last error: {line}" if line else "; its log is empty"
+    where = f"its whole log: {COMPARISON_SERVER_LOG} under --out (kept private)"
+    lack = lack_in_log(log, comparison.target)
+    if lack is not None:
+        detail = f"{lack.what}: {what}{said}; {lack.hint}"
+        return NotServed("blocked", detail, url=url, wall_s=wall_s, command=command)
+    hint = "; raise --startup-timeout if it was still loading" if problem.exit_code is None else ""
+    return NotServed("failed", f"{what}{said}; {where}{hint}", url=url, wall_s=wall_s, command=command)

@@ -22,7 +22,12 @@ READY_PATH = "/health/ready"
 
 
 class ServerProblem(Exception):
-    """The server did not start, did not get ready, or is unreachable; the message names the fix."""
+    """The server did not start, did not get ready, or is unreachable; the message names the fix. `exit_code`: the
+    server's own exit status, when it exited before it was ready."""
+
+    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def free_loopback_port() -> int:
@@ -48,7 +53,10 @@ def wait_ready(
         while time.monotonic() < deadline:
             if process is not None and process.poll() is not None:
                 where = f"; see {log_path}" if log_path else ""
-                raise ServerProblem(f"the server exited with code {process.returncode} before it was ready{where}")
+                raise ServerProblem(
+                    f"the server exited with code {process.returncode} before it was ready{where}",
+                    exit_code=process.returncode,
+                )
             try:
                 response = client.get(url.rstrip("/") + ready_path)
                 if response.status_code == 200:
