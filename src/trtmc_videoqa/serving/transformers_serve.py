@@ -18,14 +18,11 @@ import glob
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from ..common.errors import UserError
 from ..common.hub_paths import hub_cache_dir
@@ -164,10 +161,7 @@ def script_interpreter(executable: Path) -> Path | None:
 # A CUDA device's node, one per kind of driver torch's `cuda` device runs on: NVIDIA's (its devices, or the driver's
 # version file), WSL's GPU node, and ROCm's (ROCm builds of torch speak `cuda` too). None of them: no CUDA device.
 GPU_DEVICE_FILES = ("/dev/nvidia[0-9]*", "/proc/driver/nvidia/version", "/dev/dxg", "/dev/kfd")
-DEFAULT_HUB = "https://huggingface.co"
-_HUB_PROBE_S = 10.0  # the hub's host resolved and connected to within this, or it is unreachable from here
 _TRUE = frozenset({"1", "ON", "YES", "TRUE"})  # as huggingface_hub reads its boolean variables
-_PROXIES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 _LOG_TAIL_BYTES = 64 << 10  # the server's log is read from its last 64 KiB
 _LINE_CHARS = 240  # an error line shown in a row is cut to this many characters
 # The log's words for a machine without a CUDA device (torch's), and for a checkpoint that is not on this machine and
@@ -235,38 +229,10 @@ def hub_offline(environ: Mapping[str, str] | None = None) -> str | None:
     )
 
 
-def hub_reachable(environ: Mapping[str, str] | None = None, timeout_s: float = _HUB_PROBE_S) -> bool | None:
-    """Whether the hub's host takes a connection from here (HF_ENDPOINT's, else huggingface.co's); None when this
-    cannot tell (a proxy in between, or a name look-up still waiting). Asked only where the server would fetch from
-    the hub anyway."""
-    env = os.environ if environ is None else environ
-    if any(env.get(name) for name in _PROXIES):
-        return None
-    parts = urlsplit(env.get("HF_ENDPOINT") or DEFAULT_HUB)
-    try:
-        host, port = parts.hostname, parts.port or (80 if parts.scheme == "http" else 443)
-    except ValueError:
-        return None
-    if not host:
-        return None
-    answer: list[bool] = []
-
-    def connect() -> None:
-        try:
-            with socket.create_connection((host, port), timeout=timeout_s):
-                answer.append(True)
-        except OSError:  # no such name, refused, unreachable, timed out
-            answer.append(False)
-
-    probe = threading.Thread(target=connect, name="hub-probe", daemon=True)
-    probe.start()
-    probe.join(timeout_s + 1.0)
-    return answer[0] if answer else None
-
-
 def machine_lacks(target: ServeTarget, device: str, environ: Mapping[str, str] | None = None) -> list[Lack]:
     """What this machine lacks to serve `target` on `device`, known before the server starts: a CUDA device, the
-    checkpoint (a hub id neither in the hub cache nor fetchable: the hub offline or unreachable)."""
+    checkpoint (a hub id not in the hub cache while the hub is set offline). The tool itself never contacts the hub:
+    where the server fails to fetch a checkpoint, its log says so (`lack_in_log`)."""
     env = os.environ if environ is None else environ
     lacks = []
     if device.startswith("cuda") and not cuda_device_visible(env):
@@ -276,14 +242,6 @@ def machine_lacks(target: ServeTarget, device: str, environ: Mapping[str, str] |
         offline = hub_offline(env)
         if offline is not None:
             lacks.append(Lack(f"{at} is not in this machine's hub cache and {offline} is set", download_hint(target)))
-        elif hub_reachable(env) is False:
-            hub = "the hub (HF_ENDPOINT)" if env.get("HF_ENDPOINT") else "the hub (huggingface.co)"
-            lacks.append(
-                Lack(
-                    f"{at} is not in this machine's hub cache and {hub} cannot be reached from here",
-                    download_hint(target),
-                )
-            )
     return lacks
 
 
