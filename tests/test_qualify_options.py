@@ -280,3 +280,32 @@ def test_an_unknown_workload_lists_the_built_ins(tmp_path: Path, capsys: pytest.
     assert done.returncode == 2
     assert "bigbunny: no such workload file, and no built-in workload of that name" in done.stderr
     assert "(bigbuckbunny, synthetic)" in done.stderr
+
+
+# --- no value becomes another program's option ----------------------------------------------------------------
+
+OPTION_LIKE = "--upload-pack=touch SMUGGLED"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("qualify", "--url", "http://127.0.0.1:9", "--model"),  # AIPerf's --model
+        ("qualify", "--trtmc"),  # trtmc build and the server: the checkout
+        ("qualify", "--trtmc", "tests/fixtures/trtmc_e2e", "--profile"),
+        ("qualify", "--tokenizer"),  # AIPerf's --tokenizer
+        ("qualify", "--workload"),
+        ("compare", "--checkpoint"),  # transformers serve
+        ("compare", "--checkpoint", "org/model", "--revision"),
+        ("compare", "--checkpoint", "org/model", "--device"),
+        ("compare", "--checkpoint", "org/model", "--dtype"),
+    ],
+)
+def test_a_value_that_another_program_would_read_as_an_option_is_refused(
+    args: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    option = args[-1]
+    done = run_main(capsys, *args[:-1], f"{option}={OPTION_LIKE}", "--out", str(tmp_path / "o"))
+    assert done.returncode == 2, done.stderr
+    assert f"{option} '{OPTION_LIKE}' begins with '-'" in done.stderr
+    assert not (tmp_path / "o").exists()

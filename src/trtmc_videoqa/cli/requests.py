@@ -9,16 +9,46 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from ..common.argv_values import not_an_option
 from ..common.errors import BadInput
 from ..plan.settings import RunSettings, Way
 from ..runs.requests import CompareRequest, QualifyRequest
 from .console import say
 from .qualify_args import not_applicable, option_ways, settings_from
 
+# The values that reach another program's command line (AIPerf's --model and --tokenizer, trtmc's profile and paths,
+# transformers serve's checkpoint, revision, device and dtype) or name a file: none may begin with '-'.
+_RUN_VALUES = {"--workload": "a workload file or name", "--tokenizer": "a folder", "--bundle-cache": "a folder"}
+_QUALIFY_VALUES = {
+    "--trtmc": "the checkout's folder",
+    "--model": "the model name the server serves",
+    "--server-records": "the records file",
+    "--profile": "a profile name",
+}
+_COMPARE_VALUES = {
+    "--trtmc": "the checkout's folder",
+    "--checkpoint": "a hub id or a folder",
+    "--revision": "a branch, tag or commit",
+    "--profile": "a profile name",
+    "--device": "a torch device (cuda, cpu)",
+    "--dtype": "a torch dtype (auto, bfloat16, ...)",
+    "--transformers": "the transformers script",
+}
+
+
+def _no_option_like(args: argparse.Namespace, values: dict[str, str]) -> None:
+    """Refuse, naming it, a value that another program would read as an option (common/argv_values.py)."""
+    for option, what in values.items():
+        given = getattr(args, option.removeprefix("--").replace("-", "_"), None)
+        for value in given if isinstance(given, list) else [given]:
+            if value is not None:
+                not_an_option(str(value), option, what)
+
 
 def run_settings(args: argparse.Namespace) -> RunSettings:
     """Every run option from the parsed options (a value out of range: a ValidationError of its field)."""
     plain_value("--workload", args.workload)
+    _no_option_like(args, _RUN_VALUES)
     if args.out.exists() and not args.out.is_dir():
         raise BadInput(f"--out {args.out} is a file, not a folder; give a new folder or an earlier run's output")
     return settings_from(args)
@@ -37,6 +67,7 @@ def qualify_request(args: argparse.Namespace) -> QualifyRequest:
         raise BadInput(f"{url_option} needs --model NAME: the model name the server serves")
     for option, value in (("--model", args.model), *(("--profile", name) for name in args.profile or [])):
         plain_value(option, value)
+    _no_option_like(args, _QUALIFY_VALUES)
     _checked_urls({url_option: args.url, "--native-url": args.native_url})
     url = _base_url(url_option, args.url, _CHAT_SUFFIXES)
     native_url = _base_url("--native-url", args.native_url, _NATIVE_SUFFIXES)
@@ -70,6 +101,7 @@ def compare_request(args: argparse.Namespace) -> CompareRequest:
     """The request, or a UserError (or a ValidationError of the settings) naming the option and the fix."""
     for option in ("checkpoint", "revision", "profile", "device", "dtype"):
         plain_value(f"--{option}", getattr(args, option))
+    _no_option_like(args, _COMPARE_VALUES)
     return CompareRequest(
         settings=run_settings(args),
         trtmc=args.trtmc,
