@@ -10,6 +10,7 @@ from typing import Any, get_args
 
 from pydantic.fields import FieldInfo
 
+from ..common.errors import EXIT_BAD_INPUT
 from ..plan.settings import MIB, Flag, RunSettings, setting_flag
 
 
@@ -72,6 +73,18 @@ def add_run_arguments(run: argparse._ArgumentGroup, defaults: Mapping[str, objec
                 metavar=flag.metavar or flag.name.removeprefix("--").replace("-", "_").upper(),
                 help=helped,
             )
+    run.add_argument("--strict", nargs=0, action=_StrictIsGone, help=argparse.SUPPRESS)
+
+
+class _StrictIsGone(argparse.Action):
+    """`--strict` (exit 1 when an in-group row failed) is gone: the verdict is every run's exit code now."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        parser.exit(
+            EXIT_BAD_INPUT,
+            f"{parser.prog}: --strict is gone: a failed row exits 3 and a run with nothing qualified 4 without it "
+            "(docs/commands.md, exit codes); drop --strict, or give --exit-zero for a report-only job\n",
+        )
 
 
 def settings_options() -> dict[str, str]:
