@@ -25,7 +25,7 @@ LEGEND: Final = "both q: questions right both ways every repeat; pairs: repeats 
 @dataclass(frozen=True)
 class Column:
     title: str
-    width: int
+    width: int  # the most it takes: a column is as wide as its title and its widest cell, up to this
     right: bool = True  # figures right-aligned, words left
 
 
@@ -39,7 +39,7 @@ COLUMNS: Final = (
     Column("task", 6),
     Column("req/s", 5),
 )
-# What the row's name may take: the rest of WIDTH.
+# What the row's name may take at least: the rest of WIDTH when every column is as wide as it may be.
 NAME_WIDTH: Final = WIDTH - sum(c.width for c in COLUMNS) - len(GAP) * len(COLUMNS)
 
 
@@ -99,20 +99,26 @@ def cells(row: ResultRow) -> list[str]:
     ]
 
 
-def _line(name: str, values: Sequence[str], name_width: int) -> str:
+def _line(name: str, values: Sequence[str], name_width: int, widths: Sequence[int]) -> str:
     parts = [cut_middle(name, name_width).ljust(name_width)]
-    for column, value in zip(COLUMNS, values, strict=True):
-        shown = cut(value, column.width)
-        parts.append(shown.rjust(column.width) if column.right else shown.ljust(column.width))
+    for column, width, value in zip(COLUMNS, widths, values, strict=True):
+        shown = cut(value, width)
+        parts.append(shown.rjust(width) if column.right else shown.ljust(width))
     return GAP.join(parts).rstrip()
 
 
 def table(rows: Sequence[ResultRow]) -> list[str]:
-    """The header, one line per row, and the legend: each at most WIDTH columns."""
+    """The header, one line per row, and the legend: each at most WIDTH columns. Each column takes what its title
+    and cells need (up to its width); the row's name takes the rest, cut in the middle only when it must."""
     names = [shown_name(row.profile) for row in rows]
-    name_width = min(max([len("row"), *map(len, names)]), NAME_WIDTH)
-    lines = [_line("row", [c.title for c in COLUMNS], name_width)]
-    lines += [_line(name, cells(row), name_width) for name, row in zip(names, rows, strict=True)]
+    values = [cells(row) for row in rows]
+    widths = [
+        min(column.width, max([len(column.title), *(len(v[i]) for v in values)])) for i, column in enumerate(COLUMNS)
+    ]
+    room = WIDTH - sum(widths) - len(GAP) * len(COLUMNS)
+    name_width = min(max([len("row"), *map(len, names)]), room)
+    lines = [_line("row", [c.title for c in COLUMNS], name_width, widths)]
+    lines += [_line(name, cells_of, name_width, widths) for name, cells_of in zip(names, values, strict=True)]
     return [*lines, cut(LEGEND, WIDTH)]
 
 
