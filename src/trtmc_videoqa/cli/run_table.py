@@ -1,8 +1,8 @@
-"""A run's verdict as the terminal shows it, on stdout after the run: the group or run line (report/group.py, the
-line every report opens with), then one table of the rows that fits 100 columns (row, status, both right over the
-questions and over the repeat pairs, forward and reversed, client and task p50, requests per second), then one short
-line per row that is not qualified or was reused, where the report is, and what a non-zero exit code says. Long
-reasons stay off the table: the report holds them whole."""
+"""A run's verdict as the terminal shows it, on stdout after the run: the group or run line over the run's rows
+(report/group.py, the line every report opens with), then one table of the rows that fits 100 columns (row, status,
+both right over the questions and over the repeat pairs, forward and reversed, client and task p50, requests per
+second), then one short line per row that is not qualified or was reused. Long reasons stay off the table: the
+report holds them whole."""
 
 from __future__ import annotations
 
