@@ -415,6 +415,10 @@ def test_inventory_matrix_and_self_test_run_on_the_cpu_image(module) -> None:
         "synthetic",
     ]
     assert inventory.image == PINS.images["cpu"].reference
+    # Each exec's codes on purpose: the inventory's recipe runs qualify with --exit-zero (its rows are unsupported or
+    # blocked on a CPU: verdict 4), so its exec expects success; the self-test exits 0 only when it passes.
+    assert inventory.expect == "SUCCESS"
+    assert '--out "$out" --exit-zero "$@"' in (REPO / "containers" / "inventory-rows.sh").read_text()
     given = dag.directory().with_new_file("README.md", "a TRTMC tree")
     assert execs(module.inventory(trtmc=given))[-1].directories[dagger_plan.TRTMC_MOUNT] == plan(given)
     assert plan(module.matrix())[-1] == ("Directory", "file", {"path": "matrix.json"})
@@ -427,7 +431,7 @@ def test_inventory_matrix_and_self_test_run_on_the_cpu_image(module) -> None:
         "--video-transport",
         "data-url",
     ]
-    assert self_test.image == PINS.images["cpu"].reference and not self_test.gpu
+    assert self_test.image == PINS.images["cpu"].reference and not self_test.gpu and self_test.expect == "SUCCESS"
     assert "TRTMC_VIDEOQA_KEY_NONCE" in key_of(execs(module.self_test(force=True))[-1])
     with pytest.raises(ValueError, match="not built in"):
         module.inventory(workload="nope")

@@ -84,7 +84,7 @@ def crash_during_profiling(tmp: Path) -> Faulted:
     # Answers #1 (capability), #2 (warmup), #3 and #4 (profiling), then dies on #5 without answering it.
     with reference(tmp, port=port, name="crashing", crash_after=4) as url:
         done = endpoint(url, out)
-    assert done.returncode == 0, done.stderr  # an honest status was reached: failed, with its evidence
+    assert done.returncode == 3, done.stderr  # an honest status was reached: failed, with its evidence
     no_traceback(done)
     crashed = row(out, MODEL)
     assert (crashed.status, crashed.failed_stage) == ("failed", "aiperf")
@@ -113,7 +113,7 @@ def trtmc_build_dies_then_server_never_ready(run: SharedRun) -> Faulted:
     tool would), the server double requires the key (as trtmc-server does)."""
     hub_token, api_key = TRTMC_HUB_TOKEN, TRTMC_KEY
     dies = run.done("build-dies")
-    assert dies.returncode == 0, dies.stderr
+    assert dies.returncode == 3, dies.stderr  # the named row failed at build: its verdict, not a tool error
     no_traceback(dies)
     died = row(run.folder / "after-build-dies", "vidqa-2b")
     assert died.failed_stage == "build" and "exit 9" in died.status_reason
@@ -121,7 +121,7 @@ def trtmc_build_dies_then_server_never_ready(run: SharedRun) -> Faulted:
     assert [p.name for p in bundles_left.rglob("*") if p.is_file()] == []  # nothing half-built left to reuse
 
     done = run.done("never-ready")  # `--startup-timeout 4` against a server ready after an hour
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr
     no_traceback(done)
     seen = run.folder / "after-never-ready"
     stuck = row(seen, "vidqa-2b")
@@ -455,5 +455,5 @@ def test_a_second_run_on_a_busy_output_directory_fails_fast_and_leaves_the_first
     # The holder is gone: its lock is stale, so the next run takes it over, reaches a status and releases it.
     url = f"http://127.0.0.1:{free_loopback_port()}"  # nothing listens: the capability check fails at once
     done = run_main(capsys, "qualify", "--endpoint", url, "--model", "m", "--workload", "synthetic", "--out", str(out))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # the row's status: failed
     assert row(out, "m").failed_stage == "capability" and not (out / LOCK).exists()

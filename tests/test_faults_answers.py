@@ -27,7 +27,7 @@ def http_error_answers(tmp: Path, status: int) -> None:
     out = tmp / "out"
     with reference(tmp, error_rate=0.5, error_status=status) as url:
         done = endpoint(url, out)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # the row failed at aiperf
     no_traceback(done)
     result = row(out, MODEL)
     failing = set(error_positions(0.5, 8))  # #2 warmup, #4 #6 #8 profiling
@@ -60,7 +60,7 @@ def test_request_timeouts_are_recorded_with_the_fix(tmp_path: Path) -> None:
     # Every request runs past --request-timeout, the capability check's first: it stops there, naming the limit.
     with reference(tmp_path, added_task_ms=1500) as url:
         done = endpoint(url, out, "--request-timeout", "0.5")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # a failed row
     no_traceback(done)
     result = row(out, MODEL)
     assert (result.status, result.failed_stage) == ("failed", "capability")
@@ -74,7 +74,7 @@ def test_aiperf_request_timeouts_are_recorded_request_by_request_with_the_fix(tm
     # The capability check is answered at once (--slow-after 1); every AIPerf request then runs past the limit.
     with reference(tmp_path, added_task_ms=1500, slow_after=1) as url:
         done = endpoint(url, out, "--request-timeout", "0.5")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # a failed row
     no_traceback(done)
     result = row(out, MODEL)
     assert (result.status, result.failed_stage) == ("failed", "aiperf")
@@ -108,7 +108,7 @@ def test_a_server_that_answers_413_is_recorded_with_the_fix(tmp_path: Path, caps
     config = ReferenceConfig(max_body_bytes=3000, records_path=records)  # lower than we were told
     with ReferenceServer(config) as server:  # the run, in this process, ends at the capability check
         done = run_main(capsys, "qualify", "--endpoint", server.url, "--model", MODEL, *QUICK, "--out", str(out))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # failed at capability
     result = row(out, MODEL)
     assert (result.status, result.failed_stage) == ("failed", "capability")  # not "unsupported": no capability gap
     assert "HTTP 413" in result.status_reason and "--max-body-bytes" in result.status_reason
@@ -122,7 +122,7 @@ def test_an_endpoint_that_never_gets_ready_fails_at_the_capability_check(tmp_pat
     out = tmp_path / "out"
     with ReferenceServer(ReferenceConfig(faults=FaultKnobs(ready_after_s=3600))) as server:
         done = run_main(capsys, "qualify", "--endpoint", server.url, "--model", MODEL, *QUICK, "--out", str(out))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # failed at capability
     result = row(out, MODEL)
     assert (result.status, result.failed_stage) == ("failed", "capability")
     assert "HTTP 503" in result.status_reason and "not ready" in result.status_reason

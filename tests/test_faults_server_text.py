@@ -319,9 +319,10 @@ def _qualify(folder: Path, answer: Callable[[int, bytes], bytes], *extra: str, n
     return out
 
 
-def _ended_cleanly(out: Path) -> None:
+def _ended_cleanly(out: Path, code: int) -> None:
+    """The run ended with `code` (0 its row qualified, 3 it failed) and no traceback."""
     done = json.loads((out.parent / "done.json").read_text())
-    assert done["returncode"] == 0, done["output"]
+    assert done["returncode"] == code, done["output"]
     assert "Traceback" not in done["output"], done["output"]
 
 
@@ -345,7 +346,7 @@ def test_lone_surrogates_in_our_own_requests_answers_are_escaped_after_a_full_ru
     surrogate_run: Path, capsys: Captured
 ) -> None:
     out, row_dir = surrogate_run, surrogate_run / "checkpoints" / MODEL
-    _ended_cleanly(out)
+    _ended_cleanly(out, 0)
     result = row(out, MODEL)
     capability = json.loads((row_dir / "capability.json").read_text())
     assert capability["answer"] == f"A {ESCAPED}" and capability["response_fields"]["note"] == f"own {ESCAPED}"
@@ -380,7 +381,7 @@ def test_answers_of_another_shape_are_named_malformed_and_fail_the_output_check(
     shapes_run: Path, capsys: Captured
 ) -> None:
     out = shapes_run
-    _ended_cleanly(out)
+    _ended_cleanly(out, 3)
     result = row(out, MODEL)
     assert (result.status, result.failed_stage) == ("failed", "output-check"), result.status_reason
     aiperf = next(s for s in result.stages if s.name == "aiperf")
@@ -420,7 +421,7 @@ def refused_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.e2e
 def test_answers_aiperf_refuses_fail_its_stage_escaped_named_and_kept_raw(refused_run: Path, capsys: Captured) -> None:
     out, row_dir = refused_run, refused_run / "checkpoints" / MODEL
-    _ended_cleanly(out)
+    _ended_cleanly(out, 3)
     result = row(out, MODEL)
     assert (result.status, result.failed_stage) == ("failed", "aiperf"), result.status_reason
     profiling = [r for r in result.requests if r.phase == "profiling"]

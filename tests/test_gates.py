@@ -32,7 +32,7 @@ CANNOT_TELL = "I cannot tell from this clip."
 
 def endpoint(url: str, out: Path, *extra: str) -> Path:
     done = qualify("--endpoint", url, "--model", DEFAULT_MODEL_NAME, "--out", str(out), *extra)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # every caller's row fails a gate: the failed row's code
     return out
 
 
@@ -49,7 +49,7 @@ def trtmc(tmp_path: Path, *extra: str, **env: str) -> Path:
         *extra,
         env=dict(install_doubles(tmp_path / "bin"), **env),
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # every caller's vidqa-2b (the group's model) fails a gate
     return out
 
 

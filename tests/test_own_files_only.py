@@ -43,7 +43,7 @@ def _run(capsys, out: Path, *args: str):
 
 def _first_run(capsys, out: Path, *args: str) -> None:
     done = _run(capsys, out, *args)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # the failed row's code
     assert row(out, "m").status == "failed"
 
 
@@ -212,7 +212,7 @@ def test_a_rerun_rewrites_only_the_files_the_tool_wrote(tmp_path: Path, capsys) 
     done = _run(capsys, out)
     assert notes.read_text() == f"my own notes: {out}/checkpoints\n"  # before: rewritten to "checkpoints"
     # what the user left in the public tree is named by the public check, never changed
-    assert done.returncode == 2 and "notes.md:1" in done.stderr, done.stderr
+    assert done.returncode == 3 and "notes.md:1" in done.stderr, done.stderr  # a public-check hit: exit 3
     assert str(out) not in (out / "report.md").read_text()  # the tool's own files are still made portable
 
 
@@ -318,7 +318,7 @@ def test_a_workload_resealed_with_one_answer_changed_is_copied_again(tmp_path: P
     after = file.read_bytes()
     assert len(after) == len(before) and after != before  # the same size, another answer key
     done = _run(capsys, out, "--workload", str(file))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # the row fails again (nothing listens); the copy is what is checked
     copy = out / "workload" / "synthetic" / "files" / "workload.json"
     assert copy.read_bytes() == after  # before: the old answer key under the new digest
     assert row(out, "m").provenance.workload_digest == json.loads(after)["digest"]

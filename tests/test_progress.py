@@ -129,7 +129,8 @@ def test_aiperf_progress_counts_the_records_aiperf_has_written(tmp_path: Path) -
     clock never moves here, yet the count, rate and estimate do."""
     export = tmp_path / "profile_export.jsonl"
     count = AiperfCount(tmp_path, warmup=2, profiling=30, label="p: aiperf")
-    assert count() == "p: aiperf: 0/30 profiling requests done (warmup 0/2)"  # no file yet
+    starting = "p: aiperf: AIPerf starting, 0 s: no request answered yet (30 profiling and 2 warmup requests planned)"
+    assert count() == starting  # no file yet: AIPerf is starting, said as such
     _append(export, _record("warmup", 0, 1) + _record("warmup", 1, 2))
     assert count() == "p: aiperf: 0/30 profiling requests done (warmup 2/2)"
     profiling = "".join(_record("profiling", 2 + i * 0.5, 2.5 + i * 0.5) for i in range(12))
@@ -268,3 +269,32 @@ def test_the_cli_wiring(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "true")
     in_ci = _progress(False, None)
     assert isinstance(in_ci, Progress) and not in_ci.terminal  # CI logs get plain lines, even on a terminal
+
+
+def test_aiperf_says_it_is_starting_until_its_first_record(tmp_path: Path) -> None:
+    """Before AIPerf's first record (its start takes about 30 s under load) the line says it is starting and for how
+    long, never a bare 0/30 (issue 40); the first record turns it into the count."""
+    count = AiperfCount(tmp_path, warmup=2, profiling=30, label="p: aiperf")
+    assert count(12.4).startswith("p: aiperf: AIPerf starting, 12 s: no request answered yet")
+    _append(tmp_path / "profile_export.jsonl", _record("warmup", 0, 1))
+    assert count(31.0) == "p: aiperf: 0/30 profiling requests done (warmup 1/2)"
+
+
+def test_at_100_columns_the_label_is_cut_and_the_rate_and_time_left_stay(tmp_path: Path) -> None:
+    """A long profile name on a 100-column terminal: the line rewritten in place keeps the count, the rate and the
+    time left whole and cuts the label (it cut the end, rate and time left first, before issue 40)."""
+    export = tmp_path / "profile_export.jsonl"
+    label = "qwen2.5-vl-72b-instruct-awq-int4-long-profile-name.transformers-serve: aiperf"
+    count = AiperfCount(tmp_path, warmup=2, profiling=30, label=label)
+    _append(export, _record("warmup", 0, 1) + _record("warmup", 1, 2))
+    _append(export, "".join(_record("profiling", 2 + i * 0.5, 2.5 + i * 0.5) for i in range(12)))
+    stream = io.StringIO()
+    progress = Progress(stream, terminal=True, clock=Clock(), width=100)
+    progress.update(count())
+    (line,) = stream.getvalue().split(CLEAR_LINE)[1:]
+    assert len(line) == 99  # one short of the width: a wrapped line would not be rewritten in place
+    assert line.endswith(": 12/30 profiling requests done (warmup 2/2), 2.00 req/s, about 9 s left"), line
+    assert line.startswith("  [   0.0 s] qwen2.5-vl-") and "…: 12/30" in line  # the label, cut
+    stream.truncate(0)
+    progress.update("a plain line without figures " + "x" * 200)  # any other line is cut at its end, as before
+    assert stream.getvalue().split(CLEAR_LINE)[1] == ("  [   0.0 s] a plain line without figures " + "x" * 200)[:99]

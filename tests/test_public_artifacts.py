@@ -105,7 +105,7 @@ def test_a_value_planted_after_the_run_fails_the_check_naming_its_line(
         env=env,
         timeout=120,
     )
-    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert checked.returncode == 3, checked.stdout + checked.stderr  # a hit: the check's verdict
     no_traceback(checked)
     assert "report.md:3" in checked.stderr and "note.log" not in checked.stderr
 

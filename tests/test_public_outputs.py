@@ -104,7 +104,7 @@ def test_an_inventory_naming_a_checkout_elsewhere_by_absolute_path_fails_the_che
     out = tmp_path / "out"
     _write(out, "inventory.json", inventory.model_dump_json(indent=2))
     done = run_main(capsys, "report", "--check-public", str(out))
-    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.returncode == 3, done.stdout + done.stderr  # a hit is the check's verdict, not bad input (2)
     no_traceback(done)
     assert "inventory.json:4" in done.stderr
 

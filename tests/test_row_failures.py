@@ -17,7 +17,7 @@ from doubles.toolchain import install_doubles
 from helpers import QUICK, cli, reference, row, run_main
 from shared_runs import FAMILIES
 
-from trtmc_videoqa.common.errors import EXIT_OK, EXIT_TOOL_ERROR
+from trtmc_videoqa.common.errors import EXIT_FAILED, EXIT_OK, EXIT_TOOL_ERROR
 from trtmc_videoqa.ladders import endpoint as endpoint_ladder
 from trtmc_videoqa.ladders import trtmc as trtmc_ladder
 from trtmc_videoqa.stages.protocol import Climb, RowJob, Step, Stop
@@ -104,7 +104,7 @@ def test_a_compare_that_raises_into_an_out_with_an_earlier_row_reports_both(
 ) -> None:
     out = tmp_path / "out"
     earlier = run_main(capsys, "qualify", "--endpoint", "http://127.0.0.1:9", "--model", "m", "--out", str(out), *QUICK)
-    assert earlier.returncode == EXIT_OK and row(out, "m").status == "failed"  # nothing listens there: honest
+    assert earlier.returncode == EXIT_FAILED and row(out, "m").status == "failed"  # nothing listens there: honest
     from trtmc_videoqa.runs import compare as compare_run
     from trtmc_videoqa.serving import transformers_serve
 
@@ -143,7 +143,7 @@ def test_two_runs_into_one_out_with_different_models_report_both_rows(
         first = cli("qualify", "--endpoint", url, "--model", "trtmc-videoqa-reference", "--out", str(out), *QUICK)
     assert first.returncode == EXIT_OK, first.stderr
     second = cli("qualify", "--endpoint", "http://127.0.0.1:9", "--model", "other", "--out", str(out), *QUICK)
-    assert second.returncode == EXIT_OK, second.stderr
+    assert second.returncode == EXIT_FAILED, second.stderr  # its own row failed; the first run's is not asked
     assert row(out, "trtmc-videoqa-reference").status == "endpoint-qualified"
     assert row(out, "other").status == "failed"
     _reports_list(capsys, out, {"trtmc-videoqa-reference", "other"})

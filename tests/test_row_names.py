@@ -50,7 +50,7 @@ def test_each_twin_row_has_its_own_folder(
     done = run_main(
         capsys, "qualify", "--trtmc", str(twin_families), "--profile", "vidqa-2b", "--out", str(out), *QUICK
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 4, done.stdout + done.stderr  # blocked at plan: nothing failed, nothing qualified
     for name, family in (
         ("vidqa-2b.families-vidqa-tests-manifests-vidqa-2b", "vidqa"),
         ("vidqa-2b.families-vidqb-tests-manifests-vidqa-2b", "vidqa"),
@@ -60,7 +60,7 @@ def test_each_twin_row_has_its_own_folder(
     assert not (out / "checkpoints" / "vidqa-2b").exists()
     one = tmp_path / "one"
     done = run_main(capsys, "qualify", "--trtmc", str(twin_families), "--profile", VIDQB, "--out", str(one), *QUICK)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 4, done.stdout + done.stderr  # blocked at plan: nothing failed, nothing qualified
     assert sorted(p.name for p in (one / "checkpoints").iterdir()) == [VIDQB]
     plan = run_main(capsys, "qualify", "--trtmc", str(twin_families), "--profile", "vidqa-2b", "--dry-run")
     assert f"{VIDQB}:" in plan.stdout and "vidqa-2b.families-vidqa-tests-manifests-vidqa-2b:" in plan.stdout

@@ -41,7 +41,7 @@ def test_without_the_key_the_server_refuses_the_capability_check(tmp_path: Path,
         monkeypatch.delenv("TRTMC_SERVE_TOKEN", raising=False)  # the run (in this process too) has no key at all
         args = ("--endpoint", server.url, "--model", DEFAULT_MODEL_NAME, *QUICK, "--out", str(tmp_path / "without"))
         without = run_main(capsys, "qualify", *args)
-    assert without.returncode == 0, without.stderr  # a refused capability check is a status, not an error
+    assert without.returncode == 3, without.stderr  # a refused capability check is a failed row, not an error
     refused = row(tmp_path / "without", DEFAULT_MODEL_NAME)  # the server does want the key
     assert (refused.status, refused.failed_stage) == ("failed", "capability")
     assert "HTTP 401" in refused.status_reason and "--api-key-file" in refused.status_reason
@@ -166,7 +166,7 @@ def test_a_profile_name_from_a_manifest_never_leads_outside_the_output_directory
     env = install_doubles(tmp_path / "bin")
     out = tmp_path / "work" / "out"
     done = run_main(capsys, "qualify", "--trtmc", str(tree), "--out", str(out), "--profile", evil, *QUICK, env=env)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # the named row failed at plan
     rows = list((out / "checkpoints").glob("*/result.json"))
     assert len(rows) == 1 and rows[0].parent.parent == out / "checkpoints"  # a fixed name, inside checkpoints/
     refused = ResultRow.model_validate_json(rows[0].read_bytes())
@@ -193,7 +193,7 @@ def test_a_family_test_outside_the_checkout_is_never_run(capsys: pytest.CaptureF
     done = run_main(
         capsys, "qualify", "--trtmc", str(tree), "--out", str(out), "--profile", "vidqa-2b", *QUICK, env=env
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # the named row failed at plan
     refused = row(out, "vidqa-2b")
     assert (refused.status, refused.failed_stage) == ("failed", "plan")
     assert "leads outside the checkout" in refused.status_reason
@@ -207,7 +207,7 @@ def test_a_family_name_that_is_a_path_is_refused(capsys: pytest.CaptureFixture[s
     done = run_main(
         capsys, "qualify", "--trtmc", str(tree), "--out", str(out), "--profile", "sneaky-2b", *QUICK, env=env
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # the named row failed at plan
     refused = row(out, "sneaky-2b")
     assert (refused.status, refused.failed_stage) == ("failed", "plan") and "family" in refused.status_reason
 

@@ -324,11 +324,11 @@ def test_auto_against_a_server_that_refuses_data_urls_qualifies_over_http(auto_k
 
 
 def test_data_url_alone_against_a_server_that_refuses_them_fails_at_capability(tmp_path: Path, capsys) -> None:
-    # The data-url run stops at capability: a transport that failed, named with its fix; exit 0 like any failed row.
+    # The data-url run stops at capability: a transport that failed, named with its fix; exit 3 like any failed row.
     with ReferenceServer(ReferenceConfig(faults=FaultKnobs(refuse_data_urls=True))) as server:
         args = ("--endpoint", server.url, "--model", MODEL, *QUICK, "--out", str(tmp_path / "data-url"))
         refused = run_main(capsys, "qualify", *args)  # in this process: nothing of it starts a child process
-    assert refused.returncode == 0, refused.stderr
+    assert refused.returncode == 3, refused.stderr
     failed = row(tmp_path / "data-url", MODEL)
     assert (failed.status, failed.failed_stage) == ("failed", "capability")
     assert "as data-url" in failed.status_reason and "--video-transport http" in failed.status_reason

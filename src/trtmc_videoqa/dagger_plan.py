@@ -193,7 +193,10 @@ def trtmc_pin_line(p: Pins, ref: str, commit: str) -> str:
 
 
 def self_test_argv(video_transport: str = DEFAULT_VIDEO_TRANSPORT) -> list[str]:
-    """The reference self-test in the CPU image, with the transport named (so it keys the exec too)."""
+    """The reference self-test in the CPU image, with the transport named (so it keys the exec too). Its exec expects
+    success: the self-test exits 0 only when both its rows qualify, and one that fails (3) is a broken tool or image.
+    (The inventory's exec expects success too: its recipe runs qualify with --exit-zero, its rows being unsupported
+    or blocked on a CPU by design.)"""
     transport = check_video_transport(video_transport)
     return ["trtmc-videoqa", "qualify", "--out", ARTIFACTS, "--video-transport", transport]
 

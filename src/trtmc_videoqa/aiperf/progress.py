@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..common.progress import JsonlTail
+from ..common.progress import Figures, JsonlTail
 from .exports import RECORDS_EXPORT
 
 
@@ -24,10 +24,10 @@ class AiperfCount:
         self._first_start_ns: int | None = None  # of the profiling requests recorded
         self._last_end_ns: int | None = None
 
-    def __call__(self, _elapsed_s: float = 0.0) -> str:
+    def __call__(self, elapsed_s: float = 0.0) -> str:
         for record in self._tail.new_records():
             self._add(record)
-        return f"{self._label}: {self.status()}"
+        return Figures(self._label, self.status(elapsed_s))
 
     def _add(self, record: dict[str, Any]) -> None:
         meta = record.get("metadata")
@@ -48,9 +48,14 @@ class AiperfCount:
             return None
         return self.done["profiling"] / ((self._last_end_ns - self._first_start_ns) / 1e9)
 
-    def status(self) -> str:
+    def status(self, elapsed_s: float = 0.0) -> str:
         warmup, profiling = self.done["warmup"], self.done["profiling"]
         planned = self.planned["profiling"]
+        if not warmup and not profiling:  # AIPerf's own start (its services, the first request) takes a while
+            return (
+                f"AIPerf starting, {elapsed_s:.0f} s: no request answered yet ({planned} profiling and "
+                f"{self.planned['warmup']} warmup requests planned)"
+            )
         text = f"{profiling}/{planned} profiling requests done (warmup {warmup}/{self.planned['warmup']})"
         if self.failed:
             text += f", {self.failed} failed"

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..common.errors import EXIT_OK, EXIT_TOOL_ERROR, BadInput
+from ..common.errors import EXIT_FAILED, EXIT_OK, BadInput
 from ..common.text_escape import one_line, shown_name
 
 
@@ -55,16 +55,17 @@ def _print(level: str, name: str, detail: str) -> None:
 
 
 def _exit(levels: list[str]) -> int:
-    return EXIT_TOOL_ERROR if "fail" in levels else EXIT_OK
+    """A check that failed is doctor's verdict (3), never a tool error of ours (1) nor bad input (2)."""
+    return EXIT_FAILED if "fail" in levels else EXIT_OK
 
 
 def add_arguments(doctor: argparse.ArgumentParser) -> None:
     """The `doctor` command's options; its handler."""
     doctor.description = (
-        "Check the environment and say what is missing and how to fix it. Exits 1 when a required "
+        "Check the environment and say what is missing and how to fix it. Exits 3 when a required "
         "part is missing; Docker, GPU and TRTMC are only warned about. With --aiperf-qual, instead: load each "
         "checkpoints/*/execution.jsonl of a run with the TRTMC checkout's own aiperf_qual reader, imported from the "
-        "checkout in a subprocess, and report what it says (exit 1 when it fails on one)."
+        "checkout in a subprocess, and report what it says (exit 3 when it fails on one)."
     )
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.add_argument(

@@ -1,6 +1,7 @@
 """The command line's entry: a table of commands, each one module of cli/ whose options are built (and whose module
 is imported) only for the command that runs; then the one place where errors become exit codes. Bad input exits 2
-with one message; a tool error 1."""
+with one message; a check that did not hold 3, with one message; a tool error 1; a stop signal 128 + its number. A
+run's own verdict (3, 4) is its handler's return (runs/verdict.py); the table is in docs/commands.md."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..common.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL_ERROR, UserError
+from ..common.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_TOOL_ERROR, CheckNotHeld, UserError
 from ..common.stop_signals import interrupted_by, interrupted_exit_code, stop_signals_interrupt
 from ..common.text_escape import ControlFree
 from .console import say
@@ -139,6 +140,9 @@ def _command(argv: Sequence[str] | None) -> int:
     try:
         with stop_signals_interrupt():
             return handler(args)
+    except CheckNotHeld as error:  # a verdict (a public file names this machine), never bad input
+        say(f"trtmc-videoqa {args.command}: {error}")
+        return EXIT_FAILED
     except UserError as error:
         say(f"trtmc-videoqa {args.command}: {error}")
         return EXIT_BAD_INPUT

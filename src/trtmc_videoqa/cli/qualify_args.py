@@ -12,6 +12,7 @@ from typing import Any, get_args
 
 from pydantic.fields import FieldInfo
 
+from ..common.errors import EXIT_BAD_INPUT
 from ..common.sizes import shown_size, size_argument
 from ..plan.settings import EVERY_WAY, TRTMC_ONLY, WAY_NAMES, Flag, RunSettings, Way, setting_flag
 
@@ -111,6 +112,18 @@ def add_run_arguments(
                 or ("SIZE" if flag.size else flag.name.removeprefix("--").replace("-", "_").upper()),
                 help=helped,
             )
+    run.add_argument("--strict", nargs=0, action=_StrictIsGone, help=argparse.SUPPRESS)
+
+
+class _StrictIsGone(argparse.Action):
+    """`--strict` (exit 1 when an in-group row failed) is gone: the verdict is every run's exit code now."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        parser.exit(
+            EXIT_BAD_INPUT,
+            f"{parser.prog}: --strict is gone: a failed row exits 3 and a run with nothing qualified 4 without it "
+            "(docs/commands.md, exit codes); drop --strict, or give --exit-zero for a report-only job\n",
+        )
 
 
 def option_ways() -> dict[str, tuple[str, frozenset[Way]]]:

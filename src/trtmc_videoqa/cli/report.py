@@ -52,6 +52,6 @@ def add_arguments(report: argparse.ArgumentParser) -> None:
         "--check-public",
         action="store_true",
         help="only check: scan every public text file (outside private/ folders) for this machine's absolute paths, "
-        "user and host names and known secrets; exit 2 naming file:line for each hit (qualify runs it too)",
+        "user and host names and known secrets; exit 3 naming file:line for each hit (qualify runs it too)",
     )
     report.set_defaults(handler=cmd_report)

@@ -1,5 +1,5 @@
 """What `qualify` and `compare` print of a run and give it to speak with: the progress line on stderr, one-line
-warnings, our own command line as typed (for command.txt), and each row's status with the exit code."""
+warnings, our own command line as typed (for command.txt), and the run's verdict with its exit code."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import shutil
 import sys
 from collections.abc import Callable
 
+from ..common.errors import EXIT_OK
 from ..common.progress import Progress
 from ..common.scrub import known_secrets
-from ..common.text_escape import one_line, shown_name
+from ..common.text_escape import one_line
 from ..runs.owner import RunConsole, RunOutcome
 from ..runs.requests import RunRequest
 
@@ -30,12 +31,16 @@ def recorded_argv() -> list[str]:
 
 
 def print_outcome(outcome: RunOutcome) -> int:
-    """Each row's status in one line, where the report is, and the run's exit code."""
-    for row in outcome.rows:
-        stage = f" at {row.failed_stage}" if row.failed_stage else ""
-        reused = " (reused)" if row.reused else ""
-        print(f"{shown_name(row.profile)}: {row.status}{stage}{reused} — {one_line(row.status_reason)}")
+    """The run's verdict (cli/run_table.py: the group or run line, the rows' table, a line per row not qualified),
+    where the report is, what a non-zero exit code says, and the run's exit code."""
+    from ..runs.verdict import MEANING
+    from .run_table import verdict_lines
+
+    for line in verdict_lines(outcome.rows):
+        print(line)
     print(one_line(f"report: {outcome.report}"))
+    if outcome.exit_code != EXIT_OK:
+        print(f"exit {outcome.exit_code}: {MEANING.get(outcome.exit_code, 'see docs/commands.md, exit codes')}")
     return outcome.exit_code
 
 

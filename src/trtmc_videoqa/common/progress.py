@@ -34,6 +34,19 @@ _LINE_BYTES = 1 << 20  # a JSONL line longer than this is skipped, never held
 _LINE_BREAKS = re.compile(r"[\r\n]+")  # a tool's own progress bar rewrites its line with \r: each part is a line
 
 
+class Figures(str):
+    """A status line `LABEL: FIGURES` whose figures (counts, rate, time left) must stay whole on a narrow terminal:
+    the label is cut instead. It is the plain line everywhere else."""
+
+    label: str
+    figures: str
+
+    def __new__(cls, label: str, figures: str) -> Figures:
+        line = super().__new__(cls, f"{label}: {figures}")
+        line.label, line.figures = label, figures
+        return line
+
+
 class Progress:
     """The run's progress on one stream. Called with a message: a step begins (a line of its own). `update`: a
     watched step's state now (in place on a terminal, else a plain line when `every_s` has passed since the last
@@ -66,9 +79,7 @@ class Progress:
     def update(self, status: str) -> None:
         with self._lock:
             if self.terminal:
-                text = self._text(status)
-                if self._width > 1:
-                    text = text[: self._width - 1]
+                text = self._fitted(status)
                 self._stream.write(CLEAR_LINE + text)
                 self._stream.flush()
                 self._live = True
@@ -89,10 +100,30 @@ class Progress:
         self._live = False
         self._last_line = self.clock()
 
-    def _text(self, message: str) -> str:
+    def _shown(self, message: str) -> str:
         for secret in self._secrets:
             message = message.replace(secret, REDACTED)
-        return f"  [{self.clock() - self._start:6.1f} s] {shown_name(message)}"  # names in it escaped as names
+        return shown_name(message)  # names in it escaped as names
+
+    def _prefix(self) -> str:
+        return f"  [{self.clock() - self._start:6.1f} s] "
+
+    def _text(self, message: str) -> str:
+        return self._prefix() + self._shown(message)
+
+    def _fitted(self, status: str) -> str:
+        """The line rewritten in place, one column short of the terminal's width (a wrapped line is not rewritten):
+        a `Figures` line loses the end of its label first, then, if the figures alone are too wide, their end."""
+        room = self._width - 1
+        text = self._text(status)
+        if self._width <= 1 or len(text) <= room:
+            return text
+        if isinstance(status, Figures):
+            prefix, figures = self._prefix(), ": " + self._shown(status.figures)
+            left = room - len(prefix) - len(figures)
+            label = self._shown(status.label)
+            text = prefix + (label[: left - 1] + "…" if left >= 2 else "") + figures
+        return text[:room]
 
 
 # What a watch asks, given the seconds since its step began: the step's state now, one line.

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
 
+from .errors import SIGNAL_EXIT_BASE
+
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _Handler = signal.Handlers | Callable[[int, FrameType | None], None]
 _received: list[int] = []  # every stop signal this process got, in order
@@ -64,7 +66,7 @@ def stop_signals_ignored() -> contextlib.AbstractContextManager[None]:
 
 def interrupted_exit_code() -> int:
     """128 + the first stop signal received, else SIGINT's (130)."""
-    return 128 + (_received[0] if _received else signal.SIGINT)
+    return SIGNAL_EXIT_BASE + (_received[0] if _received else signal.SIGINT)
 
 
 def interrupted_by() -> str:

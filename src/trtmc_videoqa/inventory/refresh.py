@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..common.argv_values import not_an_option
 from ..common.atomic_write import write_model_atomic, write_text_atomic
-from ..common.errors import EXIT_OK, BadInput, UserError
+from ..common.errors import EXIT_FAILED, EXIT_OK, BadInput, UserError
 from ..common.pins import load_pins
 from ..results import GroupReconciliation
 from ..results.layout import MAIN_INVENTORY_FILE, PINNED_INVENTORY_FILE, RECONCILIATION_FILE, RECONCILIATION_MD
@@ -33,7 +33,9 @@ from . import run_inventory
 from .group_changes import group_reconciliation, render_reconciliation_markdown
 from .tree import CHECKOUT_PLACEHOLDER, shown_path
 
-EXIT_NEW_CAPABLE = 3  # --fail-on-new-capable: a scheduled job turns red exactly when a capable checkpoint appears
+# --fail-on-new-capable: a scheduled job turns red exactly when a capable checkpoint appears; the watch's check not
+# held, so the verdict code every command gives for that (3)
+EXIT_NEW_CAPABLE = EXIT_FAILED
 GIT_TIMEOUT_S = 900
 _SHA = re.compile(r"[0-9a-f]{40}")
 MAIN_TREE_PLACEHOLDER = "$TRTMC_MAIN_TREE"

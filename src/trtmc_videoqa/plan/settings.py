@@ -154,8 +154,10 @@ class RunSettings(BaseModel):
         description="no progress lines (without a terminal they are plain lines, one every 10 s and at each step's "
         "end)",
     )
-    strict: Annotated[bool, Flag("--strict", action="store_true", keyed=False)] = Field(
-        default=False, description="exit 1 when an in-group row failed"
+    exit_zero: Annotated[bool, Flag("--exit-zero", action="store_true", keyed=False)] = Field(
+        default=False,
+        description="exit 0 whatever the rows' verdict, for a report-only job (bad input still exits 2, a tool "
+        "error 1, a public-check hit 3, a signal 128 + its number)",
     )
 
     def measured(self) -> dict[str, Any]:

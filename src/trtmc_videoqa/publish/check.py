@@ -23,7 +23,7 @@ from typing import BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from ..common.errors import UserError
+from ..common.errors import CheckNotHeld
 from ..common.scrub import REDACTED
 from ..results.layout import PRIVATE_DIR
 from .boundaries import (
@@ -98,8 +98,8 @@ class Hit(BaseModel):
     excerpt: str
 
 
-class PublicCheckFailed(UserError):
-    """A public file of the output directory names this machine."""
+class PublicCheckFailed(CheckNotHeld):
+    """A public file of the output directory names this machine: a check not held (exit 3), not bad input."""
 
     def __init__(self, root: Path, hits: list[Hit]) -> None:
         self.hits = hits
@@ -390,7 +390,7 @@ def format_hits(hits: Sequence[Hit]) -> str:
 
 
 def failure_message(root: Path, hits: Sequence[Hit]) -> str:
-    """One line (the command line says a UserError in one): the count, the directory, the places, the fix."""
+    """One line (the command line says a CheckNotHeld in one): the count, the directory, the places, the fix."""
     places = ", ".join(f"{hit.file}:{hit.line}" for hit in hits[:MAX_LISTED])
     more = f" and {len(hits) - MAX_LISTED} more" if len(hits) > MAX_LISTED else ""
     return (

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 from ..aiperf.command import API_KEY_PLACEHOLDER
 from ..aiperf.locate import locate_aiperf
 from ..aiperf.tokenizer import choose_tokenizer
-from ..common.errors import EXIT_OK, EXIT_TOOL_ERROR
 from ..common.pins import load_pins
 from ..common.scratch import children_temp_dir
 from ..results import RecordedCommand, ResultRow
@@ -105,14 +104,13 @@ MakeRows = Callable[[list["Workload"], RunTools], list[ResultRow]]
 Adapt = Callable[[list["Workload"]], list["Workload"]]
 
 
-def exit_code(rows: list[ResultRow], strict: bool) -> int:
-    """1 when a row crashed (a tool error, whatever --strict says) or, with --strict, an in-group row failed; else 0:
-    every row reached an honest status."""
-    if any(row.tool_error is not None for row in rows):
-        return EXIT_TOOL_ERROR
-    if strict and any(row.status == "failed" and row.in_group for row in rows):
-        return EXIT_TOOL_ERROR
-    return EXIT_OK
+def exit_code(rows: list[ResultRow], request: RunRequest) -> int:
+    """The run's verdict as its exit code (runs/verdict.py): the rows named with --profile, if any, are those asked
+    about."""
+    from .verdict import run_exit_code
+
+    named = bool(getattr(request, "profiles", None))
+    return run_exit_code(rows, named=named, exit_zero=request.settings.exit_zero)
 
 
 def owned_run(
@@ -162,7 +160,7 @@ def owned_run(
                 _report_after_failure(request, workloads, aiperf.executable, api_key, console)
             raise
         _report_and_publish(request, workloads, aiperf.executable, api_key, console)
-    return RunOutcome(rows, request.out / REPORT_HTML, exit_code(rows, settings.strict))
+    return RunOutcome(rows, request.out / REPORT_HTML, exit_code(rows, request))
 
 
 def _report_and_publish(
