@@ -6,11 +6,12 @@ do: a flag marks them `keyed=False`."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..results import TransportChoice
 from ..results.transports import CHOICES
@@ -137,6 +138,14 @@ class RunSettings(BaseModel):
     strict: Annotated[bool, Flag("--strict", action="store_true", keyed=False)] = Field(
         default=False, description="exit 1 when an in-group row failed"
     )
+
+    @field_validator("out", "tokenizer", "api_key_file", "bundle_cache")
+    @classmethod
+    def _absolute(cls, path: Path | None) -> Path | None:
+        # Absolute from the start (links kept as given): every path a row records is then inside the artifacts,
+        # which the publish step writes relative to them, or outside, named by placeholder; a path relative to
+        # the folder the run started in (`artifacts/tokenizer`) would be right only there (publish/rewrite.py).
+        return Path(os.path.abspath(path)) if path is not None else None
 
     def measured(self) -> dict[str, Any]:
         """The settings that shape a measurement, as the cache key and the row's provenance record them (an opt-in

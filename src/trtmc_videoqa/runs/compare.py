@@ -183,7 +183,7 @@ def _served(
     """`transformers serve` on loopback (it fetches the clips from this run's loopback clip server too)."""
     from ..ladders.endpoint import LiveEndpoint
     from ..serving.process import ServerProcess, free_loopback_port
-    from ..serving.transformers_serve import HEALTH_PATH, serve_argv
+    from ..serving.transformers_serve import HEALTH_PATH, serve_argv, serve_notes
 
     port = free_loopback_port()
     url = f"http://127.0.0.1:{port}"
@@ -204,5 +204,6 @@ def _served(
         cwd=comparison.target.cwd,
         ready_path=HEALTH_PATH,
     ) as server:
-        live = LiveEndpoint(url=url, alive=lambda: server.alive, serve_command=RecordedCommand.of(argv))
+        command = RecordedCommand.of(argv, serve_notes(comparison.target))
+        live = LiveEndpoint(url=url, alive=lambda: server.alive, serve_command=command)
         yield lambda _: live
