@@ -47,7 +47,7 @@ class RunSettings(BaseModel):
         "bigbuckbunny)",
     )
     out: Annotated[Path, Flag("--out", metavar="DIR", show_default=False, keyed=False)] = Field(
-        default=Path("artifacts"), description="artifact directory"
+        default=Path("artifacts"), validate_default=True, description="artifact directory"
     )
     repeats: Annotated[int, Flag("--repeats")] = Field(
         default=5, ge=1, description="times each (question, clip) is sent"
