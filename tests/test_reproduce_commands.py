@@ -119,3 +119,36 @@ def test_a_local_checkpoints_serve_command_says_where_it_runs(tmp_path: Path) ->
     assert len(notes) == 1 and "folder that holds the checkpoint folder my-control" in notes[0]
     assert str(tmp_path) not in notes[0]  # a path of this machine never reaches a note
     assert serve_notes(serve_target("org/name", "main")) == []
+
+
+def test_a_placeholder_for_a_path_with_a_space_is_one_the_shell_expands(tmp_path: Path) -> None:
+    """The publish step names a path outside the artifacts by placeholder; where the path held a space (a $HOME
+    with one, say), the placeholder must not end up inside the quotes that space needed."""
+    from trtmc_videoqa.publish.rewrite import public_map
+    from trtmc_videoqa.results import RecordedCommand
+    from trtmc_videoqa.rows.finish import command_file_text
+
+    out, hub = tmp_path / "out dir", tmp_path / "home dir" / "hub"
+    snapshot = hub / "models--org--name" / "snapshots" / "abc"
+    argv = ["aiperf", "profile", "--tokenizer", str(snapshot), "--input-file", str(out / "checkpoints/p/in.jsonl")]
+    text = command_file_text({"aiperf": RecordedCommand(argv=[*argv, f"--artifact-dir={out}/x"], notes=[str(hub)])})
+    published = public_map(out, named={"$HF_HUB_CACHE": hub}).rewrite_file("checkpoints/p/command.txt", text)
+    assert str(tmp_path) not in published and "# $HF_HUB_CACHE" in published  # a note is text: rewritten as such
+    line = pick_line(published, "aiperf")
+    echoed = subprocess.run(
+        ["bash", "-c", f'printf "%s\\n" {line}'],
+        env={**os.environ, "HF_HUB_CACHE": "/elsewhere/hub"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert echoed == [
+        "aiperf", "profile", "--tokenizer", "/elsewhere/hub/models--org--name/snapshots/abc",
+        "--input-file", "checkpoints/p/in.jsonl", "--artifact-dir=x",
+    ]  # fmt: skip
+
+
+def pick_line(text: str, section: str) -> str:
+    lines = text.splitlines()
+    start = lines.index(f"# {section}")
+    return next(line for line in lines[start + 1 :] if not line.startswith("#"))
