@@ -92,9 +92,11 @@ class PublicMap:
         """A public file's text as published: measured evidence unchanged but for its clip references."""
         if is_file_reference_file(relative):
             return map_file_references(text, self.rewrite_paths)
+        if is_measured(relative):
+            return text
         if PurePosixPath(relative).name == COMMAND_FILE:
             return rewrite_command_lines(text, self.rewrite)
-        return text if is_measured(relative) else self.rewrite(text)
+        return self.rewrite(text)
 
 
 def rewrite_command_lines(text: str, rewrite: Callable[[str], str]) -> str:
