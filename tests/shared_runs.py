@@ -140,17 +140,18 @@ def namespace_problem() -> str | None:
 def self_test(factory: pytest.TempPathFactory) -> SharedRun:
     """The README's main job, `trtmc-videoqa qualify --out OUT` (both rows of the embedded default), run with values
     no public artifact may carry: an output folder and a $HOME whose paths hold a space and a sentinel, a secret in
-    the environment and, where `unshare -u` is allowed (root; CI runs as root), a host name of its own.
+    the environment and, where `unshare -u` is allowed (root; CI runs as root), a host name of its own. OUT is
+    given relative to the folder the run starts in ($HOME), as the README's default `artifacts` is.
 
     Read by test_qualify.py (every check of a finished self-test, doctor, report, reuse on a copy),
-    test_public_artifacts.py (the public check, leaks, the recorded AIPerf command) and test_hostile_input.py
-    (foreign and unproven result files, on copies). Two AIPerf runs."""
+    test_public_artifacts.py (the public check, leaks), test_reproduce_commands.py (the recorded commands, run from
+    a copy) and test_hostile_input.py (foreign and unproven result files, on copies). Two AIPerf runs."""
 
     def make(folder: Path) -> dict[str, Any]:
         out, home = folder / "out dir SENTINELout", folder / "home dir SENTINELhome"
         home.mkdir()
         added = {"HOME": str(home), "HF_TOKEN": HUB_TOKEN}
-        argv = [sys.executable, "-m", "trtmc_videoqa", "qualify", "--out", str(out)]
+        argv = [sys.executable, "-m", "trtmc_videoqa", "qualify", "--out", os.path.relpath(out, home)]
         problem = namespace_problem()
         # The host name exists only inside the namespace: the run sees it, the rest of the machine does not.
         wrapped = argv if problem else [*in_namespace(), *argv]
@@ -159,7 +160,7 @@ def self_test(factory: pytest.TempPathFactory) -> SharedRun:
         )
         return {"run": ran(done), "out": out.name, "home": home.name, "env": added, "namespace_problem": problem}
 
-    return shared(factory, "self-test", {"argv": ["qualify"], "host": HOST}, make)
+    return shared(factory, "self-test", {"argv": ["qualify"], "host": HOST, "out": "relative"}, make)
 
 
 QUICK_HTTP = (*QUICK, "--video-transport", "http")

@@ -1,18 +1,17 @@
-"""The README's main job leaves public artifacts that name nothing of the machine, and a recorded command that runs.
+"""The README's main job leaves public artifacts that name nothing of the machine.
 
 One self-test runs with values no artifact may carry: a host name set in its own UTS namespace (`unshare -u`, as
 root: CI runs as root), an output folder and a $HOME whose paths hold a space and a sentinel, and a secret in the
 environment. It is the self-test that test_qualify.py checks too, made once per test run (shared_runs.self_test).
 Then: the public check passes, a plain search of every public file finds none of those values, a value
-planted afterwards fails the check naming file:line, and the recorded AIPerf command, run from a copy of the
-artifacts in another folder, asks the same questions and gets the same answers.
+planted afterwards fails the check naming file:line. The recorded commands, run from a copy of the artifacts in
+another folder, are test_reproduce_commands.py's.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -20,18 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import cli, no_traceback, row
+from helpers import cli, no_traceback
 from shared_runs import HOST, SharedRun, in_namespace
 from shared_runs import HUB_TOKEN as TOKEN
 
-from trtmc_videoqa.aiperf.exports import read_client_records
 from trtmc_videoqa.publish.check import PRIVATE_DIR, public_files
-from trtmc_videoqa.serving.process import ServerProcess
 
 pytestmark = pytest.mark.e2e
 
 PROFILE = "reference-self-test.synthetic"
-VENV_BIN = str(Path(sys.executable).parent)
 
 
 @dataclass(frozen=True)
@@ -108,47 +104,3 @@ def test_a_value_planted_after_the_run_fails_the_check_naming_its_line(
     assert checked.returncode == 3, checked.stdout + checked.stderr  # a hit: the check's verdict
     no_traceback(checked)
     assert "report.md:3" in checked.stderr and "note.log" not in checked.stderr
-
-
-def _commands(row_dir: Path) -> dict[str, str]:
-    """command.txt's sections: `# name` then the command (a section may open with comment lines of its own)."""
-    sections: dict[str, list[str]] = {}
-    name = None
-    for line in (row_dir / "command.txt").read_text().splitlines():
-        if line.startswith("# ") and line[2:] in {"trtmc-videoqa", "serve", "aiperf", "build", "correctness"}:
-            name = line[2:]
-            sections[name] = []
-        elif name is not None and not line.startswith("#"):
-            sections[name].append(line)
-    return {key: "\n".join(lines) for key, lines in sections.items()}
-
-
-def test_the_recorded_aiperf_command_reproduces_the_run_from_a_copy(run: Run, tmp_path: Path) -> None:
-    """As a user on another machine would: copy the public artifacts, start the recorded server, run the recorded
-    aiperf command from the copy with the aiperf of a `pip install aiperf==0.13.0` (here the test's own venv)."""
-    assert run.done.returncode == 0, run.done.stderr
-    copy = tmp_path / "elsewhere dir" / "artifacts"
-    shutil.copytree(run.out, copy, ignore=shutil.ignore_patterns(PRIVATE_DIR))
-    row_dir = copy / "checkpoints" / PROFILE
-    commands = _commands(row_dir)
-    assert commands["aiperf"].startswith("aiperf profile ") and str(run.out) not in commands["aiperf"]
-    serve = shlex.split(commands["serve"])
-    assert serve[:2] == ["trtmc-videoqa", "serve-reference"]
-    port = serve[serve.index("--port") + 1]
-    export = row_dir / "aiperf" / "export"
-    shutil.rmtree(export)  # what the command writes, and nothing older
-    # The venv's aiperf, or the one configured for this test run (conftest.py's launch counter puts one there)
-    configured = os.environ.get("TRTMC_VIDEOQA_AIPERF")
-    aiperf_bin = str(Path(configured).parent) if configured else VENV_BIN
-    env = {**os.environ, "PATH": f"{aiperf_bin}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
-    url = f"http://127.0.0.1:{port}"
-    with ServerProcess(serve, url=url, log_path=tmp_path / "serve.log", startup_timeout_s=60, env=env, cwd=copy):
-        again = subprocess.run(
-            ["bash", "-c", commands["aiperf"]], cwd=copy, env=env, capture_output=True, text=True, timeout=300
-        )
-    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
-    measured = row(run.out, PROFILE)
-    original = {r.session_id: r.answer for r in measured.requests if r.phase == "profiling"}
-    replayed = {r.session_id: r.answer for r in read_client_records(export) if r.phase == "profiling"}
-    assert len(replayed) == len(original) == 30
-    assert replayed == original  # same questions, same clips, same answers

@@ -6,6 +6,10 @@ the environment when the file is loaded. So a run with a key writes a small conf
 (`api_key: ${TRTMC_SERVE_TOKEN}`) and gives AIPerf the key in that variable; the config file holds no secret and
 is kept with the artifacts. AIPerf refuses command-line dataset flags on top of a config whose dataset is of
 another kind, so the file declares the same file dataset the flags name; the flags then set everything else.
+
+The command a row records (`recorded_argv`) runs as written from a copy of the artifacts folder, offline
+(docs/public-evidence.md): it clears Hugging Face's offline switches as the run did for AIPerf (aiperf/tokenizer.py:
+AIPerf 0.13.0 reads a tokenizer folder only outside offline mode, and then from disk, downloading nothing).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from ..common.scrub import SERVER_TOKEN_ENV
+from .tokenizer import OFFLINE_SWITCHES
 
 API_KEY_ENV = SERVER_TOKEN_ENV  # the variable AIPerf reads the key from, through its config file: the server's own
 API_KEY_PLACEHOLDER = f"${API_KEY_ENV}"  # in common/shell_quoting.py's SECRET_PLACEHOLDERS
@@ -79,6 +84,14 @@ def profile_argv(executable: str, settings: AiperfSettings) -> list[str]:
             raise ValueError("an API key travels to AIPerf through its config file; none was given")
         argv += ["--config", settings.config_file]
     return argv
+
+
+def recorded_argv(settings: AiperfSettings) -> list[str]:
+    """The `aiperf profile` command a row records, as the run ran it: the offline switches cleared (`env -u
+    HF_HUB_OFFLINE -u TRANSFORMERS_OFFLINE aiperf profile ...`), aiperf by the name `pip install aiperf` gives it,
+    every file by its absolute path, which the publish step writes relative to the artifacts folder."""
+    cleared = [part for switch in OFFLINE_SWITCHES for part in ("-u", switch)]
+    return ["env", *cleared, *profile_argv("aiperf", settings)]
 
 
 def key_config_yaml(input_file: str) -> str:

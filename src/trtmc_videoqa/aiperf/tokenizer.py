@@ -67,9 +67,10 @@ def choose_tokenizer(candidates: list[Path], fallback_dir: Path) -> tuple[Path, 
 # AIPerf 0.13.0 in Hugging Face offline mode hands every tokenizer name, a local folder too, to the hub's
 # snapshot_download, which refuses a path ("Repo id must be in the form ..."); outside it, a local folder is read
 # from disk with no network. Our tokenizer is always a local folder, so AIPerf runs without the offline switches.
-_OFFLINE_SWITCHES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+# The recorded command clears them the same way (aiperf/command.py, recorded_argv).
+OFFLINE_SWITCHES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
 def aiperf_environment(base: dict[str, str]) -> dict[str, str]:
     """`base` (the environment) without the switches that stop AIPerf from reading a local tokenizer folder."""
-    return {name: value for name, value in base.items() if name not in _OFFLINE_SWITCHES}
+    return {name: value for name, value in base.items() if name not in OFFLINE_SWITCHES}

@@ -7,11 +7,12 @@ shows an option only where it applies, and a run refuses one given where it does
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..common.sizes import MIB
 from ..results import TransportChoice
@@ -61,7 +62,7 @@ class RunSettings(BaseModel):
         "bigbuckbunny)",
     )
     out: Annotated[Path, Flag("--out", metavar="DIR", keyed=False)] = Field(
-        default=Path("artifacts"), description="artifact directory"
+        default=Path("artifacts"), validate_default=True, description="artifact directory"
     )
     repeats: Annotated[int, Flag("--repeats")] = Field(
         default=5, ge=1, description="times each (question, clip) is sent"
@@ -159,6 +160,14 @@ class RunSettings(BaseModel):
         description="exit 0 whatever the rows' verdict, for a report-only job (bad input still exits 2, a tool "
         "error 1, a public-check hit 3, a signal 128 + its number)",
     )
+
+    @field_validator("out", "tokenizer", "api_key_file", "bundle_cache")
+    @classmethod
+    def _absolute(cls, path: Path | None) -> Path | None:
+        # Absolute from the start (links kept as given): every path a row records is then inside the artifacts,
+        # which the publish step writes relative to them, or outside, named by placeholder; a path relative to
+        # the folder the run started in (`artifacts/tokenizer`) would be right only there (publish/rewrite.py).
+        return Path(os.path.abspath(path)) if path is not None else None
 
     def measured(self) -> dict[str, Any]:
         """The settings that shape a measurement, as the cache key and the row's provenance record them (an opt-in

@@ -8,10 +8,12 @@ Raw logs are written under `private/` folders from the start (`private_paths`). 
    or named placeholders (`$TRTMC_CHECKOUT`, `$BUNDLE_CACHE`, `$VENV`, `$HOME`, `$TMPDIR`, ...), the aiperf
    executable becomes plain `aiperf` (installed with `pip install aiperf==VERSION`), and the host of a server that
    is not loopback becomes `<endpoint-host>` where it stands in a URL; secrets are already replaced where they are
-   written. Measured evidence (request bodies, answers, workloads, execution.jsonl: publish/evidence.py) is never
-   changed, except the clip references the tool wrote into its request plan (`video`, `clip_path`: where a clip was
-   read, never sent), so every request_sha re-computes and the published workload qualifies again. A user or host
-   name is never replaced as a word (issue 26): a question that ends "asked as root" keeps its word;
+   written. command.txt is rewritten argument by argument and quoted again, so a placeholder for a path that held
+   a space stays one the shell expands (`"$HF_HUB_CACHE"/...`). Measured evidence (request bodies, answers,
+   workloads, execution.jsonl: publish/evidence.py) is never changed, except the clip references the tool wrote
+   into its request plan (`video`, `clip_path`: where a clip was read, never sent), so every request_sha
+   re-computes and the published workload qualifies again. A user or host name is never replaced as a word
+   (issue 26): a question that ends "asked as root" keeps its word;
 3. runs the public check (`public_check`) over the tree, which fails naming `file:line` for anything left and warns,
    naming file and line, where the user or host name is a word of workload or server text.
 
@@ -21,17 +23,26 @@ Paths are replaced longest first, so a path inside the output folder becomes rel
 from __future__ import annotations
 
 import re
+import shlex
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..common.atomic_write import check_inside, copy_file_atomic, write_bytes_atomic
 from ..common.digests import file_sha256
 from ..common.net import is_loopback_host
-from ..results.layout import BUNDLES_DIR, OUTPUT_TOP_NAMES, WORKLOAD_DIR, WORKLOAD_FILES_DIR, workload_dir
+from ..common.shell_quoting import reproducible_command
+from ..results.layout import (
+    BUNDLES_DIR,
+    COMMAND_FILE,
+    OUTPUT_TOP_NAMES,
+    WORKLOAD_DIR,
+    WORKLOAD_FILES_DIR,
+    workload_dir,
+)
 from .boundaries import PATH_AFTER, PATH_BEFORE, WORD_AFTER, led_by
 from .check import (
     BINARY_SUFFIXES,
@@ -81,7 +92,31 @@ class PublicMap:
         """A public file's text as published: measured evidence unchanged but for its clip references."""
         if is_file_reference_file(relative):
             return map_file_references(text, self.rewrite_paths)
-        return text if is_measured(relative) else self.rewrite(text)
+        if is_measured(relative):
+            return text
+        if PurePosixPath(relative).name == COMMAND_FILE:
+            return rewrite_command_lines(text, self.rewrite)
+        return self.rewrite(text)
+
+
+def rewrite_command_lines(text: str, rewrite: Callable[[str], str]) -> str:
+    """command.txt rewritten argument by argument and quoted again, so that a path that becomes a placeholder stays
+    one the shell expands (`"$HF_HUB_CACHE"/models--...`, never `'$HF_HUB_CACHE/models--...'` inside the quotes a
+    path with a space needed). Comment lines, and a command line in bash's $'...' quoting (which shlex does not
+    read back), are rewritten as text."""
+    lines = []
+    for line in text.split("\n"):
+        if line.startswith("#") or not line.strip() or "$'" in line:
+            lines.append(rewrite(line))
+            continue
+        try:
+            argv = shlex.split(line)
+        except ValueError:
+            lines.append(rewrite(line))
+            continue
+        quoted = reproducible_command([rewrite(part) for part in argv]) if argv else ""
+        lines.append(quoted if quoted and "\n" not in quoted else rewrite(line))
+    return "\n".join(lines)
 
 
 def source_tree() -> Path | None:

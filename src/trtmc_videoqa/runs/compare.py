@@ -242,7 +242,7 @@ def _served(
     from ..common.progress import watched_log
     from ..ladders.endpoint import LiveEndpoint
     from ..serving.process import ServerProblem, ServerProcess, free_loopback_port
-    from ..serving.transformers_serve import HEALTH_PATH, machine_lacks, serve_argv
+    from ..serving.transformers_serve import HEALTH_PATH, machine_lacks, serve_argv, serve_notes
 
     profile, target = comparison.profile, comparison.target
     lacks = machine_lacks(target, comparison.device)
@@ -266,6 +266,7 @@ def _served(
         cwd=target.cwd,
         ready_path=HEALTH_PATH,
     )
+    command = RecordedCommand.of(argv, serve_notes(comparison.target))
     started = time.monotonic()
     with ExitStack() as stack:
         try:
@@ -273,9 +274,9 @@ def _served(
                 server = stack.enter_context(process)
         except ServerProblem as problem:
             wall = round(time.monotonic() - started, 3)
-            raise _not_started(problem, comparison, log, url, wall, RecordedCommand.of(argv)) from None
+            raise _not_started(problem, comparison, log, url, wall, command) from None
         tools.progress(f"{profile}: transformers serve ready after {server.ready_after_s or 0:.1f} s")
-        live = LiveEndpoint(url=url, alive=lambda: server.alive, serve_command=RecordedCommand.of(argv))
+        live = LiveEndpoint(url=url, alive=lambda: server.alive, serve_command=command)
         yield lambda _: live
 
 

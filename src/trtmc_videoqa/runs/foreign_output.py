@@ -37,7 +37,8 @@ def refuse_foreign_output(out: Path) -> None:
         names = sorted(entry.name for entry in out.iterdir())
     except (FileNotFoundError, NotADirectoryError):
         return  # a new folder, or a file the lock refuses by name
-    foreign = [name for name in names if name not in OUTPUT_TOP_NAMES]
+    # The lock's own name is the tool's too: whatever stands there, the lock itself refuses it by name.
+    foreign = [name for name in names if name not in OUTPUT_TOP_NAMES and name != LOCK_NAME]
     if not foreign or is_earlier_run(out):
         return
     shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")

@@ -22,7 +22,9 @@ from ..aiperf.command import API_KEY_PLACEHOLDER
 from ..aiperf.locate import locate_aiperf
 from ..aiperf.tokenizer import choose_tokenizer
 from ..common.pins import load_pins
+from ..common.recorded_paths import with_absolute_paths
 from ..common.scratch import children_temp_dir
+from ..plan.settings import RunSettings, setting_flag
 from ..results import RecordedCommand, ResultRow
 from ..results.layout import (
     CHECKPOINTS_DIR,
@@ -113,6 +115,22 @@ def exit_code(rows: list[ResultRow], request: RunRequest) -> int:
     return run_exit_code(rows, named=named, exit_zero=request.settings.exit_zero)
 
 
+# The options of qualify and compare whose value is a path: the run settings' (by their metavar) and the commands'
+# own; a workload or checkpoint is a path only where it names something on this machine (else a built-in or hub id).
+_PATH_OPTIONS = frozenset(
+    {setting_flag(name).name for name in RunSettings.model_fields if setting_flag(name).metavar in {"DIR", "PATH"}}
+    | {"--trtmc", "--server-records", "--transformers"}
+)
+_LOCAL_OPTIONS = frozenset({"--workload", "--checkpoint"})
+
+
+def recorded_command(argv: list[str], api_key: str | None) -> RecordedCommand:
+    """Our own command line as typed, as command.txt records it: the API key as its placeholder, every path
+    absolute, as the other recorded commands hold them (common/recorded_paths.py)."""
+    typed = ["trtmc-videoqa", *with_absolute_paths(argv, _PATH_OPTIONS, _LOCAL_OPTIONS)]
+    return RecordedCommand.of([part.replace(api_key, API_KEY_PLACEHOLDER) for part in typed] if api_key else typed)
+
+
 def owned_run(
     request: RunRequest,
     workloads: list[Workload],
@@ -132,8 +150,7 @@ def owned_run(
     pins = load_pins()
     aiperf = locate_aiperf(settings.aiperf, expected_version=pins.aiperf.version)
     progress = console.progress(api_key)
-    typed = ["trtmc-videoqa", *argv]
-    command = RecordedCommand.of([part.replace(api_key, API_KEY_PLACEHOLDER) for part in typed] if api_key else typed)
+    command = recorded_command(argv, api_key)
     refuse_foreign_output(request.out)  # before the lock: nothing is written into a folder of the user's own
     with OutputLock(request.out), children_temp_dir(request.out / RUN_SCRATCH_DIR):
         try:

@@ -68,6 +68,17 @@ def serve_target(checkpoint: str, revision: str | None = None) -> ServeTarget:
     return ServeTarget(model=model, cwd=None, checkpoint=checkpoint, revision=revision)
 
 
+def serve_notes(target: ServeTarget) -> list[str]:
+    """What the recorded serve command says before it: a local checkpoint is served by its folder's bare name (the
+    model name the requests carry), so the command runs in the folder that holds it, not the artifacts folder."""
+    if target.cwd is None:
+        return []
+    return [
+        f"run this in the folder that holds the checkpoint folder {target.model}: transformers serve names the "
+        "model by the path it is given, and the requests below name it so"
+    ]
+
+
 def serve_argv(
     executable: Path, target: ServeTarget, *, host: str, port: int, device: str, dtype: str = "auto"
 ) -> list[str]:

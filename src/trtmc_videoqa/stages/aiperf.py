@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..aiperf.command import AiperfSettings, key_config_yaml, key_environment, profile_argv
+from ..aiperf.command import AiperfSettings, key_config_yaml, key_environment, profile_argv, recorded_argv
 from ..aiperf.dataset import Prompt, RequestPlan, plan_requests, write_input_file
 from ..aiperf.exports import ClientRecord, read_client_records, scrub_export_file, scrub_exports
 from ..aiperf.progress import AiperfCount
@@ -181,7 +181,7 @@ def run_aiperf(row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: 
     )
     argv = profile_argv(job.aiperf.executable, aiperf_settings)
     shown = aiperf_settings.model_copy(update={"url": recorded_url}) if recorded_url else aiperf_settings
-    command = RecordedCommand.of(profile_argv(job.aiperf.executable, shown))
+    command = RecordedCommand.of(recorded_argv(shown))
     row.progress(f"aiperf: {len(plan.warmup)} warmup + {len(plan.profiling)} profiling requests")
     _set_aside(Path(aiperf_settings.artifact_dir))
     log = row.row_dir / AIPERF_LOG
