@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trtmc_videoqa.common.errors import UserError
+from trtmc_videoqa.common.errors import CheckNotHeld, UserError
 from trtmc_videoqa.publish import check as public_check
 from trtmc_videoqa.publish import machine_names
 from trtmc_videoqa.publish.check import (
@@ -182,7 +182,7 @@ def test_check_public_refuses_with_the_count_the_places_and_the_fix(tmp_path: Pa
         check_public(tmp_path, sentinels(paths=["/home/alice"], words=["alice"]))
 
     message = str(raised.value)
-    assert isinstance(raised.value, UserError)
+    assert isinstance(raised.value, CheckNotHeld) and not isinstance(raised.value, UserError)  # exit 3, not 2
     assert message.startswith(f"3 hits in the public files of {tmp_path}: junit.xml:2, junit.xml:2, report.md:1;")
     assert "names this machine" in message and "private/" in message
     assert "\n" not in message  # the command line says a UserError in one line

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..common.atomic_write import check_target
 from ..common.errors import UserError
 from ..common.output_lock import LOCK_NAME
 from ..common.safe_read import MAX_RESULT_BYTES, UnreadableInput, read_file_inside
@@ -37,6 +38,7 @@ def refuse_foreign_output(out: Path) -> None:
         names = sorted(entry.name for entry in out.iterdir())
     except (FileNotFoundError, NotADirectoryError):
         return  # a new folder, or a file the lock refuses by name
+    check_target(out / LOCK_NAME)  # a link, FIFO or device planted as the lock: refused by name, whatever is beside it
     # The lock's own name is the tool's too: whatever stands there, the lock itself refuses it by name.
     foreign = [name for name in names if name not in OUTPUT_TOP_NAMES and name != LOCK_NAME]
     if not foreign or is_earlier_run(out):
