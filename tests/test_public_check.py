@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import socket
 import sys
@@ -290,3 +291,34 @@ def test_short_names_are_gathered_apart(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(machine_names, "user_name", lambda: ["ci"])
     monkeypatch.setattr(machine_names, "host_names", lambda: ["vm", "vm"])
     assert machine_names.short_machine_words() == ["ci", "vm"] and machine_names.machine_words() == []
+
+
+# --- a path as each renderer writes it ---------------------------------------------------------------------------
+
+HOSTILE_OUT = "/data/q&x'y[1]/out"
+BIDI_OUT = "/data/a\u202eb/out"
+
+
+def _renderings(path: str) -> dict[str, str]:
+    """The path as the tool's renderers write it: Markdown prose, HTML, JUnit's XML, a shell word, JSON."""
+    from trtmc_videoqa.common.shell_quoting import reproducible_command
+    from trtmc_videoqa.common.text_escape import html_text, json_inert, md_text, xml_text
+
+    xml = xml_text(path).replace("&", "&amp;").replace("'", "&apos;")
+    return {
+        "report.md": f"- written to {md_text(path + '/report.html')}\n",
+        "report.html": f'<p title="{html_text(path)}">{html_text(path + "/x")}</p>\n',
+        "junit.xml": f"<testcase name='{xml}/checkpoints' />\n",
+        "checkpoints/p/command.txt": reproducible_command(["aiperf", "--artifact-dir", path + "/checkpoints/p"]) + "\n",
+        "report.json": json_inert(json.dumps({"sources": [path]})) + "\n",
+    }
+
+
+@pytest.mark.parametrize("path", [HOSTILE_OUT, BIDI_OUT], ids=["markup", "bidi"])
+def test_a_path_is_found_in_every_rendering_a_reader_sees(tmp_path: Path, path: str) -> None:
+    rendered = _renderings(path)
+    for name, text in rendered.items():
+        write(tmp_path, name, text)
+        assert path not in text or name == "report.json" or path == BIDI_OUT and name.endswith(".json")
+    hits = scan_public(tmp_path, sentinels(paths=[path]))
+    assert sorted({hit.file for hit in hits}) == sorted(rendered)  # before: report.json alone, or nothing

@@ -35,7 +35,7 @@ from .boundaries import (
     WORD_BEFORE,
     alternation,
 )
-from .decoded import decoded_forms
+from .decoded import decoded_forms, file_kind
 from .evidence import is_outside_text, machine_paths, token_around, users_own_values
 from .machine_names import machine_words, run_dirs, short_machine_words, unique
 
@@ -232,11 +232,14 @@ def _holds_any(text: str, values: tuple[str, ...]) -> bool:
     return any(value in text for value in values)
 
 
+_ESCAPES = re.compile(r"[\\%&]")  # a JSON or Markdown backslash, a URL escape, an HTML entity: a decoded form differs
+
+
 def _nothing_to_read(line: str, present: tuple[str, ...]) -> bool:
     """A line that cannot hit, read with plain substring tests: no sentinel or name of those its file holds (`present`),
     fewer than two slashes (a path of this machine has two components at least), and no escape that a decoded form
     would undo (a JSON `\\`, a `%XX`). Forgiving the user's own values and redacting secrets add no slash."""
-    return line.count("/") < 2 and "\\" not in line and "%" not in line and not _holds_any(line, present)
+    return line.count("/") < 2 and not _ESCAPES.search(line) and not _holds_any(line, present)
 
 
 def _span(kind: HitKind, pattern: re.Pattern[str], redacted: str, fallback: tuple[int, int]) -> tuple[int, int]:
@@ -312,7 +315,7 @@ def _scan_file(path: Path, name: str, matchers: _Matchers) -> tuple[list[Hit], l
         hits: dict[tuple[int, HitKind], Hit] = {}
         words: dict[int, _WordLine] = {}
         outside = is_outside_text(name)
-        json_text = path.suffix.lower() in (".json", ".jsonl")
+        reading = file_kind(name)
         lines: Iterable[tuple[int, str]]
         present: tuple[str, ...] | None = None  # None: every line is read closely
         if os.fstat(handle.fileno()).st_size <= WHOLE_BYTES:
@@ -324,7 +327,7 @@ def _scan_file(path: Path, name: str, matchers: _Matchers) -> tuple[list[Hit], l
             if present is not None and _nothing_to_read(raw, present):
                 continue
             text = matchers.forgive(raw)
-            for variant in (text, *map(matchers.forgive, decoded_forms(text, json_text=json_text))):
+            for variant in (text, *map(matchers.forgive, decoded_forms(text, kind=reading))):
                 for kind, excerpt in matchers.find(variant):
                     hits.setdefault((number, kind), Hit(file=name, line=number, kind=kind, excerpt=excerpt))
             named = matchers.find_words(text)
