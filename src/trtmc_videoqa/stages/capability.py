@@ -304,7 +304,7 @@ def _transport_advice(tried: VideoTransport, attempt: TransportAttempt, attempts
     if other in refused or not (about_transport or bare_to_body):
         return (
             f"the server failed on the video request (video as {tried}): {attempt.detail}; its own log says why "
-            "(a server this run started logs under the run's private/ folder)"
+            "(a server this run started logs in a private/ folder under --out)"
         )
     return (
         f"the server could not take the clip as {tried}: {attempt.detail}; this transport failed, not video as "
