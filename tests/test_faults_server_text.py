@@ -257,7 +257,7 @@ def _surrogate_answers(n: int, request: bytes) -> bytes:
     if _path(request) == NATIVE_PATH:
         return _json(json.dumps({"text": f"A {LONE}"}))
     if not _ours(request):
-        return chat("A")
+        return chat("A", model=MODEL)
     body = _body(choices=_choices(message={"content": f"A {LONE}"}), note=f"own {LONE}", system_fingerprint=LONE)
     return _json(json.dumps(body))
 
@@ -367,7 +367,7 @@ PROFILING_SHAPES = [*MALFORMED, "good", "good", "good", "good"]  # twelve profil
 def _shaped_answers(n: int, request: bytes) -> bytes:
     """#1 (capability) and #2 (warmup) well formed; then each profiling request one of PROFILING_SHAPES."""
     shape = PROFILING_SHAPES[n - 3] if 3 <= n < 3 + len(PROFILING_SHAPES) else "good"
-    return _json(MALFORMED[shape][0]) if shape in MALFORMED else chat("A")
+    return _json(MALFORMED[shape][0]) if shape in MALFORMED else chat("A", model=MODEL)
 
 
 @pytest.fixture(scope="module")
@@ -409,7 +409,7 @@ def _refused_answers(n: int, request: bytes) -> bytes:
         "field": {"note": LONE},
         "fingerprint": {"system_fingerprint": LONE},
     }
-    return _json(json.dumps(_body(**surrogates[kind]))) if kind else chat("A")
+    return _json(json.dumps(_body(**surrogates[kind]))) if kind else chat("A", model=MODEL)
 
 
 @pytest.fixture(scope="module")

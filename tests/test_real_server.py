@@ -127,6 +127,7 @@ def test_random_weights_fail_at_output_check_with_every_answer_cut_off(
     failed = _qualify(server, workload, out, "http")
     assert (failed.status, failed.failed_stage) == ("failed", "output-check"), failed.status_reason
     assert failed.video_transport == "http"
+    assert failed.served_model is not None and failed.served_model.verdict == "same", failed.served_model
     check = failed.output_check
     assert check.checked == 8 and check.by_outcome["cut-off"] == check.checked, check
     assert "cut-off 8" in failed.status_reason
@@ -157,6 +158,20 @@ def test_a_clip_sent_as_a_data_url_fails_at_capability_naming_the_transport(
     assert "data-url" in failed.status_reason
     assert "--video-transport http" in failed.status_reason, failed.status_reason
     assert failed.requests == [] and not (tmp_path / "out" / "checkpoints" / PROFILE / "aiperf" / "export").exists()
+
+
+def test_a_model_the_server_is_not_pinned_to_is_a_setup_error_not_unsupported(
+    server: str, workload: Path, tmp_path: Path
+) -> None:
+    """`transformers serve` pinned to one model answers 400 "Server is pinned to ..." to a video request for another:
+    the plain text request after it is refused the same way, so the row is a setup error with the fix."""
+    args = ["--endpoint", server, "--model", "not-this-model", "--workload", str(workload), "--out", str(tmp_path)]
+    done = qualify(*args, "--video-transport", "http", timeout=QUALIFY_TIMEOUT_S)
+    no_traceback(done)
+    failed = row(tmp_path, "not-this-model")
+    assert (failed.status, failed.failed_stage) == ("failed", "capability"), failed.status_reason
+    assert "Server is pinned to" in failed.status_reason and "check --model" in failed.status_reason
+    assert "/v1/models" in failed.status_reason
 
 
 def test_compare_serves_a_checkpoint_itself_and_labels_the_row_a_comparison(model_dir: Path, tmp_path: Path) -> None:

@@ -148,9 +148,10 @@ def test_records_hold_one_line_per_request_id(tmp_path, clip, video):
         for request_id in ("id-1", "id-2", "id-3"):
             response = post(recorded, chat_body(video), headers={"X-Request-ID": request_id})
             bodies[request_id] = response.json()
+        part = {"type": "video_url", "video_url": {"url": video}}
         refused = post(
             recorded,
-            with_content(chat_body(video), [{"type": "text", "text": "?"}]),
+            with_content(chat_body(video), [{"type": "text", "text": "?"}, part, part]),
             headers={"X-Request-ID": "id-bad"},
         )
         assert refused.status_code == 400
@@ -223,7 +224,6 @@ def test_bytes_that_are_not_a_video_are_refused(server):
 def test_requests_trtmc_server_would_not_take_are_refused(server, video):
     assert_refused(post(server, b"{not json"), 400, "not valid JSON")
     assert_refused(post(server, chat_body(video, stream=True)), 400, "stream")
-    assert_refused(post(server, with_content(chat_body(video), "just text")), 400, "plain text")  # type: ignore[arg-type]
     assert_refused(post(server, chat_body(video) | {"model": "someone-else"}), 404, "someone-else")
 
 
@@ -329,3 +329,16 @@ def test_usage_counts_whitespace_tokens(server, video):
     assert usage["completion_tokens"] == 1
     assert usage["prompt_tokens"] == len(PROMPT.split())
     assert usage["total_tokens"] == usage["prompt_tokens"] + 1
+
+
+def test_a_chat_with_no_video_is_answered_without_a_task(server, video):
+    """A video chat server answers plain text too: the capability check's text-only request tells a server that
+    refuses video from one set up wrong by it. No task runs, so no task time is reported."""
+    from trtmc_videoqa.reference.app import TEXT_ONLY_ANSWER
+
+    for content in ("just text", [{"type": "text", "text": "just text"}]):
+        response = post(server, with_content(chat_body(video), content))  # type: ignore[arg-type]
+        body = response.json()
+        assert response.status_code == 200 and body["model"] == MODEL, body
+        assert body["choices"][0]["message"]["content"] == TEXT_ONLY_ANSWER and "trtmc_timing" not in body
+    assert_refused(post(server, with_content(chat_body(video), "x") | {"model": "someone-else"}), 404, "someone-else")  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(json.dumps([c.model_dump() for c in checks], indent=2))
         return _exit([c.level for c in checks])
     for check in checks:
-        _print(check.level, check.name, check.detail)
+        _print(check.level, check.name if check.needed_for == "qualify" else f"{check.name} (compare)", check.detail)
         if check.fix and check.level != "ok":
             print(f"      {'':<14} fix: {one_line(check.fix)}")
     return _exit([c.level for c in checks])

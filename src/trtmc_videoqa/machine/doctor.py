@@ -1,12 +1,22 @@
-"""`doctor`: is this machine ready, and what to do where it is not. Checks only; the CLI renders."""
+"""`doctor`: is this machine ready, and what to do where it is not. Checks only; the CLI renders.
+
+The checks of what `compare` needs (transformers, torch, torchcodec with the FFmpeg libraries it loads, FFmpeg) are
+`needed_for="compare"`: optional for `qualify`, so a missing one is a warning, never a failure of the machine.
+"""
 
 from __future__ import annotations
 
+import ctypes.util
+import importlib.metadata
+import importlib.util
+import json
+import re
 import shutil
 import socket
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
@@ -23,6 +33,7 @@ class Check(BaseModel):
     level: Level
     detail: str
     fix: str = ""
+    needed_for: Literal["qualify", "compare"] = "qualify"  # compare's parts are optional for qualify
 
 
 def _python() -> Check:
@@ -45,7 +56,7 @@ def _av() -> Check:
         except Exception:  # PyAV raises its own error types per version
             missing.append(f"{codec} ({'decode' if mode == 'r' else 'encode'})")
     ffmpeg = ".".join(str(part) for part in av.library_versions.get("libavcodec", ()))
-    detail = f"av {av.__version__}, libavcodec {ffmpeg}"
+    detail = f"av {av.__version__}, its own libavcodec {ffmpeg}"  # bundled: not the FFmpeg torchcodec loads
     if missing:
         return Check(
             name="av (PyAV)",
@@ -141,7 +152,145 @@ def _trtmc() -> Check:
     return Check(name="trtmc", level="ok", detail=", ".join(f"{t} at {p}" for t, p in found.items()))
 
 
-CHECKS: tuple[Callable[[], Check], ...] = (_python, _av, _aiperf, _loopback_port, _docker, _gpu, _trtmc)
+# What `compare` installs (pyproject's real-server extra) and what torchcodec decodes through (Debian's ffmpeg).
+COMPARE_EXTRA = "pip install -e '.[real-server]' (transformers[serving], torch, torchvision, torchcodec)"
+FFMPEG_FIX = "apt-get install -y ffmpeg (Debian, Ubuntu): torchcodec loads FFmpeg's shared libraries, 4 to 7"
+# Importing torchcodec loads its FFmpeg libraries (it raises without them) and no model; it imports torch, so it is
+# the check only where torchcodec's own files cannot say (`_linked_ffmpeg`).
+_TORCHCODEC_PROBE = (
+    "import json, torchcodec; "
+    "print(json.dumps([torchcodec.__version__, getattr(torchcodec, 'ffmpeg_major_version', None)]))"
+)
+_PROBE_TIMEOUT_S = 120  # it imports torch
+
+
+def _for_compare(name: str, level: Level, detail: str, fix: str = "") -> Check:
+    return Check(name=name, level=level, detail=detail, fix=fix if level != "ok" else "", needed_for="compare")
+
+
+def _package(distribution: str, module: str) -> str | None:
+    """The installed version of `distribution` where `module` is importable, else None (nothing imported)."""
+    if importlib.util.find_spec(module) is None:
+        return None
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown version"
+
+
+def _transformers() -> Check:
+    version = _package("transformers", "transformers")
+    if version is None:
+        return _for_compare("transformers", "warn", "not installed", COMPARE_EXTRA)
+    serving = [m for m in ("fastapi", "uvicorn", "openai") if importlib.util.find_spec(m) is None]
+    script = Path(sys.executable).with_name("transformers")
+    found = str(script) if script.is_file() else shutil.which("transformers")
+    if serving or not found:
+        missing = [f"its serving extra ({', '.join(serving)})"] * bool(serving) + ["its `transformers` script"] * (
+            not found
+        )
+        return _for_compare("transformers", "warn", f"{version}, without {' and '.join(missing)}", COMPARE_EXTRA)
+    return _for_compare("transformers", "ok", f"{version}, `transformers serve` at {found}")
+
+
+def _torch() -> Check:
+    version = _package("torch", "torch")
+    if version is None:
+        return _for_compare("torch", "warn", "not installed", COMPARE_EXTRA)
+    return _for_compare("torch", "ok", version)
+
+
+def _torchcodec() -> Check:
+    version = _package("torchcodec", "torchcodec")
+    if version is None:
+        return _for_compare("torchcodec", "warn", "not installed", COMPARE_EXTRA)
+    spec = importlib.util.find_spec("torchcodec")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    linked = _linked_ffmpeg(Path(folders[0])) if folders else None
+    if linked is None:  # not to be told from its files: import it (and torch), as the server will
+        return _imported_torchcodec(version)
+    major, missing = linked
+    if major is None:
+        shown = ", ".join(dict.fromkeys(missing))
+        return _for_compare("torchcodec", "warn", f"{version}, its FFmpeg libraries are missing: {shown}", FFMPEG_FIX)
+    return _for_compare("torchcodec", "ok", f"{version}, FFmpeg {major} libraries found for it")
+
+
+_CORE = re.compile(r"libtorchcodec_core(\d+)\.so")
+
+
+def _linked_ffmpeg(package: Path) -> tuple[int | None, list[str]] | None:
+    """torchcodec tries its core library for each FFmpeg major version, newest first, and keeps the first whose
+    FFmpeg libraries all load: (that major, []) as `ldd` resolves them, or (None, the libraries not found); None
+    where its files cannot tell (no `ldd`, no core library)."""
+    ldd = shutil.which("ldd")
+    cores = sorted(
+        (
+            (int(m.group(1)), path)
+            for path in package.glob("libtorchcodec_core*.so")
+            if (m := _CORE.fullmatch(path.name))
+        ),
+        reverse=True,
+    )
+    if ldd is None or not cores:
+        return None
+    missing: list[str] = []
+    for major, core in cores:
+        done = _run([ldd, str(core)])
+        if done is None or done.returncode != 0:
+            return None
+        lines = [line.split() for line in done.stdout.splitlines()]
+        lost = [w[0] for w in lines if w and w[0].startswith(("libav", "libsw")) and "not found" in " ".join(w)]
+        if not lost:
+            return major, []
+        missing += lost
+    return None, missing
+
+
+def _imported_torchcodec(version: str) -> Check:
+    """Import torchcodec in a child interpreter: it loads its FFmpeg libraries then, and raises without them."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _TORCHCODEC_PROBE], capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return _for_compare("torchcodec", "warn", f"{version}; importing it failed: {error}", FFMPEG_FIX)
+    if done.returncode != 0:  # without FFmpeg's libraries: "RuntimeError: Could not load libtorchcodec. ..."
+        errors = [line.strip() for line in done.stderr.splitlines() if "Error:" in line]
+        why = (errors or done.stderr.strip().splitlines()[-1:] or ["no message"])[-1][:300]
+        return _for_compare("torchcodec", "warn", f"{version}, cannot load: {why}", FFMPEG_FIX)
+    try:
+        _, major = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        major = None
+    loaded = f"FFmpeg {major} libraries loaded" if major else "FFmpeg libraries loaded"
+    return _for_compare("torchcodec", "ok", f"{version}, {loaded}")
+
+
+def _ffmpeg() -> Check:
+    program = shutil.which("ffmpeg")
+    library = ctypes.util.find_library("avcodec")  # what torchcodec loads; PyAV's own copy is not it
+    if program and library:
+        done = _run([program, "-hide_banner", "-version"])
+        first = (done.stdout.splitlines() or [""])[0] if done is not None else ""
+        return _for_compare("ffmpeg", "ok", f"{first or program}; {library}")
+    missing = [name for name, found in (("the ffmpeg program", program), ("libavcodec", library)) if not found]
+    return _for_compare("ffmpeg", "warn", f"not found: {' and '.join(missing)}", FFMPEG_FIX)
+
+
+CHECKS: tuple[Callable[[], Check], ...] = (
+    _python,
+    _av,
+    _aiperf,
+    _loopback_port,
+    _docker,
+    _gpu,
+    _trtmc,
+    _transformers,
+    _torch,
+    _torchcodec,
+    _ffmpeg,
+)
 
 
 def run_checks() -> list[Check]:

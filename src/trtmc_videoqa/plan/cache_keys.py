@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 FINAL_STATUSES: frozenset[QualificationStatus] = frozenset({"unsupported", "aiperf-qualified", "endpoint-qualified"})
 
 
-GATES_VERSION = 2  # 2: timing, output-check and identity
+GATES_VERSION = 3  # 2: timing, output-check and identity; 3: the served model, a refused video told from a setup error
 
 
 def cache_key(identity: dict[str, Any], job: QualifyJob) -> str:

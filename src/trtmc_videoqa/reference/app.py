@@ -3,7 +3,8 @@ records and faults.
 
 Chat requests, in order: number it (the fault knobs count arrivals); crash here if the crash knob says so;
 401 without the key; 503 before ready; read the body under the limit (413); validate it (400); 404 for another
-model; take the clip from its data URL (400; the refuse-data-urls knob's 500) or fetch its loopback http(s) URL
+model; a chat with no video part is answered at once (TEXT_ONLY_ANSWER: no task, no timing); take the clip from
+its data URL (400; the refuse-data-urls knob's 500) or fetch its loopback http(s) URL
 (400 when it cannot be had); the error knob's status (500 by default); then the timed task on the lane.
 Native Task requests (native.py) are numbered on their own count and take the same key, readiness, body limit and
 lane. Every outcome but the crash writes a record naming its route.
@@ -46,6 +47,9 @@ from .responses import (
     readiness_body,
 )
 from .video_url import clip_from_video_url
+
+# What a chat with no clip is answered: no task runs, nothing is sampled or timed.
+TEXT_ONLY_ANSWER = "no clip in this request: the reference endpoint (a test double) answers questions about a clip"
 
 
 class Endpoint:
@@ -129,6 +133,8 @@ class Endpoint:
                 "model_not_found",
             )
         exchange.body_fields = chat.body_fields
+        if chat.video_url is None:  # no clip, no task: answered as a video chat server answers plain text
+            return self._text_only(chat.question_text, chat.max_tokens, exchange)
         exchange.video_scheme = chat.video_url.partition(":")[0].lower()
         exchange.clip = await clip_from_video_url(chat.video_url, refuse_data_urls=self.config.faults.refuse_data_urls)
         if self.plan.injects_error(exchange.sequence):
@@ -149,6 +155,18 @@ class Endpoint:
             prompt_text=chat.question_text,
             timing=exchange.timing(),
             observation=exchange.observation(),
+        )
+
+    def _text_only(self, question: str, max_tokens: int | None, exchange: Exchange) -> dict[str, Any]:
+        exchange.content, exchange.finish_reason = cut_to_tokens(TEXT_ONLY_ANSWER, max_tokens)
+        return chat_completion_body(
+            request_id=exchange.request_id,
+            model=self.config.model_name,
+            content=exchange.content,
+            finish_reason=exchange.finish_reason,
+            prompt_text=question,
+            timing=None,
+            observation={"text_only": True},
         )
 
 

@@ -1,4 +1,6 @@
-"""Validate a chat-completions body: text plus exactly one video_url part in the user message, nothing else.
+"""Validate a chat-completions body: text plus exactly one video_url part in the user message, nothing else; or
+text alone (a plain string or text parts), which the endpoint answers without a task, as a video-capable chat server
+answers a question with no clip.
 
 Unknown top-level keys (temperature, extra inputs) are ignored, as a lenient OpenAI server would, and recorded;
 content parts
@@ -54,7 +56,7 @@ class _ChatBody(BaseModel):
 class ChatRequest:
     model: str | None
     question_text: str  # the user's text parts, joined by newlines
-    video_url: str
+    video_url: str | None  # None: a text-only request
     max_tokens: int | None  # the smaller of max_tokens / max_completion_tokens when both are given
     body_fields: dict[str, Any] = field(default_factory=dict)  # every top-level field but model and messages
 
@@ -117,18 +119,16 @@ def parse_chat_request(body: bytes) -> ChatRequest:
     user = chat.messages[-1]
     if user.role != "user":
         raise RequestRejected(400, f"the last message must be from 'user', got {user.role!r}")
-    if isinstance(user.content, str):
-        raise RequestRejected(400, f"the user message is plain text; it needs {ACCEPTED_PARTS}")
-    texts, videos = _user_parts(user.content)
-    if len(videos) != 1:
-        raise RequestRejected(400, f"the user message has {len(videos)} video_url parts; it needs exactly one")
+    texts, videos = ([user.content], []) if isinstance(user.content, str) else _user_parts(user.content)
+    if len(videos) > 1:
+        raise RequestRejected(400, f"the user message has {len(videos)} video_url parts; it takes at most one")
     if not any(text.strip() for text in texts):
         raise RequestRejected(400, "the user message has no text part with the question")
     limits = [limit for limit in (chat.max_tokens, chat.max_completion_tokens) if limit is not None]
     return ChatRequest(
         model=chat.model,
         question_text="\n".join(texts),
-        video_url=videos[0],
+        video_url=videos[0] if videos else None,
         max_tokens=min(limits) if limits else None,
         body_fields={key: value for key, value in raw.items() if key not in ("model", "messages")},
     )

@@ -50,6 +50,19 @@ def served_by(row: ResultRow) -> str:
     return f"{p.served_by or p.server_version or p.mode}{where}"
 
 
+def served_model_line(row: ResultRow) -> str | None:
+    """One line: the model the server named (its answers, else GET /v1/models), beside the one asked for."""
+    served = row.served_model
+    if served is None:
+        return None
+    if served.verdict == "unnamed":
+        return f"Served model: not named by the server (asked for {served.asked!r})"
+    names = served.answered or served.listed or []
+    shown = flat(", ".join(repr(name) for name in names), SHORT_CHARS * 2) + ("" if served.answered else ", listed")
+    verdict = "the same model" if served.verdict == "same" else "another model"
+    return f"Served model: {shown} (asked for {served.asked!r}: {verdict})"
+
+
 def served_by_short(row: ResultRow) -> str:
     """`served_by` for a summary cell: the server's name shortened, an endpoint as host:port (no scheme, no user)."""
     if row.comparison is not None:

@@ -38,6 +38,7 @@ from .details import (
     served_by,
     served_by_short,
     served_by_test_double,
+    served_model_line,
     side,
     timing_scope,
     transport_cell,
@@ -225,6 +226,9 @@ def _story(row: ResultRow) -> list[str]:
     story = "".join(f"<li>{escape(part)}</li>" for part in reason_lines(row.status_reason))
     parts = [f'<p>Why {escape(row.status)}{stage}, a part a line:</p><ul class="story">{story}</ul>']
     parts.append(f"<p>Served by: {escape(served_by(row))}</p>")
+    model = served_model_line(row)
+    if model:
+        parts.append(f"<p>{escape(model)}</p>")
     if served_by_test_double(row):
         parts.append('<p class="note">Reference endpoint (test double): not a TRTMC model qualification.</p>')
     comparison = comparison_line(row)

@@ -33,6 +33,7 @@ from .details import (
     served_by,
     served_by_short,
     served_by_test_double,
+    served_model_line,
     side,
     timing_scope,
     transport_cell,
@@ -72,6 +73,9 @@ def _story_lines(row: ResultRow) -> list[str]:
     out = [f"- Status: **{row.status}**{stage}"]
     out += [f"  - {_cell(part)}" for part in reason_lines(row.status_reason)]
     out.append(f"- Served by: {_cell(served_by(row))}")
+    model = served_model_line(row)
+    if model:
+        out.append(f"- {_cell(model)}")
     if served_by_test_double(row):
         out.append("- Served by the reference endpoint, a **test double**: not a TRTMC model qualification")
     accuracy = accuracy_line(row)

@@ -58,6 +58,7 @@ from .rows import (  # noqa: F401
     UnreadableRow,
     json_schemas,
 )
+from .served import ServedModel, ServedModelVerdict  # noqa: F401
 from .transports import TransportChoice, VideoTransport  # noqa: F401
 from .variants import VariantKind  # noqa: F401
 

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 from .base import _Model
 from .clips import ClipManifest, NoSampling, SamplingFacts
 from .layout import schema_file
+from .served import ServedModel
 from .transports import VideoTransport
 from .variants import VariantKind
 
@@ -360,6 +361,9 @@ class ResultRow(_Model):
     )
     transport_attempts: list[TransportAttempt] = Field(
         default_factory=list, description="the capability check's tries, in order, one per transport"
+    )
+    served_model: ServedModel | None = Field(
+        default=None, description="the model the server named in its answers (and /v1/models), beside --model"
     )
     accuracy: Accuracy | None = None
     output_check: OutputCheck | None = None

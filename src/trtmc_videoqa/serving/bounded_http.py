@@ -260,9 +260,9 @@ class _Target:
 
 
 class BoundedClient:
-    """A synchronous client whose every POST is one request under a deadline for the whole of it and a cap on the
-    decoded body; redirects are handed back, never followed. It holds nothing open: each request opens and closes
-    its own connection."""
+    """A synchronous client whose every POST (or GET) is one request under a deadline for the whole of it and a cap on
+    the decoded body; redirects are handed back, never followed. It holds nothing open: each request opens and
+    closes its own connection."""
 
     def __init__(self, *, timeout_s: float, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self.timeout_s = timeout_s
@@ -270,11 +270,18 @@ class BoundedClient:
 
     def post(self, url: str, *, content: bytes, headers: dict[str, str]) -> BoundedResponse:
         """The response, or RequestDeadline, ResponseTooLarge, UnboundedEncoding, BadEncoding, RequestFailed."""
+        return self._request("POST", url, content, headers)
+
+    def get(self, url: str, *, headers: dict[str, str]) -> BoundedResponse:
+        """The response to a GET with no body, under the same bounds; the same exceptions as `post`."""
+        return self._request("GET", url, b"", headers)
+
+    def _request(self, method: str, url: str, content: bytes, headers: dict[str, str]) -> BoundedResponse:
         target = _Target.of(url)
         deadline = time.monotonic() + self.timeout_s
         try:
             with self._connect(target, deadline) as sock:
-                return self._exchange(sock, target, content, headers, deadline)
+                return self._exchange(sock, target, (method, content), headers, deadline)
         except RequestDeadline:
             raise
         except TimeoutError as error:  # a socket call outlived what was left of the deadline
@@ -296,8 +303,14 @@ class BoundedClient:
             raise
 
     def _exchange(
-        self, sock: socket.socket, target: _Target, content: bytes, headers: dict[str, str], deadline: float
+        self,
+        sock: socket.socket,
+        target: _Target,
+        sending: tuple[str, bytes],
+        headers: dict[str, str],
+        deadline: float,
     ) -> BoundedResponse:
+        method, content = sending
         conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=HEAD_CAP)
         given = {name.lower() for name in headers}
         defaults = {
@@ -309,12 +322,15 @@ class BoundedClient:
         }
         sent = [(name, value) for name, value in defaults.items() if name.lower() not in given]
         sent += [(name, value) for name, value in headers.items() if name.lower() != "content-length"]
-        sent.append(("Content-Length", str(len(content))))
-        request = h11.Request(method="POST", target=target.path, headers=sent)
+        if method != "GET":  # a GET carries no body, so no length
+            sent.append(("Content-Length", str(len(content))))
+        request = h11.Request(method=method, target=target.path, headers=sent)
         sock.settimeout(_left(deadline, self.timeout_s))
         refused: OSError | None = None
         try:
-            sock.sendall(conn.send(request) + conn.send(h11.Data(data=content)) + conn.send(h11.EndOfMessage()))
+            head = conn.send(request)
+            body = conn.send(h11.Data(data=content)) if content else b""
+            sock.sendall(head + body + conn.send(h11.EndOfMessage()))
         except (BrokenPipeError, ConnectionResetError) as error:  # it may have answered (413) before the whole body
             refused = error
         try:

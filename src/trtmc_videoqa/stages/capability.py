@@ -6,22 +6,27 @@ and of AIPerf's rows by transport (a data URL, or the clip's URL on that server)
 transport the choice tries, in order, until one is accepted. The first accepted transport is the row's for the rest
 of it (AIPerf, identity), and every try is evidence on the row.
 
-When no transport is accepted, a refusal of the video content (a 4xx, see serving/capability.py) on any try makes
-the stage `rejected` (the row `unsupported`); otherwise the stage `failed`, naming each transport tried and, where
-the server's error was about the clip's URL or format, the transport to try instead.
+When no transport is accepted, a refusal of the video content (a 4xx, see serving/capability.py) on any try is
+followed by one text-only request to the same model with the same key: answered, the stage is `rejected` (the row
+`unsupported`, both answers its evidence); refused too, the stage `failed` with the server's words and the fix (a
+setup error, not a capability gap). Otherwise the stage `failed`, naming each transport tried and, where the
+server's error was about the clip's URL or format, a transport to try instead that the server has not refused.
+
+Whatever answered, the model it named is compared with --model (serving/served_model.py): another model fails the
+stage, naming both; the names are on capability.json and on the row (`served_model`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..aiperf.dataset import Prompt
 from ..common.atomic_write import write_bytes_atomic, write_model_atomic
 from ..common.server_answers import parse_server_json
-from ..results import StageResult, StageStatus, TransportAttempt, VideoTransport
+from ..results import ServedModel, StageResult, StageStatus, TransportAttempt, VideoTransport
 from ..results.layout import CAPABILITY_FILE, raw_answer_file
 from ..results.transports import CHOICES, TRANSPORTS
 from .prompts import workload_prompts
@@ -90,6 +95,7 @@ class CapabilityRequest:
     max_tokens: int
     extra_body: dict[str, Any]
     clip_urls: dict[str, str]
+    progress: Callable[[str], None] = lambda _: None
 
 
 def capability(row: RowJob, climb: Climb) -> Climb | Stop:
@@ -108,10 +114,13 @@ def capability(row: RowJob, climb: Climb) -> Climb | Stop:
         max_tokens=settings.max_tokens or workload.spec.generation.max_tokens,
         extra_body=dict(workload.spec.generation.extra_body),
         clip_urls=dict(job.clip_urls),
+        progress=row.progress,
     )
     outcome = check_over_transports(request, settings, row.row_dir)
     result.capability, result.transport_attempts = outcome.capability, outcome.attempts
     result.video_transport = outcome.transport
+    served_model = outcome.capability.served_model if outcome.capability else None
+    climb = replace(climb, row=climb.row.model_copy(update={"served_model": served_model}))
     return recorded(climb, result, outcome.stage, stops=outcome.stage.status != "passed")
 
 
@@ -137,10 +146,82 @@ def check_over_transports(request: CapabilityRequest, settings: RunSettings, row
     sent = [_raw_kept(result, row_dir) for result in sent]
     if sent:
         decisive = next((r for r in sent if r.accepted), sent[-1])
-        outcome.capability = decisive.model_copy(update={"attempts": list(outcome.attempts)})
+        text_only = None
+        if outcome.transport is None and any(r.rejected for r in sent):  # the video refused: is it the video?
+            request.progress("capability check: the video was refused; one plain text request to the same model")
+            text_only = _raw_kept(_text_only(request, settings), row_dir)
+        served_model = _served_model(request, [*sent, *([text_only] if text_only else [])], text_only)
+        update = {"attempts": list(outcome.attempts), "served_model": served_model, "text_only": text_only}
+        outcome.capability = decisive.model_copy(update=update)
         write_model_atomic(row_dir / CAPABILITY_FILE, outcome.capability)
-    outcome.stage = _stage(outcome, sent)
+    outcome.stage = _setup_problem(request, outcome, sent) or _stage(outcome, sent)
     return outcome
+
+
+def _answered(result: CapabilityResult) -> bool:
+    """The server took the request: a chat completion came back (an empty answer still took it)."""
+    return result.http_status == 200 and result.malformed is None
+
+
+def _text_only(request: CapabilityRequest, settings: RunSettings) -> CapabilityResult:
+    from ..serving.capability import check_text_only
+
+    return check_text_only(
+        request.url,
+        request.model,
+        timeout_s=settings.request_timeout_s,
+        api_key=request.api_key,
+        max_response_bytes=settings.max_response_bytes,
+    )
+
+
+def _served_model(
+    request: CapabilityRequest, results: list[CapabilityResult], text_only: CapabilityResult | None
+) -> ServedModel | None:
+    """The names the answers gave beside --model; GET /v1/models asked only where they do not settle it (no name,
+    another name) or a plain text request was refused too (its list is the hint). None: nothing answered."""
+    from ..serving.served_model import judge_served_model, listed_models, same_model
+
+    text_refused = text_only is not None and not _answered(text_only)
+    answers = [r for r in results if _answered(r)]
+    if not answers and not text_refused:
+        return None
+    cwd = Path.cwd()
+    names = [r.model for r in answers if r.model]
+    listed, note = None, None
+    if text_refused or not names or not all(same_model(request.model, name, cwd) for name in names):
+        listed, note = listed_models(request.url, api_key=request.api_key)
+    return judge_served_model(request.model, names, listed, note, cwd=cwd)
+
+
+def _setup_problem(
+    request: CapabilityRequest, outcome: CapabilityOutcome, sent: list[CapabilityResult]
+) -> StageResult | None:
+    """The stage `failed` where the setup is wrong, whatever the video's fate: a plain text request refused as the
+    video was, or answers that name another model than --model. None: no such problem."""
+    from ..serving.capability import setup_hint
+
+    capability = outcome.capability
+    if capability is None:
+        return None
+    served, text = capability.served_model, capability.text_only
+    listed = served.listed if served else None
+    wall = sum(r.latency_ms for r in [*sent, *([text] if text else [])]) / 1000
+    if text is not None and not _answered(text):
+        video = outcome.attempts[-1]
+        detail = (
+            f"a plain text request to this model was refused too, so the video is not what the server refused: "
+            f"{text.detail}; {setup_hint(text.http_status, text.detail, request.url, listed)} (the video request, "
+            f"as {video.transport}: {_short(video)})"
+        )
+        return StageResult(name="capability", status="failed", detail=detail, wall_s=wall, evidence=[CAPABILITY_FILE])
+    if served is not None and served.verdict == "differs":
+        detail = (
+            f"the server serves another model than --model {served.asked!r}: {served.detail}; name the model it "
+            f"serves with --model, or start the server on {served.asked!r} (GET /v1/models lists what it serves)"
+        )
+        return StageResult(name="capability", status="failed", detail=detail, wall_s=wall, evidence=[CAPABILITY_FILE])
+    return None
 
 
 def _raw_kept(result: CapabilityResult, row_dir: Path) -> CapabilityResult:
@@ -196,16 +277,39 @@ def _stage(outcome: CapabilityOutcome, sent: list[CapabilityResult]) -> StageRes
         detail = f"{attempt.detail} (video as {attempt.transport})"
         refusal = next((r for r in sent if r.transport_refused), None)
         if refusal is not None and refusal.video_transport is not None:
-            other = TRANSPORTS[refusal.video_transport].instead
-            detail = (
-                f"the server could not take the clip as {refusal.video_transport}: {attempt.detail}; this transport "
-                f"failed, not video as such: try --video-transport {other} (or auto, which tries both)"
-            )
+            detail = _transport_advice(refusal.video_transport, attempt, outcome.attempts)
     else:
         detail = f"every video transport failed (tried {tried}): " + "; ".join(
             f"{a.transport}: {a.detail}" for a in outcome.attempts
         )
+    text = outcome.capability.text_only if outcome.capability else None
+    if status == "rejected" and text is not None:
+        detail += (
+            f"; a plain text request to the same model was answered (HTTP {text.http_status}), so the server "
+            "refused the video itself"
+        )
     return StageResult(name="capability", status=status, detail=detail, wall_s=wall, evidence=evidence)
+
+
+def _transport_advice(tried: VideoTransport, attempt: TransportAttempt, attempts: list[TransportAttempt]) -> str:
+    """A server error on the video request, in the server's words, and a transport to try instead only where its
+    words are about the clip's URL or format (or a bare 500 to a clip in the body, as servers that fetch only URLs
+    answer one) and the server has not already refused that transport."""
+    from ..serving.capability import TRANSPORT_WORDS
+
+    other = TRANSPORTS[tried].instead
+    refused = {a.transport for a in attempts if not a.accepted}
+    about_transport = bool(TRANSPORT_WORDS.search(_message_of(attempt.detail)))
+    bare_to_body = not about_transport and TRANSPORTS[other].by_url and not TRANSPORTS[tried].by_url
+    if other in refused or not (about_transport or bare_to_body):
+        return (
+            f"the server failed on the video request (video as {tried}): {attempt.detail}; its own log says why "
+            "(a server this run started logs in a private/ folder under --out)"
+        )
+    return (
+        f"the server could not take the clip as {tried}: {attempt.detail}; this transport failed, not video as "
+        f"such: try --video-transport {other} (or auto, which tries both)"
+    )
 
 
 def _short(attempt: TransportAttempt) -> str:
