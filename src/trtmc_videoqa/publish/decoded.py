@@ -18,6 +18,8 @@ from contextlib import suppress
 from typing import Literal
 from urllib.parse import unquote
 
+from ..results.layout import COMMAND_FILE
+
 FileKind = Literal["json", "html", "markdown", "shell", "text"]
 
 # A JSON string literal: its escapes decoded, a path hides behind none of `\n`, `\t`, `\/` or `\u002f`. Read only in
@@ -40,7 +42,7 @@ def file_kind(name: str) -> FileKind:
         return "html"
     if lowered.endswith(".md"):
         return "markdown"
-    if lowered.endswith((".sh", "command.txt")):
+    if lowered.endswith((".sh", COMMAND_FILE)):
         return "shell"
     return "text"
 
