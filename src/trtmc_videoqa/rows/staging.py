@@ -102,7 +102,12 @@ def place(staging: Staging) -> Path:
     if os.path.lexists(staging.final):
         staging.earlier.parent.mkdir(parents=True, exist_ok=True)
         os.rename(staging.final, staging.earlier)
-    os.rename(staging.building, staging.final)
+    try:
+        os.rename(staging.building, staging.final)
+    except OSError:  # the new row could not go in: the earlier one goes back at once
+        if os.path.lexists(staging.earlier) and not os.path.lexists(staging.final):
+            os.rename(staging.earlier, staging.final)
+        raise
     _remove(staging.earlier)
     staging.record.unlink(missing_ok=True)
     return staging.final
