@@ -50,8 +50,10 @@ def _hashes(folder: Path) -> dict[str, str]:
     return found
 
 
-def _qualify_until(url: str, out: Path, ready: Callable[[], bool], *extra: str) -> subprocess.CompletedProcess[str]:
-    """`qualify --endpoint URL` as its own process, sent SIGTERM once `ready()` holds (a bounded wait)."""
+def _qualify_until(
+    url: str, out: Path, ready: Callable[[], bool], *extra: str, then_s: float = 0.0
+) -> subprocess.CompletedProcess[str]:
+    """`qualify --endpoint URL` as its own process, sent SIGTERM `then_s` after `ready()` holds (a bounded wait)."""
     argv = [sys.executable, "-m", "trtmc_videoqa", "qualify", "--endpoint", url, "--model", MODEL, *QUICK]
     argv += ["--out", str(out), *extra]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -60,6 +62,7 @@ def _qualify_until(url: str, out: Path, ready: Callable[[], bool], *extra: str) 
         while time.monotonic() < deadline and process.poll() is None and not ready():
             time.sleep(0.05)
         assert process.poll() is None and ready(), process.communicate()
+        time.sleep(then_s)
         os.kill(process.pid, signal.SIGTERM)  # to our process only
         stdout, stderr = process.communicate(timeout=120)
     finally:
@@ -73,12 +76,13 @@ def _qualify_until(url: str, out: Path, ready: Callable[[], bool], *extra: str) 
 def test_sigterm_while_identity_runs_keeps_the_measured_row_interrupted(tmp_path: Path) -> None:
     out = tmp_path / "out"
     staged = building(out, MODEL)
+
+    def measured() -> bool:  # the output check is written: identity runs next (wherever the row is being built)
+        return any((d / "output_check.json").is_file() for d in (staged, out / "checkpoints" / MODEL))
+
     # Chat requests #1 capability, #2 warmup, #3..#8 profiling answer at once; identity's chat side (#9 on) is slow.
     with reference(tmp_path, slow_after=8, added_task_ms=60_000) as url:
-        done = _qualify_until(
-            url, out, lambda: (staged / "output_check.json").is_file() and (staged / "requests.jsonl").is_file(),
-            "--native-url", url,
-        )  # fmt: skip
+        done = _qualify_until(url, out, measured, "--native-url", url, then_s=1.0)  # identity waits 60 s
     assert done.returncode == SIGTERM_EXIT, done.stderr
     no_traceback(done)
     kept = row(out, MODEL)
