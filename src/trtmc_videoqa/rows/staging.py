@@ -17,6 +17,7 @@ named, never mixed in. With no earlier row, the interrupted row is put in place 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from dataclasses import dataclass
@@ -110,6 +111,7 @@ def place(staging: Staging) -> Path:
         raise
     _remove(staging.earlier)
     staging.record.unlink(missing_ok=True)
+    _prune(staging.out)
     return staging.final
 
 
@@ -130,6 +132,7 @@ def keep_interrupted(staging: Staging, row: ResultRow) -> InterruptedAttempt:
         kept=staging.kept.relative_to(staging.out).as_posix(),
     )
     write_model_atomic(staging.record, attempt)
+    _prune(staging.out)
     return attempt
 
 
@@ -160,6 +163,14 @@ def recover_rows(out: Path) -> None:
                 final.parent.mkdir(parents=True, exist_ok=True)
                 os.rename(aside, final)
     _remove(out / ROWS_STAGING)
+    _prune(out)
+
+
+def _prune(out: Path) -> None:
+    """The working folders left empty removed, so a finished run's private/ holds only what it keeps."""
+    for folder in (out / ROWS_STAGING, out / ROWS_EARLIER, (out / ROWS_STAGING).parent):
+        with contextlib.suppress(OSError):  # not empty, or not there: left as it is
+            folder.rmdir()
 
 
 def _remove(path: Path) -> None:
