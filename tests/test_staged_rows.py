@@ -31,6 +31,7 @@ from helpers import QUICK, building, no_traceback, reference, row, run_main
 
 from trtmc_videoqa.common.errors import EXIT_TOOL_ERROR
 from trtmc_videoqa.results import InterruptedAttempt, Interruption
+from trtmc_videoqa.rows import end as row_end
 from trtmc_videoqa.rows import finish as row_finish
 from trtmc_videoqa.rows import staging as row_staging
 from trtmc_videoqa.rows.staging import Staging, recover_rows
@@ -236,3 +237,28 @@ def test_a_run_that_died_between_the_two_renames_is_recovered(
     (staging.earlier / "private").mkdir(parents=True)  # a row in place, and a leftover aside
     recover_rows(out)
     assert _hashes(staging.final) == before and not staging.earlier.exists()
+
+
+def test_a_stop_signal_while_the_row_is_written_writes_it_interrupted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C lands while the row's status is being made (a test double raises it there, once): the row is written
+    again, `interrupted` at the last stage it reached, put in place, and the run exits with Ctrl-C's code."""
+    real = row_end.measured_row
+    calls = []
+
+    def interrupted_once(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(row_end, "measured_row", interrupted_once)
+    out = tmp_path / "out"
+    done = _failing_run(capsys, out)
+    assert done.returncode == 128 + signal.SIGINT, done.stdout + done.stderr
+    kept = row(out, "m")
+    assert kept.status == "interrupted" and kept.interruption is not None
+    assert (kept.interruption.signal, kept.interruption.stage) == ("SIGINT", "capability")
+    assert "interrupted (SIGINT) while the row was finished" in kept.status_reason
+    assert not building(out, "m").exists()

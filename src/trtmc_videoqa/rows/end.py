@@ -81,8 +81,9 @@ def finish_from(
         with stop_signals_ignored() if stopped else nullcontext():
             finished = _finished(row, end, earning, staging, carried, before=before, cut=False)
     except KeyboardInterrupt:  # a stop signal while the row was written: written again, interrupted
-        with stop_signals_ignored():
-            finished = _finished(row, end, earning, staging, carried, before=lambda: None, cut=True)
+        if staging.building.is_dir():  # not yet in place (once it is, the row stands as written)
+            with stop_signals_ignored():
+                _finished(row, end, earning, staging, carried, before=before, cut=True)  # `before`: what is left
         raise
     if stopped:
         raise KeyboardInterrupt  # the row is written and in its place; the run stops here
