@@ -18,9 +18,11 @@ import pytest
 
 from trtmc_videoqa.aiperf.dataset import PlannedRequest, RequestPlan
 from trtmc_videoqa.aiperf.runner import RunOutcome
+from trtmc_videoqa.common.safe_names import row_dir_name
 from trtmc_videoqa.plan.settings import RunSettings
 from trtmc_videoqa.reference import FaultKnobs, ReferenceConfig, argv_for_subprocess
 from trtmc_videoqa.results import RequestRow, ResultRow, StageResult
+from trtmc_videoqa.results.layout import ROWS_STAGING
 from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
 from trtmc_videoqa.stages.aiperf import _aiperf_stage
 
@@ -89,6 +91,11 @@ def run_main(
 def row(out: Path, profile: str) -> ResultRow:
     """The result row a run wrote for `profile` under its output directory `out`."""
     return ResultRow.model_validate_json((out / "checkpoints" / profile / "result.json").read_bytes())
+
+
+def building(out: Path, profile: str) -> Path:
+    """Where a run builds the row `profile` before it puts it in place as checkpoints/<profile>/ (rows/staging.py)."""
+    return out / ROWS_STAGING / row_dir_name(profile)
 
 
 def eventually(check: Callable[[], bool], within_s: float = 60, every_s: float = 0.05) -> bool:

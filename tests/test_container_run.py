@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import self_test_checks as checks
+from helpers import building
 
 # The self-test inside the image launches AIPerf there. One xdist worker runs this module (--dist loadfile keeps a
 # module on one worker, so the module-scoped engine and image are made once), mostly waiting on the network, while
@@ -200,7 +201,7 @@ def test_docker_stop_ends_the_self_test_as_ctrl_c_does(image: dict[str, str], tm
     assert started.returncode == 0, started.stderr
     try:
         deadline = time.monotonic() + 300
-        inputs = tmp_path / "checkpoints" / "reference-self-test.synthetic" / "aiperf" / "inputs.jsonl"
+        inputs = building(tmp_path, "reference-self-test.synthetic") / "aiperf" / "inputs.jsonl"  # the row's staging
         while time.monotonic() < deadline and not inputs.exists():  # bounded: written just before AIPerf starts
             time.sleep(0.5)  # the inputs file, not the progress lines: it exists before AIPerf's first record
         if not inputs.exists():
@@ -215,7 +216,7 @@ def test_docker_stop_ends_the_self_test_as_ctrl_c_does(image: dict[str, str], tm
     assert code == "143", logs.stderr[-3000:]
     assert "interrupted (SIGTERM)" in logs.stderr
     rows = [checks.row(tmp_path, p.parent.name) for p in (tmp_path / "checkpoints").glob("*/result.json")]
-    assert any(row.failed_stage == "aiperf" and "interrupted" in row.status_reason for row in rows)
+    assert any(row.status == "interrupted" and row.interruption and row.interruption.stage == "aiperf" for row in rows)
     assert (tmp_path / "report.md").is_file()
 
 

@@ -359,8 +359,9 @@ def sigint_during_aiperf(tmp: Path) -> Faulted:
     for kept in ("capability.json", "aiperf/plan.json", "aiperf/inputs.jsonl", "private/aiperf.log", "requests.jsonl"):
         assert (row_dir / kept).is_file(), kept
     interrupted = row(out, MODEL)
-    assert (interrupted.status, interrupted.failed_stage) == ("failed", "aiperf")
-    assert "interrupted" in interrupted.status_reason
+    assert (interrupted.status, interrupted.failed_stage) == ("interrupted", None)
+    assert interrupted.interruption is not None and interrupted.interruption.stage == "aiperf"
+    assert "interrupted (SIGINT) while aiperf ran" in interrupted.status_reason
     # A new server (a new address): the user starts it again and runs the same command.
     return Faulted(out, MODEL, healthy_endpoint(tmp, out, name="again"), "endpoint-qualified", 6, True)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from trtmc_videoqa.machine import provenance as hp
-from trtmc_videoqa.rows.finish import hardware
+from trtmc_videoqa.rows.provenance import hardware
 
 ALLOWED_KEYS = {"gpus", "cuda_driver", "cuda_toolkit", "tensorrt", "trtmc_packages", "cpu_count", "platform"}
 

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import HTTP, QUICK, cli, eventually, no_traceback, one_message, qualify, run_main
+from helpers import HTTP, QUICK, building, cli, eventually, no_traceback, one_message, qualify, run_main
 from shared_runs import SharedRun, tripwire_aiperf
 
 from trtmc_videoqa.common.atomic_write import UnsafeTarget, check_target, write_text_atomic
@@ -258,7 +258,7 @@ def test_a_stop_signal_during_aiperf_leaves_no_process_and_a_report(tmp_path: Pa
         # Bounded wait until AIPerf runs beside the reference server this run started (both name the out folder).
         while time.monotonic() < deadline and process.poll() is None:
             seen |= _processes_naming(str(out)) - {process.pid}
-            if (out / "checkpoints" / "reference-self-test.synthetic" / "aiperf" / "inputs.jsonl").exists() and any(
+            if (building(out, "reference-self-test.synthetic") / "aiperf" / "inputs.jsonl").exists() and any(
                 "aiperf" in (Path("/proc") / str(pid) / "cmdline").read_bytes().decode(errors="replace")
                 for pid in seen
                 if (Path("/proc") / str(pid)).exists()
@@ -282,8 +282,9 @@ def test_a_stop_signal_during_aiperf_leaves_no_process_and_a_report(tmp_path: Pa
     interrupted = ResultRow.model_validate_json(
         (out / "checkpoints" / "reference-self-test.synthetic" / "result.json").read_bytes()
     )
-    assert (interrupted.status, interrupted.failed_stage) == ("failed", "aiperf")
-    assert "interrupted" in interrupted.status_reason
+    assert (interrupted.status, interrupted.failed_stage) == ("interrupted", None)
+    assert interrupted.interruption is not None and interrupted.interruption.stage == "aiperf"
+    assert interrupted.interruption.signal == signal.Signals(signum).name
     assert (out / "report.md").is_file() and "reference-self-test.synthetic" in (out / "report.md").read_text()
     assert not (out / LOCK_NAME).exists()
 

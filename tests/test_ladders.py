@@ -87,6 +87,6 @@ def test_a_step_that_raises_ends_its_row_failed_at_that_step(tmp_path: Path) -> 
     error = end.at.row.tool_error
     assert error is not None and error.stage == "serve" and error.type == "ValueError"
     assert "\n" not in error.message and "\\ud800" in error.message  # one line, the surrogate escaped
-    traceback = (tmp_path / "p" / "private" / "traceback.txt").read_text()
+    traceback = (row.row_dir / "private" / "traceback.txt").read_text()  # in the row's staging folder
     assert "ValueError" in traceback and "_raises" in traceback
     assert error.traceback == "private/traceback.txt"

@@ -20,6 +20,7 @@ from shared_runs import FAMILIES
 from trtmc_videoqa.common.errors import EXIT_FAILED, EXIT_OK, EXIT_TOOL_ERROR
 from trtmc_videoqa.ladders import endpoint as endpoint_ladder
 from trtmc_videoqa.ladders import trtmc as trtmc_ladder
+from trtmc_videoqa.rows import end as row_end
 from trtmc_videoqa.stages.protocol import Climb, RowJob, Step, Stop
 
 RAISED = "a step made to raise on purpose: \ud800 and\na second line"
@@ -158,7 +159,7 @@ def test_a_crash_while_a_row_is_finished_is_recorded_at_the_last_stage_it_reache
     def raising(*_: object, **__: object) -> None:  # a test double of the row's finishing
         raise RuntimeError(RAISED)
 
-    monkeypatch.setattr(endpoint_ladder, "measured_row", raising)
+    monkeypatch.setattr(row_end, "measured_row", raising)
     out = tmp_path / "out"
     done = run_main(capsys, "qualify", "--endpoint", "http://127.0.0.1:9", "--model", "m", "--out", str(out), *QUICK)
     assert done.returncode == EXIT_TOOL_ERROR, done.stdout + done.stderr

@@ -19,7 +19,7 @@ import pytest
 from trtmc_videoqa.aiperf.dataset import PlannedRequest, RequestPlan
 from trtmc_videoqa.aiperf.exports import ClientRecord
 from trtmc_videoqa.results import RequestRow
-from trtmc_videoqa.rows.finish import status_from_stages
+from trtmc_videoqa.rows.status import status_from_stages
 from trtmc_videoqa.stages.join import (
     TASK_TIME_TOLERANCE_MS,
     join_requests,

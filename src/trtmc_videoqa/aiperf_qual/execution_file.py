@@ -2,10 +2,11 @@
 attempt it replaced.
 
 A row's folder is aiperf_qual's model result directory: paths in the file are relative to it. The batch is made
-from the row (our join of every request: identity, server task time) and AIPerf's raw export as the row's public
-folder keeps it, so `request_sha` re-computes from the record that `output_ref` names. That export carries each
-clip as its sha256 instead of its base64 (every public export of ours does), so the digest still commits to the
-clip's bytes.
+from the row (our join of every request: identity, server task time) and the typed `AiperfEvidence` the aiperf
+stage took once from AIPerf's raw export as the row's public folder keeps it (`aiperf_evidence`), so `request_sha`
+re-computes from the record that `output_ref` names. That export carries each clip as its sha256 instead of its
+base64 (every public export of ours does), so the digest still commits to the clip's bytes. Writing the file reads
+no AIPerf export: only the row, the evidence and the file's own earlier lines.
 
 A re-run of a row sets the earlier AIPerf export aside as `aiperf/export.previous`; its batch follows it there and
 is marked superseded. Only that one earlier attempt is kept on disk, so only its batch is kept in the file.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from ..common.atomic_write import write_text_atomic
 from ..common.errors import UserError
 from ..common.safe_read import MAX_RESULT_BYTES, read_regular_file
 from ..results import RequestRow, ResultRow
-from ..results.layout import AIPERF_EXPORT, AIPERF_OUTCOME, AIPERF_PREVIOUS_EXPORT, AIPERF_SUMMARY_EXPORT
+from ..results.layout import AIPERF_EXPORT, AIPERF_PREVIOUS_EXPORT, AIPERF_SUMMARY_EXPORT
 from .execution import (
     AIPERF_METRICS,
     EXECUTION_FILE,
@@ -62,12 +64,36 @@ def _task_ms(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) and value > 0 else None
 
 
-def execution_record(raw: dict[str, Any], index: int, row: RequestRow | None, side: Side) -> ExecutionRecord:
-    """One profiling request: AIPerf's raw record (payload, answer, status) with our join of it (unit, task time)."""
+@dataclass(frozen=True)
+class ProfilingRecord:
+    """One profiling-phase raw record of AIPerf's, as execution.jsonl needs it: its identity, the payload's digest
+    and problems, and whether it was answered."""
+
+    conversation_id: str | None
+    x_request_id: str | None
+    request_sha: str
+    request_problems: tuple[str, ...]
+    answered: bool
+    completion_tokens: int | None
+    http_status: int | None
+
+
+@dataclass(frozen=True)
+class AiperfEvidence:
+    """What execution.jsonl needs of one AIPerf run (the typed result the aiperf stage puts in the measurement):
+    how it ended, the profiling records in AIPerf's order, and AIPerf's own per-run statistics."""
+
+    exit_code: int | None  # None: this tool ended it (wall limit, interrupt)
+    gpu_busy_percent: float | None
+    records: tuple[ProfilingRecord, ...]
+    metrics: MetricsCapture
+
+
+def profiling_record(raw: dict[str, Any]) -> ProfilingRecord:
+    """One raw record of AIPerf's export (payload, answer, status) as execution.jsonl needs it."""
     meta = raw.get("metadata") or {}
     payload = raw.get("payload") or {}
     client = client_record(raw, {})
-    sample = str(meta.get("conversation_id") or index)
     answered = (
         client is not None
         and client.error is None
@@ -75,19 +101,47 @@ def execution_record(raw: dict[str, Any], index: int, row: RequestRow | None, si
         and bool(client.answer)
         and not meta.get("was_cancelled")
     )
+    conversation, request_id = meta.get("conversation_id"), meta.get("x_request_id")
+    return ProfilingRecord(
+        conversation_id=str(conversation) if conversation else None,
+        x_request_id=str(request_id) if request_id is not None else None,
+        request_sha=request_sha(payload),
+        request_problems=tuple(request_problems(payload)),
+        answered=answered,
+        completion_tokens=client.completion_tokens if client is not None else None,
+        http_status=client.http_status if client is not None else None,
+    )
+
+
+def aiperf_evidence(export_dir: Path, exit_code: int | None, gpu_busy_percent: float | None) -> AiperfEvidence:
+    """The evidence of the AIPerf run whose export (scrubbed, as it is published) is `export_dir`: read once, by
+    the aiperf stage, right after it kept the export."""
+    profiling = [
+        raw for raw in raw_lines(export_dir) if (raw.get("metadata") or {}).get("benchmark_phase") == "profiling"
+    ]
+    return AiperfEvidence(
+        exit_code=exit_code,
+        gpu_busy_percent=gpu_busy_percent,
+        records=tuple(profiling_record(raw) for raw in profiling),
+        metrics=metrics_capture(_json_file(export_dir / AIPERF_SUMMARY_EXPORT)),
+    )
+
+
+def execution_record(raw: ProfilingRecord, index: int, row: RequestRow | None, side: Side) -> ExecutionRecord:
+    """One profiling request: AIPerf's record of it with our join of it (unit, task time)."""
+    sample = raw.conversation_id or str(index)
     task_ms = _task_ms(row.server_task_ms) if row is not None else None
-    tokens = client.completion_tokens if client is not None else None
     return ExecutionRecord(
         sample_id=sample,
         unit_id=f"{row.question_id}/{row.clip_id}" if row is not None else sample,
-        request_sha=request_sha(payload),
+        request_sha=raw.request_sha,
         model_call_ms=task_ms,
-        valid=answered and task_ms is not None,
-        output_valid=answered,
-        work=[("output_tokens", tokens)] if answered else None,
-        capacity_rejection=(client is not None and client.http_status == 429) if side == "candidate" else None,
-        request_problems=request_problems(payload),
-        output_ref=OutputRef(aiperf_run=AIPERF_EXPORT, record_index=index, request_id=meta.get("x_request_id")),
+        valid=raw.answered and task_ms is not None,
+        output_valid=raw.answered,
+        work=[("output_tokens", raw.completion_tokens)] if raw.answered else None,
+        capacity_rejection=(raw.http_status == 429) if side == "candidate" else None,
+        request_problems=list(raw.request_problems),
+        output_ref=OutputRef(aiperf_run=AIPERF_EXPORT, record_index=index, request_id=raw.x_request_id),
     )
 
 
@@ -110,25 +164,15 @@ def metrics_capture(summary: dict[str, Any]) -> MetricsCapture:
     return MetricsCapture(source=f"{AIPERF_EXPORT}/{AIPERF_SUMMARY_EXPORT}", metrics=metrics)
 
 
-def execution_batch(
-    row: ResultRow,
-    raws: list[dict[str, Any]],
-    *,
-    batch_id: int,
-    aiperf_exit: int | None,
-    summary: dict[str, Any],
-    gpu_busy_percent: float | None,
-) -> ExecutionBatch:
-    """The batch of the row's AIPerf run: its profiling-phase raw records, in AIPerf's order, each joined to our row
-    of that request by X-Request-ID (else by conversation id)."""
+def execution_batch(row: ResultRow, evidence: AiperfEvidence, *, batch_id: int) -> ExecutionBatch:
+    """The batch of the row's AIPerf run: its profiling-phase records, in AIPerf's order, each joined to our row of
+    that request by X-Request-ID (else by conversation id)."""
     side = side_of(row)
     by_id = {r.x_request_id: r for r in row.requests if r.x_request_id}
     by_session = {r.session_id: r for r in row.requests if r.phase == "profiling"}
-    profiling = [raw for raw in raws if (raw.get("metadata") or {}).get("benchmark_phase") == "profiling"]
     records = []
-    for index, raw in enumerate(profiling):
-        meta = raw.get("metadata") or {}
-        ours = by_id.get(str(meta.get("x_request_id"))) or by_session.get(str(meta.get("conversation_id")))
+    for index, raw in enumerate(evidence.records):
+        ours = by_id.get(str(raw.x_request_id)) or by_session.get(str(raw.conversation_id))
         records.append(execution_record(raw, index, ours, side))
     settings = row.provenance.settings if row.provenance else {}
     return ExecutionBatch(
@@ -142,11 +186,11 @@ def execution_batch(
             concurrency=int(settings.get("concurrency", 1)),
             operation=CHAT_ROUTE,
         ),
-        gpu_busy_percent=gpu_busy_percent,
+        gpu_busy_percent=evidence.gpu_busy_percent,
         warmup=row.warmup_requests,
         expected_requests=row.profiling_requests_planned,
-        aiperf_exit=ENDED_BY_US if aiperf_exit is None else aiperf_exit,
-        aiperf_metrics=metrics_capture(summary),
+        aiperf_exit=ENDED_BY_US if evidence.exit_code is None else evidence.exit_code,
+        aiperf_metrics=evidence.metrics,
         records=records,
     )
 
@@ -221,25 +265,19 @@ def _json_file(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def write_execution(row_dir: Path, row: ResultRow) -> Path | None:
-    """Write the row's execution.jsonl after an attempt; None when the row never ran AIPerf and has no file."""
+def write_execution(
+    row_dir: Path,
+    row: ResultRow,
+    evidence: AiperfEvidence | None,
+    carried: tuple[list[ExecutionBatch], set[int]] | None = None,
+) -> Path | None:
+    """Write the row's execution.jsonl after an attempt, from the evidence of the AIPerf run it made (None: it made
+    none) after the earlier attempts' lines (`carried`, else the file as it is); None when the row never ran AIPerf
+    and has no file."""
     path = row_dir / EXECUTION_FILE
-    previous, superseded = read_execution(path)
-    ran = any(stage.name == "aiperf" for stage in row.stages)
-    if not ran and not previous:
+    previous, superseded = carried if carried is not None else read_execution(path)
+    if evidence is None and not previous:
         return None
-    new = None
-    if ran:
-        outcome = _json_file(row_dir / AIPERF_OUTCOME)
-        exit_code = outcome.get("exit_code")
-        busy = outcome.get("gpu_busy_percent")
-        new = execution_batch(
-            row,
-            list(raw_lines(row_dir / AIPERF_EXPORT)),
-            batch_id=0,
-            aiperf_exit=exit_code if isinstance(exit_code, int) else None,
-            summary=_json_file(row_dir / AIPERF_EXPORT / AIPERF_SUMMARY_EXPORT),
-            gpu_busy_percent=float(busy) if isinstance(busy, (int, float)) else None,
-        )
+    new = execution_batch(row, evidence, batch_id=0) if evidence is not None else None
     lines = next_lines(previous, superseded, new)
     return write_text_atomic(path, "".join(json_line(line) for line in lines))

@@ -29,6 +29,7 @@ TABLE: Final[dict[tuple[QualificationStatus, StageName | None], tuple[AiperfQual
     ("aiperf-qualified", None): ("acc-inconclusive", NOT_NONINFERIORITY),
     ("endpoint-qualified", None): ("acc-inconclusive", NOT_NONINFERIORITY),
     ("unverified", None): ("error", "the row claims a result its folder has no evidence for"),
+    ("interrupted", None): ("not-run", "a stop signal ended the row before every gate had an outcome"),
     ("failed", None): ("error", "failed without a named stage"),
     ("failed", "plan"): ("config-error", "the checkpoint's plan could not be made (its manifest or settings)"),
     ("failed", "build"): ("build-failed", "the bundle did not build"),

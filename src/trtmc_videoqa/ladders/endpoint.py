@@ -4,7 +4,7 @@
 
 A server we did not build: no build, no family correctness, no serve; a task time it does not report and a native
 route nobody named are stated on the row, never passed. The ladder is data, as the TRTMC one is: a tuple of steps
-of stages/, and the row is written once, here.
+of stages/, and the row is finished once, by rows/end.py, from what its stages measured.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from ..results import (
     StageResult,
 )
 from ..results.layout import SERVED_MODEL_FILE
-from ..rows.finish import crashed_row, finish_row, measured_row, run_provenance, stopped_row
+from ..rows.end import Earning, climb_and_finish, finish_from
+from ..rows.provenance import run_provenance
 from ..stages.aiperf import aiperf
 from ..stages.capability import capability
 from ..stages.grading import grading
@@ -43,9 +44,6 @@ from ..stages.protocol import (
     Served,
     Step,
     Stop,
-    climb_ladder,
-    measured_end,
-    reached,
     served,
 )
 from ..stages.timing import timing
@@ -118,20 +116,30 @@ def qualify_endpoint(job: QualifyJob, target: EndpointTarget, live: LiveEndpoint
     `endpoint_key`. Whatever raises while the row is measured is the row's `failed` at the stage it reached."""
     planned = _planned_row(target, live, key)
     commands = {"trtmc-videoqa": job.command, **({"serve": live.serve_command} if live.serve_command else {})}
-    try:
-        return _climbed(job, target, live, planned, commands)
-    except Exception as error:  # outside the steps (the row's start or finishing): still this row's outcome
-        return crashed_row(job, planned, "plan", error, commands)
+    served = Served(url=live.url, model=target.model, records=live.records, alive=live.alive)
+
+    def start() -> Climb:
+        begun = with_server_sampling(with_workload_facts(job, planned), job, target.stated)
+        return Climb(row=begun, commands=commands, served=served)
+
+    row = _endpoint_row(job, target, live)
+    fallback = Climb(row=planned, commands=commands, served=served)
+    return climb_and_finish(row, ENDPOINT_LADDER, start, _earning(job, target, live), fallback)
 
 
-def _climbed(
-    job: QualifyJob,
-    target: EndpointTarget,
-    live: LiveEndpoint,
-    planned: ResultRow,
-    commands: dict[str, RecordedCommand],
+def finish_endpoint_stop(
+    job: QualifyJob, target: EndpointTarget, live: LiveEndpoint, key: str, stop: Callable[[Climb], Stop]
 ) -> ResultRow:
-    row = EndpointRow(
+    """An endpoint row that ends before its ladder runs (`stop` makes its Stop from the planned row's climb, e.g. a
+    server that never started), finished as every row is: written whole and put in place."""
+    planned = _planned_row(target, live, key)
+    commands = {"trtmc-videoqa": job.command, **({"serve": live.serve_command} if live.serve_command else {})}
+    climb = Climb(row=with_workload_facts(job, planned), commands=commands)
+    return finish_from(_endpoint_row(job, target, live), stop(climb), _earning(job, target, live))
+
+
+def _endpoint_row(job: QualifyJob, target: EndpointTarget, live: LiveEndpoint) -> EndpointRow:
+    return EndpointRow(
         job=job,
         profile=target.profile,
         tokenizer=job.tokenizer,
@@ -142,30 +150,21 @@ def _climbed(
         ),
         native_url=live.native_url,
     )
-    start = with_server_sampling(with_workload_facts(job, planned), job, target.stated)
-    served = Served(url=live.url, model=target.model, records=live.records, alive=live.alive)
-    end = climb_ladder(ENDPOINT_LADDER, row, Climb(row=start, commands=commands, served=served))
-    try:
-        return _finished(job, target, live, end)
-    except Exception as error:  # while the row is finished: recorded at the last stage it reached
-        at, stage = reached(end)
-        return crashed_row(job, at, stage, error, commands)
 
 
-def _finished(job: QualifyJob, target: EndpointTarget, live: LiveEndpoint, end: Climb | Stop) -> ResultRow:
-    """The row the ladder's end earns, written; a run interrupted while AIPerf ran stops here, once it is."""
-    if isinstance(end, Stop) and end.status is not None:  # ended before it measured (a crash in plan, ...)
-        return finish_row(job, stopped_row(end, _provenance(job, target, live)), end.at.commands)
-    climb, measurement = measured_end(end)
-    note = None
-    if target.declared_no_answer and measurement.output_check is not None:
-        note = _transport_only_reason(target.declared_no_answer, measurement.output_check)
-    provenance = _provenance(job, target, live, measurement)
-    measured = measured_row(climb.row, measurement, "endpoint-qualified", provenance, qualified_note=note)
-    finished = finish_row(job, measured, climb.commands | measurement.commands)
-    if measurement.interrupted:
-        raise KeyboardInterrupt  # the row is written; the run stops here
-    return finished
+def _earning(job: QualifyJob, target: EndpointTarget, live: LiveEndpoint) -> Earning:
+    """What an endpoint row earns: endpoint-qualified at most; the self-test's declared no-answer said first."""
+
+    def note(measurement: Measurement) -> str | None:
+        if target.declared_no_answer and measurement.output_check is not None:
+            return _transport_only_reason(target.declared_no_answer, measurement.output_check)
+        return None
+
+    return Earning(
+        qualified="endpoint-qualified",
+        provenance=lambda _, measurement: _provenance(job, target, live, measurement),
+        note=note,
+    )
 
 
 def _provenance(
@@ -175,7 +174,7 @@ def _provenance(
     return run_provenance(
         job,
         mode="endpoint",
-        endpoint=live.url,
+        endpoint=live.url or None,  # "": a server that was never started
         served_by=capability.served_by if capability else None,
         settings={
             "server_stated": target.stated,
@@ -186,7 +185,7 @@ def _provenance(
 
 
 def _planned_row(target: EndpointTarget, live: LiveEndpoint, key: str) -> ResultRow:
-    comparison = target.comparison
+    comparison, where = target.comparison, live.url or "(not started)"
     return ResultRow(
         profile=target.profile,
         status="planned",
@@ -196,7 +195,11 @@ def _planned_row(target: EndpointTarget, live: LiveEndpoint, key: str) -> Result
         checkpoint=comparison.checkpoint if comparison else None,
         revision=comparison.revision if comparison else None,
         cache_key=key,
-        stages=[StageResult(name="plan", status="passed", detail=f"endpoint {live.url}, model {target.model}")],
+        stages=[
+            StageResult(
+                name="plan", status="passed", detail=f"endpoint {live.url or '(not started)'}, model {target.model}"
+            )
+        ],
     )
 
 

@@ -5,7 +5,7 @@
     (trtmc-server's chat against perf_serving's Task route)
 
 The ladder is data: a tuple of steps, each a stage of stages/ with the one signature `(row, climb) -> Climb | Stop`.
-The row is written once, here, by whichever stage ended it.
+The row is finished once, by rows/end.py, from whichever stage ended it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from ..plan.cache_keys import reusable, trtmc_key
 from ..plan.hub_cache import checkpoint_tokenizer, revision_check
 from ..plan.job import QualifyJob
 from ..results import CheckpointEntry, Inventory, Provenance, ResultRow
-from ..rows.finish import crashed_row, finish_row, measured_row, run_provenance, stopped_row
+from ..rows.end import Earning, climb_and_finish
+from ..rows.provenance import run_provenance
 from ..stages.aiperf import aiperf
 from ..stages.build import build
 from ..stages.checkpoint import Checkpoint
@@ -25,7 +26,7 @@ from ..stages.grading import grading
 from ..stages.identity.trtmc_native import trtmc_identity
 from ..stages.output_check import output_check
 from ..stages.plan_checks import check_plan, planned
-from ..stages.protocol import Climb, Gates, Measurement, Step, Stop, climb_ladder, measured_end, reached
+from ..stages.protocol import Climb, Gates, Measurement, Step
 from ..stages.serve import serve
 from ..stages.timing import timing
 from ..stages.trtmc_capability import trtmc_capability
@@ -68,28 +69,21 @@ def qualify_entry(
         tokenizer_label=tokenizer_label,
         revision_check=revision_check(entry),
     )
-    with cp.resources:  # a server a stage started stops when the row ends, before the row is written
-        end = climb_ladder(TRTMC_LADDER, cp, planned(cp, key))
-    try:
-        if isinstance(end, Stop) and end.status is not None:
-            return finish_row(cp.job, stopped_row(end, _provenance(cp, end.at)), end.at.commands)
-        return _measured(cp, *measured_end(end))
-    except Exception as error:  # while the row is finished: recorded at the last stage it reached
-        at, stage = reached(end)
-        return crashed_row(job, at, stage, error, (end.at if isinstance(end, Stop) else end).commands)
+    start = planned(cp, key)  # a server a stage starts stops when the ladder ends, before the row is written
+    return climb_and_finish(cp, TRTMC_LADDER, lambda: start, _earning(cp), start)
 
 
-def _measured(cp: Checkpoint, climb: Climb, measurement: Measurement) -> ResultRow:
-    """The row with the measurement's figures and the status its stages earn, written; a run interrupted while
-    AIPerf ran stops here, once its row is written (and its server stopped)."""
-    url = climb.served.url if climb.served else None
-    served_by = measurement.capability.served_by if measurement.capability else None
-    provenance = _provenance(cp, climb, endpoint=url, served_by=served_by, transport=measurement.video_transport)
-    row = measured_row(climb.row, measurement, "aiperf-qualified", provenance)
-    row = finish_row(cp.job, row, climb.commands | measurement.commands)
-    if measurement.interrupted:
-        raise KeyboardInterrupt
-    return row
+def _earning(cp: Checkpoint) -> Earning:
+    """What a TRTMC row earns: aiperf-qualified at most; once measured, its provenance names the server."""
+
+    def provenance(climb: Climb, measurement: Measurement | None) -> Provenance:
+        if measurement is None:
+            return _provenance(cp, climb)
+        url = climb.served.url if climb.served else None
+        served_by = measurement.capability.served_by if measurement.capability else None
+        return _provenance(cp, climb, endpoint=url, served_by=served_by, transport=measurement.video_transport)
+
+    return Earning(qualified="aiperf-qualified", provenance=provenance)
 
 
 def _provenance(

@@ -12,7 +12,8 @@ from ..plan.job import QualifyJob
 from ..plan.row_start import unsupported_row
 from ..plan.trtmc_checks import named_by, row_names, variant_hold
 from ..results import CheckpointEntry, Inventory, ResultRow
-from ..rows.finish import crashed_row, finish_row, run_provenance
+from ..rows.end import finish_unclimbed
+from ..rows.provenance import run_provenance
 from ..trtmc.commands import Toolchain
 from .trtmc import qualify_entry
 
@@ -54,16 +55,16 @@ def _qualify_row(job: QualifyJob, entry: CheckpointEntry, run: _Inventory) -> Re
     listed = {"trtmc-videoqa": job.command}
     name = run.names[entry.manifest]
     if entry.verdict != "temporal-video-qa":
-        return finish_row(job, _with_provenance(job, unsupported_row(entry, name), run.inventory), listed)
+        return finish_unclimbed(job, _with_provenance(job, unsupported_row(entry, name), run.inventory), listed)
     normal = run.normals.get((entry.checkpoint, entry.revision))
     held = variant_hold(entry, chosen=run.named(entry), normal=normal, name=name)
     if held is not None:
-        return finish_row(job, _with_provenance(job, held, run.inventory), listed)
+        return finish_unclimbed(job, _with_provenance(job, held, run.inventory), listed)
     try:
         return qualify_entry(job, entry, run.inventory, run.checkout, run.toolchain, name)
     except Exception as error:  # outside the steps (the row's start or finishing): still this row's outcome
         start = _with_provenance(job, unsupported_row(entry, name), run.inventory)
-        return crashed_row(job, start, "plan", error, listed)
+        return finish_unclimbed(job, start, listed, error)
 
 
 def _with_provenance(job: QualifyJob, row: ResultRow, inventory: Inventory) -> ResultRow:

@@ -16,11 +16,12 @@ from ..common.errors import UserError
 from ..common.safe_names import safe_name
 from ..common.safe_read import MAX_RESULT_BYTES, MAX_STRIP_BYTES, read_file_inside
 from ..common.text_escape import json_inert
-from ..results import Report, ResultRow, UnreadableRow
+from ..results import InterruptedAttempt, Report, ResultRow, UnreadableRow
 from ..results.layout import (
     AIPERF_OUTCOME,
     CHECKPOINTS_DIR,
     FRAME_STRIP,
+    INTERRUPTED_ATTEMPT_GLOB,
     INVENTORY_FILE,
     JUNIT_FILE,
     REPORT_HTML,
@@ -100,12 +101,29 @@ def _verified(row: ResultRow, row_dir: Path) -> ResultRow:
     )
 
 
+def load_interrupted_attempts(directory: Path) -> tuple[list[InterruptedAttempt], list[UnreadableRow]]:
+    """The records of attempts a stop signal ended over an earlier row (checkpoints/.interrupted.<row>.json), each
+    beside the row it left whole; one that cannot be read is named, as a result file would be."""
+    attempts, unreadable = [], []
+    for path in sorted((directory / CHECKPOINTS_DIR).glob(INTERRUPTED_ATTEMPT_GLOB)):
+        try:
+            attempts.append(InterruptedAttempt.model_validate_json(read_file_inside(directory, path, MAX_RESULT_BYTES)))
+        except (ValueError, OSError, UserError) as error:
+            where = path.relative_to(directory).as_posix()
+            unreadable.append(UnreadableRow(path=where, source=str(directory), error=_first_problem(error)))
+    return attempts, unreadable
+
+
 def build_report(directories: list[Path], title: str | None = None) -> Report:
     rows: list[ResultRow] = []
     unreadable: list[UnreadableRow] = []
+    attempts: list[InterruptedAttempt] = []
     for directory in directories:
         found, damaged = load_rows(directory)
         rows.extend(found)
+        unreadable.extend(damaged)
+        kept, damaged = load_interrupted_attempts(directory)
+        attempts.extend(kept)
         unreadable.extend(damaged)
     # Rows of several runs stand side by side: one profile on two servers stays two rows.
     rows.sort(key=lambda row: (row.profile, row.provenance.endpoint if row.provenance else ""))
@@ -127,6 +145,7 @@ def build_report(directories: list[Path], title: str | None = None) -> Report:
         models=_by_status([row for row in rows if row.normal_profile is True]),
         variants=_by_status([row for row in rows if row.normal_profile is False]),
         unreadable=unreadable,
+        interrupted_attempts=attempts,
     )
 
 

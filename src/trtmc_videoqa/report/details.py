@@ -6,6 +6,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from ..common.shell_quoting import reproducible_command
+from ..common.text_escape import shown_name
 from ..results import IdentityCheck, IdentityPair, LatencyStats, OutputCheck, RecordedCommand, Report, ResultRow
 
 NOT_REPORTED: Final = "not reported by this server"
@@ -142,6 +143,22 @@ def counts_line(report: Report) -> str:
 def unreadable_lines(report: Report) -> list[str]:
     """One line per result file the report could not read: where it is and why (the rest is reported)."""
     return [f"{damaged.path} (in {damaged.source}): {damaged.error}" for damaged in report.unreadable]
+
+
+def interrupted_lines(report: Report) -> list[str]:
+    """One line per attempt a stop signal ended over an earlier row, which still stands: what the attempt reached
+    and where it was kept."""
+    lines = []
+    for attempt in report.interrupted_attempts:
+        stop = attempt.interruption
+        planned, done = attempt.profiling_requests_planned, attempt.profiling_requests_completed
+        measured = f"{done} of {planned} profiling request(s) answered" if planned else "nothing measured"
+        kept = f"; its files are kept in {attempt.kept}" if attempt.kept else ""
+        lines.append(
+            f"An attempt at {shown_name(attempt.profile)} was interrupted ({stop.signal}) at {stop.stage} "
+            f"({measured}); the row reported is the earlier one, left as it was{kept}"
+        )
+    return lines
 
 
 def profile_note(row: ResultRow) -> str | None:

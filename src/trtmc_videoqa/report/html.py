@@ -27,6 +27,7 @@ from .details import (
     flat,
     has_task_time,
     identity_summary,
+    interrupted_lines,
     mechanics_lines,
     ms,
     output_check_summary,
@@ -57,6 +58,7 @@ _STATUS_COLOURS = {
     "unsupported": "#57606a",
     "blocked": "#9a6700",
     "failed": "#cf222e",
+    "interrupted": "#bc4c00",
 }
 _STYLE = """body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#1f2328}\
 table{border-collapse:collapse;margin:1em 0}
@@ -338,6 +340,7 @@ def render_html(report: Report, frames_png: Path | None = None) -> str:
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(report.title)}</title>"
         f"<style>{_STYLE}</style></head><body><h1>{escape(report.title)}</h1>",
         f'<p class="group group-{escape(group.status)}" style="background:{background}">{escape(group.line)}</p>',
+        *(f'<p class="note"><b>{escape(line)}</b></p>' for line in interrupted_lines(report)),
         f'<p class="counts">{escape(counts_line(report))}</p>',
         summary_table(report),
         f"<p>{escape(report.generated_by)}; built from {escape(', '.join(report.sources))}.</p>",

@@ -21,9 +21,18 @@ from .clips import (  # noqa: F401
     SamplingFacts,
     SamplingWhere,
 )
+from .reports import (  # noqa: F401
+    REPORT_SCHEMA,
+    GroupLine,
+    GroupStatus,
+    GroupVerdict,
+    InterruptedAttempt,
+    Report,
+    UnreadableRow,
+    json_schemas,
+)
 from .rows import (  # noqa: F401
     COMPARISON_LABEL,
-    REPORT_SCHEMA,
     RESULT_SCHEMA,
     STAGE_ORDER,
     Accuracy,
@@ -31,13 +40,11 @@ from .rows import (  # noqa: F401
     AnswerExample,
     AnswerOutcome,
     ComparisonFacts,
-    GroupLine,
-    GroupStatus,
-    GroupVerdict,
     IdentityAnswer,
     IdentityCheck,
     IdentityPair,
     IdentityVerdict,
+    Interruption,
     LatencyStats,
     Mode,
     NativeCapability,
@@ -45,7 +52,6 @@ from .rows import (  # noqa: F401
     Provenance,
     QualificationStatus,
     RecordedCommand,
-    Report,
     RequestRow,
     ResultRow,
     SentClip,
@@ -55,8 +61,6 @@ from .rows import (  # noqa: F401
     StageStatus,
     ToolError,
     TransportAttempt,
-    UnreadableRow,
-    json_schemas,
 )
 from .served import ServedModel, ServedModelVerdict  # noqa: F401
 from .transports import TransportChoice, VideoTransport  # noqa: F401

@@ -99,6 +99,16 @@ REFERENCE_LOG = f"{PRIVATE_DIR}/reference/server.log"
 COMPARISON_SERVER_LOG = f"{PRIVATE_DIR}/transformers-serve.log"
 # Under --out: the temporary folder of every child a run starts, removed when the run ends (common/scratch.py).
 RUN_SCRATCH_DIR = f"{PRIVATE_DIR}/tmp"
+# Under --out (rows/staging.py): each row is built in ROWS_STAGING/<row>/ and renamed into checkpoints/<row>/ once
+# finished; the row it replaces waits in ROWS_EARLIER/<row>/ between the two renames; an interrupted attempt over an
+# earlier row is kept whole in ROWS_INTERRUPTED/<row>/. All three on the same filesystem as checkpoints/, private.
+ROWS_STAGING = f"{PRIVATE_DIR}/rows/staging"
+ROWS_EARLIER = f"{PRIVATE_DIR}/rows/earlier"
+ROWS_INTERRUPTED = f"{PRIVATE_DIR}/rows/interrupted"
+# In checkpoints/, beside the row folder it names: the record of an attempt interrupted over that earlier row
+# (results.InterruptedAttempt). A leading dot: no row folder can have this name (common/safe_names.py).
+INTERRUPTED_ATTEMPT_PREFIX = ".interrupted."
+INTERRUPTED_ATTEMPT_GLOB = f"{INTERRUPTED_ATTEMPT_PREFIX}*.json"
 
 # Everything the tool writes at the top of an output folder (qualify, compare, report, inventory, refresh, the
 # matrix; beside them only the output lock, common/output_lock.py's LOCK_NAME): the publish step rewrites files
@@ -128,6 +138,11 @@ OUTPUT_TOP_NAMES = frozenset(
 
 def checkpoints_dir(out: Path) -> Path:
     return out / CHECKPOINTS_DIR
+
+
+def interrupted_attempt_file(row_dir_name: str) -> str:
+    """The record of an attempt interrupted over the row in checkpoints/<row_dir_name>/, beside it."""
+    return f"{INTERRUPTED_ATTEMPT_PREFIX}{row_dir_name}.json"
 
 
 def workload_dir(out: Path, name: str) -> Path:

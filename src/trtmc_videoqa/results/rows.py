@@ -10,13 +10,11 @@ from pydantic import Field, field_validator
 
 from .base import _Model
 from .clips import ClipManifest, NoSampling, SamplingFacts
-from .layout import schema_file
 from .served import ServedModel
 from .transports import VideoTransport
 from .variants import VariantKind
 
 RESULT_SCHEMA: Final = "trtmc-videoqa.result/v1"
-REPORT_SCHEMA: Final = "trtmc-videoqa.report/v1"
 
 # The ladder (docs/architecture.md). With --endpoint (a server we did not build) it is planned -> endpoint-qualified.
 QualificationStatus = Literal[
@@ -28,6 +26,7 @@ QualificationStatus = Literal[
     "endpoint-qualified",
     "blocked",
     "failed",
+    "interrupted",  # a stop signal (Ctrl-C, SIGTERM, SIGHUP) ended the row: what it measured is kept and counted
     "unverified",  # set by a report only: the row claims a measured status its own folder shows no evidence for
 ]
 # TRTMC aiperf_qual's verdicts and its summary's categories: another tool's vocabulary, kept in its own field.
@@ -50,7 +49,7 @@ StageName = Literal[
     "plan", "build", "correctness", "serve", "capability", "aiperf", "timing", "grading", "output-check", "identity"
 ]
 STAGE_ORDER: tuple[str, ...] = StageName.__args__  # type: ignore[attr-defined]
-StageStatus = Literal["passed", "failed", "blocked", "skipped", "rejected", "not-run"]
+StageStatus = Literal["passed", "failed", "blocked", "skipped", "rejected", "not-run", "interrupted"]
 Mode = Literal["trtmc", "endpoint"]
 
 
@@ -313,6 +312,13 @@ class ToolError(_Model):
     traceback: str | None = Field(default=None, description="where the traceback was kept (row-relative, private)")
 
 
+class Interruption(_Model):
+    """A stop signal that ended a row (status `interrupted`): which, and the stage that was running."""
+
+    signal: str = Field(description="SIGINT, SIGTERM or SIGHUP")
+    stage: StageName = Field(description="the stage running when it came (the last one reached, while finishing)")
+
+
 class ResultRow(_Model):
     schema_version: Literal["trtmc-videoqa.result/v1"] = RESULT_SCHEMA
     profile: str
@@ -378,6 +384,9 @@ class ResultRow(_Model):
     tool_error: ToolError | None = Field(
         default=None, description="set when an exception of ours ended the row: its stage, type and message"
     )
+    interruption: Interruption | None = Field(
+        default=None, description="set on an `interrupted` row: the signal and the stage it stopped"
+    )
 
     @field_validator("commands", mode="before")
     @classmethod
@@ -386,56 +395,3 @@ class ResultRow(_Model):
         if isinstance(value, dict):
             return {k: RecordedCommand.from_line(v) if isinstance(v, str) else v for k, v in value.items()}
         return value
-
-
-# The group's status, one line at the top of every report; a run without TRTMC rows says what it is instead.
-GroupStatus = Literal["blocked", "failed", "qualified", "reference-self-test", "endpoint", "comparison"]
-
-
-class GroupLine(_Model):
-    status: GroupStatus
-    line: str
-
-
-class GroupVerdict(_Model):
-    """The group's verdict in aiperf_qual's words: the worst of the judged rows, by aiperf_qual's severity order."""
-
-    verdict: AiperfQualVerdict | None = Field(description="None: no row to judge")
-    scope: str = Field(description="which rows were judged")
-    rows: dict[str, list[str]] = Field(default_factory=dict, description="every row's profile by verdict, worst first")
-
-
-class UnreadableRow(_Model):
-    """A checkpoints/*/result.json a report could not read: named, with why, while the rest is reported."""
-
-    path: str = Field(description="relative to the artifact directory it was found in")
-    source: str = Field(description="the artifact directory")
-    error: str
-
-
-class Report(_Model):
-    schema_version: Literal["trtmc-videoqa.report/v1"] = REPORT_SCHEMA
-    title: str
-    generated_by: str
-    sources: list[str] = Field(description="artifact directories the report was built from")
-    reference_self_test: bool
-    group: GroupLine
-    aiperf_qual: GroupVerdict | None = Field(default=None, description="the group in TRTMC aiperf_qual's verdicts")
-    rows: list[ResultRow]
-    counts: dict[str, int] = Field(description="every row by status")
-    models: dict[str, int] = Field(
-        default_factory=dict, description="normal profiles (one per checkpoint@revision) by status"
-    )
-    variants: dict[str, int] = Field(default_factory=dict, description="variant rows by status, never models")
-    unreadable: list[UnreadableRow] = Field(default_factory=list, description="result files that could not be read")
-
-
-def json_schemas() -> dict[str, dict[str, Any]]:
-    """The committed JSON Schemas, by file name (tests check the committed copies are current)."""
-    from .inventory import Inventory  # the audit's schemas, loaded only where they are written
-
-    return {
-        schema_file("inventory"): Inventory.model_json_schema(),
-        schema_file("result"): ResultRow.model_json_schema(),
-        schema_file("report"): Report.model_json_schema(),
-    }

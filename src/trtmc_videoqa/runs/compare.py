@@ -12,7 +12,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -201,36 +201,20 @@ class NotServed(Exception):
 
 
 def unserved_row(job: QualifyJob, target: EndpointTarget, never: NotServed) -> ResultRow:
-    """The row of a comparison whose server never answered, ended at `serve` and written like any row."""
-    from ..ladders.endpoint import endpoint_key, with_server_sampling
-    from ..plan.row_start import with_workload_facts
-    from ..rows.finish import crashed_row, finish_row, run_provenance, stopped_row
+    """The row of a comparison whose server never answered, ended at `serve` and finished like any row (written
+    whole in its staging folder, then put in place: ladders/endpoint.py `finish_endpoint_stop`)."""
+    from ..ladders.endpoint import LiveEndpoint, endpoint_key, finish_endpoint_stop, with_server_sampling
     from ..stages.protocol import Climb, Stop
 
-    facts = target.comparison
-    planned = ResultRow(
-        profile=target.profile,
-        status="planned",
-        status_reason="comparison planned; nothing run yet",
-        comparison=facts,
-        checkpoint=facts.checkpoint if facts else None,
-        revision=facts.revision if facts else None,
-        cache_key=endpoint_key(job, target),
-        stages=[StageResult(name="plan", status="passed", detail=f"transformers serve, model {target.model}")],
-    )
-    start = with_server_sampling(with_workload_facts(job, planned), job, target.stated)
-    commands = {"trtmc-videoqa": job.command, **({"serve": never.command} if never.command else {})}
+    live = LiveEndpoint(url=never.url or "", serve_command=never.command)
     stage = StageResult(name="serve", status=never.status, detail=never.detail, wall_s=never.wall_s)
     failed: StageName | None = "serve" if never.status == "failed" else None
-    stop = Stop(Climb(row=start, commands=commands), stage, never.status, f"serve: {never.detail}", failed=failed)
-    settings = {"server_stated": target.stated, "video_transport_used": None}
-    provenance = run_provenance(
-        job, mode="endpoint", endpoint=never.url, settings=settings, tokenizer=job.tokenizer_label
-    )
-    try:
-        return finish_row(job, stopped_row(stop, provenance), commands)
-    except Exception as error:  # while the row is written: still this row's outcome, as on the ladders
-        return crashed_row(job, start, "serve", error, commands)
+
+    def stop(climb: Climb) -> Stop:
+        start = replace(climb, row=with_server_sampling(climb.row, job, target.stated))
+        return Stop(start, stage, never.status, f"serve: {never.detail}", failed=failed)
+
+    return finish_endpoint_stop(job, target, live, endpoint_key(job, target), stop)
 
 
 @contextmanager

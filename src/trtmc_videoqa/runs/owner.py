@@ -35,6 +35,7 @@ from ..results.layout import (
     TOKENIZER_DIR,
 )
 from ..results.transports import needs_clip_server
+from ..rows.staging import recover_rows
 from .foreign_output import refuse_foreign_output
 
 if TYPE_CHECKING:
@@ -153,6 +154,7 @@ def owned_run(
     command = recorded_command(argv, api_key)
     refuse_foreign_output(request.out)  # before the lock: nothing is written into a folder of the user's own
     with OutputLock(request.out), children_temp_dir(request.out / RUN_SCRATCH_DIR):
+        recover_rows(request.out)  # a run that died between a row's two renames: its earlier row put back
         try:
             if adapt is not None:  # the server is asked about the copy made for it
                 workloads = adapt(workloads)
@@ -165,8 +167,8 @@ def owned_run(
                 tools = RunTools(aiperf, tokenizer, label, command, progress, api_key, facts, clip_server)
                 rows = make_rows(workloads, tools)
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP: every child is stopped; report what exists
-            with stop_signals_ignored():
-                if not _has_rows(request.out):  # before the first row: a report that says so
+            with stop_signals_ignored():  # a row the signal cut short is already in place, `interrupted`
+                if not _has_rows(request.out):  # before the first row was written: a report that says so
                     _write_interrupted_report(request.out)
                 _report_and_publish(
                     request, workloads, aiperf.executable, api_key, console, rebuild=_has_rows(request.out)
@@ -234,8 +236,9 @@ def _has_rows(out: Path) -> bool:
 
 
 def _write_interrupted_report(out: Path) -> None:
-    """A run stopped (SIGINT, SIGTERM, SIGHUP) before its first row: every report format says so, and nothing was
-    measured; the exit code is the signal's (128 + its number), as documented."""
+    """A run stopped (SIGINT, SIGTERM, SIGHUP) before its first row was written: every report format says so. A
+    row the signal cut short once it had started is written `interrupted` (rows/end.py), so no row here means
+    nothing was measured; the exit code is the signal's (128 + its number), as documented."""
     from .. import __version__
     from ..common.stop_signals import interrupted_by
     from ..report import write_report

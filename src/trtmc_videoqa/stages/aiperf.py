@@ -27,6 +27,7 @@ from ..aiperf.exports import ClientRecord, read_client_records, scrub_export_fil
 from ..aiperf.progress import AiperfCount
 from ..aiperf.runner import RunOutcome, run_with_wall_limit
 from ..aiperf.tokenizer import aiperf_environment
+from ..aiperf_qual.execution_file import AiperfEvidence, aiperf_evidence
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.progress import watching
 from ..common.scrub import known_secrets
@@ -54,7 +55,7 @@ from ..workloads import Workload
 from .capability import aiperf_videos
 from .join import join_requests, keep_raw_answers, read_server_records, with_server_text_notes
 from .prompts import workload_prompts
-from .protocol import Climb, EndpointRow, RowJob, Served, Stop, measuring, recorded, served
+from .protocol import Climb, EndpointRow, RowJob, Served, Stop, measuring, recorded, served, signal_name
 from .stats import latency_stats, requests_per_second
 
 # Over http the input file names the run's own loopback clip server, which lives only as long as the run.
@@ -76,7 +77,8 @@ class AiperfRun:
     outcome: RunOutcome
     clients: list[ClientRecord]
     command: RecordedCommand  # secrets as placeholders
-    interrupted: bool  # SIGINT while it ran
+    interrupted: bool  # a stop signal while it ran
+    evidence: AiperfEvidence  # what execution.jsonl needs of it, read once from the export as it is kept
 
 
 def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
@@ -96,7 +98,7 @@ def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
         run = run_aiperf(row, replace(target, url=url), plan, recorded_url=target.url if guard else None)
     notes = [HTTP_INPUTS_NOTE] if TRANSPORTS[transport].by_url else []
     result.commands["aiperf"] = run.command.model_copy(update={"notes": notes + ([GUARD_NOTE] if guard else [])})
-    result.aiperf_exit, result.interrupted = run.outcome.exit_code, run.interrupted
+    result.aiperf_exit, result.aiperf = run.outcome.exit_code, run.evidence
     wanted = {client.x_request_id for client in run.clients if client.x_request_id}
     joined = join_requests(plan, run.clients, read_server_records(target.records, wanted), workload, max_tokens)
     keep_raw_answers(row.row_dir, run.clients)
@@ -134,7 +136,7 @@ def _guarded_stage(stage: StageResult, tally: GuardTally, row_dir: Path) -> Stag
     write_model_atomic(row_dir / AIPERF_DIR / GUARD_FILE, tally)
     evidence = [*stage.evidence, f"{AIPERF_DIR}/{GUARD_FILE}"]
     cause = tally.cause()
-    if cause:
+    if cause and stage.status != "interrupted":  # a stop signal ended the run first: the row says so
         return stage.model_copy(update={"status": "failed", "detail": f"{cause}; {stage.detail}", "evidence": evidence})
     return stage.model_copy(update={"detail": f"{stage.detail}; {GUARD_RAN}", "evidence": evidence})
 
@@ -210,7 +212,8 @@ def run_aiperf(row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: 
     scrub_export_file(log, secrets)
     _keep_private(Path(aiperf_settings.artifact_dir) / AIPERF_OWN_LOGS_DIR, row.row_dir / AIPERF_LOGS)
     write_model_atomic(aiperf_dir / AIPERF_OUTCOME_FILE, outcome)
-    return AiperfRun(outcome=outcome, clients=clients, command=command, interrupted=interrupted)
+    evidence = aiperf_evidence(Path(aiperf_settings.artifact_dir), outcome.exit_code, busy)
+    return AiperfRun(outcome=outcome, clients=clients, command=command, interrupted=interrupted, evidence=evidence)
 
 
 def _figures(records: list[RequestRow], clients: list[ClientRecord]) -> dict[str, Any]:
@@ -237,10 +240,8 @@ def _aiperf_stage(
     gone = "; the server is no longer running" if server_gone else ""
     status: StageStatus = "failed"
     if outcome.interrupted:
-        detail = (
-            f"interrupted (SIGINT) while AIPerf ran; AIPerf was ended; {len(completed)} profiling "
-            f"request(s) recorded; run again to measure"
-        )
+        status = "interrupted"
+        detail = f"interrupted ({signal_name()}) while aiperf ran; AIPerf was ended; run again to measure"
     elif outcome.timed_out:
         detail = f"aiperf overstayed its {settings.aiperf_wall_limit_s:g} s wall limit and was ended"
     elif outcome.memory_exceeded:

@@ -3,8 +3,9 @@ steps, climbed in order until one stops.
 
 A `Climb` is the row as far as it has climbed (its stages so far, the commands that ran, and once a server answers,
 the measurement); a `Stop` says where the row ends short of the next stage and why. Stages never write the row:
-the ladder does, once, whatever the outcome. What a stage starts and must outlive it (a server) is entered into
-`RowJob.resources`, which the ladder closes when the row ends.
+the ladder does, once, whatever the outcome (rows/end.py). What a stage starts and must outlive it (a server) is
+entered into `RowJob.resources`, which the ladder closes when the row ends. Stages write their evidence into the
+row's staging folder (`RowJob.row_dir`), which is put in place whole once the row is finished (rows/staging.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..common.atomic_write import write_text_atomic
+from ..common.safe_names import row_dir_name
+from ..common.stop_signals import interrupted_by
 from ..common.text_escape import one_line
 from ..results import (
     Accuracy,
@@ -31,10 +34,11 @@ from ..results import (
     TransportAttempt,
     VideoTransport,
 )
-from ..results.layout import TRACEBACK_FILE
+from ..results.layout import ROWS_STAGING, TRACEBACK_FILE
 
 if TYPE_CHECKING:
     from ..aiperf.dataset import RequestPlan
+    from ..aiperf_qual.execution_file import AiperfEvidence
     from ..plan.job import QualifyJob
     from ..plan.self_test import DeclaredNoAnswer
     from ..serving.capability import CapabilityResult
@@ -76,8 +80,8 @@ class Measurement:
     timing_scope: str | None = None
     commands: dict[str, RecordedCommand] = field(default_factory=dict)
     aiperf_exit: int | None = None
+    aiperf: AiperfEvidence | None = None  # what execution.jsonl needs of the AIPerf run, taken by the stage
     figures: dict[str, Any] = field(default_factory=dict)
-    interrupted: bool = False  # SIGINT while AIPerf ran: the ladder records the row, then stops the run
     video_transport: VideoTransport | None = None  # the one the capability check accepted, used from then on
     transport_attempts: list[TransportAttempt] = field(default_factory=list)
 
@@ -133,7 +137,8 @@ class RowJob:
 
     @property
     def row_dir(self) -> Path:
-        return self.job.row_dir(self.profile)
+        """Where the row is built: its staging folder, put in place as checkpoints/<row>/ once it is finished."""
+        return self.job.out / ROWS_STAGING / row_dir_name(self.profile)
 
     def progress(self, message: str) -> None:
         self.job.progress(f"{self.profile}: {message}")
@@ -158,14 +163,17 @@ class Step(Generic[R]):
 
 
 def climb_ladder(steps: tuple[Step[R], ...], row: R, start: Climb) -> Climb | Stop:
-    """Each step in order, from `start`, until one stops the row. Whatever a step raises (Ctrl-C aside) is that
-    row's `failed` at that step: the rows before and after it are measured and kept."""
+    """Each step in order, from `start`, until one stops the row. Whatever a step raises is that row's `failed` at
+    that step: the rows before and after it are measured and kept. A stop signal (Ctrl-C, SIGTERM, SIGHUP) ends
+    the row `interrupted` at that step, what it measured kept; the run stops once the row is written."""
     climb = start
     for step in steps:
         try:
             outcome = step.run(row, climb)
         except Exception as error:  # a bug of ours, or an input we did not foresee: this row's outcome, not the run's
             return crashed(row, climb, step.name, error)
+        except KeyboardInterrupt:  # every child the step started is already ended (its own cleanup ran)
+            return interrupted(climb, step.name)
         if isinstance(outcome, Stop):
             return outcome
         climb = outcome
@@ -195,6 +203,23 @@ def crashed(row: RowJob, climb: Climb, stage: StageName, error: Exception) -> St
         at.measurement.stages.append(failed)
         return Stop(at, failed)
     return Stop(at, failed, status="failed", reason=f"{stage}: {failed.detail}", failed=stage)
+
+
+def signal_name() -> str:
+    """The stop signal this process got first (Ctrl-C's is SIGINT)."""
+    by = interrupted_by()
+    return "SIGINT" if by == "interrupted" else by
+
+
+def interrupted(climb: Climb, stage: StageName) -> Stop:
+    """The row ended `interrupted` at `stage` by a stop signal. Once measuring, the stage joins the measurement's
+    stages and the status is read off them, with what was measured."""
+    detail = f"interrupted ({signal_name()}) while {stage} ran"
+    stopped = StageResult(name=stage, status="interrupted", detail=detail, evidence=[])
+    if climb.measurement is not None:
+        climb.measurement.stages.append(stopped)
+        return Stop(climb, stopped)
+    return Stop(climb, stopped, status="interrupted", reason=f"{stage}: {detail}; nothing was measured before it")
 
 
 def tool_error(row_dir: Path, stage: StageName, error: BaseException) -> ToolError:
