@@ -195,11 +195,7 @@ def _planned_row(target: EndpointTarget, live: LiveEndpoint, key: str) -> Result
         checkpoint=comparison.checkpoint if comparison else None,
         revision=comparison.revision if comparison else None,
         cache_key=key,
-        stages=[
-            StageResult(
-                name="plan", status="passed", detail=f"endpoint {live.url or '(not started)'}, model {target.model}"
-            )
-        ],
+        stages=[StageResult(name="plan", status="passed", detail=f"endpoint {where}, model {target.model}")],
     )
 
 

@@ -23,7 +23,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..common.atomic_write import write_model_atomic
+from ..common.atomic_write import copy_file_atomic, write_model_atomic
 from ..common.safe_names import row_dir_name
 from ..results import InterruptedAttempt, ResultRow
 from ..results.layout import (
@@ -87,11 +87,10 @@ def begin(staging: Staging) -> Path:
             source, copy = staging.final / relative, staging.building / relative
             if source.is_symlink():
                 continue  # never followed: a link planted in a row is not evidence of ours
-            if source.is_dir():
-                shutil.copytree(source, copy, symlinks=True)
-            elif source.is_file():
-                copy.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(source, copy, follow_symlinks=False)
+            files = sorted(source.rglob("*")) if source.is_dir() else [source]
+            for file in files:  # regular files only, each through the safe writer; a link inside is left behind
+                if file.is_file() and not file.is_symlink():
+                    copy_file_atomic(file, copy / file.relative_to(source) if file != source else copy)
     return staging.building
 
 
