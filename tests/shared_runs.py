@@ -139,7 +139,8 @@ def namespace_problem() -> str | None:
 
 def self_test(factory: pytest.TempPathFactory) -> SharedRun:
     """The README's main job, `trtmc-videoqa qualify --out OUT` (both rows of the embedded default), run with values
-    no public artifact may carry: an output folder and a $HOME whose paths hold a space and a sentinel, a secret in
+    no public artifact may carry: an output folder and a $HOME whose paths hold a space and a sentinel (the folder's
+    also `&`, `'` and `[`, which Markdown, HTML, XML and the shell each write otherwise), a secret in
     the environment and, where `unshare -u` is allowed (root; CI runs as root), a host name of its own. OUT is
     given relative to the folder the run starts in ($HOME), as the README's default `artifacts` is.
 
@@ -148,7 +149,8 @@ def self_test(factory: pytest.TempPathFactory) -> SharedRun:
     a copy) and test_hostile_input.py (foreign and unproven result files, on copies). Two AIPerf runs."""
 
     def make(folder: Path) -> dict[str, Any]:
-        out, home = folder / "out dir SENTINELout", folder / "home dir SENTINELhome"
+        # The folder's name holds what each renderer escapes (&, ', [): no rendering of it may reach a public file.
+        out, home = folder / "out dir SENTINEL&q'[1]out", folder / "home dir SENTINELhome"
         home.mkdir()
         added = {"HOME": str(home), "HF_TOKEN": HUB_TOKEN}
         argv = [sys.executable, "-m", "trtmc_videoqa", "qualify", "--out", os.path.relpath(out, home)]
@@ -160,7 +162,7 @@ def self_test(factory: pytest.TempPathFactory) -> SharedRun:
         )
         return {"run": ran(done), "out": out.name, "home": home.name, "env": added, "namespace_problem": problem}
 
-    return shared(factory, "self-test", {"argv": ["qualify"], "host": HOST, "out": "relative"}, make)
+    return shared(factory, "self-test", {"argv": ["qualify"], "host": HOST, "out": "relative, marked up"}, make)
 
 
 QUICK_HTTP = (*QUICK, "--video-transport", "http")

@@ -565,3 +565,26 @@ def test_a_hand_made_row_with_a_non_finite_number_is_named_not_drawn(tmp_path: P
     assert unreadable["error"] == "requests.0.client_latency_ms: Input should be a finite number"
     assert "checkpoints/bad/result.json" in (tmp_path / "report" / "report.md").read_text()
     assert (tmp_path / "report" / "report.html").is_file()
+
+
+def test_values_are_made_public_before_any_format_escapes_them(tmp_path: Path) -> None:
+    from trtmc_videoqa.report import write_report
+    from trtmc_videoqa.results import GroupLine, Report, ResultRow
+
+    path = "/data/q&x'y[1]/out"
+    row = ResultRow(profile="p", status="failed", status_reason=f"plan: nothing at {path}/checkpoints")
+    report = Report(
+        title="t",
+        generated_by="g",
+        sources=[path],
+        reference_self_test=False,
+        rows=[row],
+        counts={"failed": 1},
+        group=GroupLine(status="failed", line="Group: failed"),
+    )
+    write_report(report, tmp_path, public=lambda text: text.replace(path, "$OUT"))
+    for name in ("report.md", "report.html", "junit.xml", "report.json"):
+        text = (tmp_path / name).read_text()
+        assert "q&" not in text and "y[1]" not in text and "y\\\\[1" not in text, name  # no rendering of it
+        assert "$OUT" in text, name
+    assert json.loads((tmp_path / "report.json").read_text())["values_made_public"] == 2

@@ -61,6 +61,10 @@ if TYPE_CHECKING:
     from ..workloads import Workload
 
 
+# What renders the reports once the files they are built from are public: given the rewrite of one value.
+Render = Callable[[Callable[[str], str]], None]
+
+
 @dataclass(frozen=True)
 class PublicMap:
     """What each of this machine's paths and names becomes in a public file, as one pattern per kind."""
@@ -208,11 +212,18 @@ def _same_bytes(copy: Path, source: Path) -> bool:
 
 
 def publish(
-    out: Path, mapping: PublicMap, sentinels: PublicSentinels, warn: Callable[[str], None] | None = None
+    out: Path,
+    mapping: PublicMap,
+    sentinels: PublicSentinels,
+    warn: Callable[[str], None] | None = None,
+    render: Render | None = None,
 ) -> int:
-    """Rewrite the public files, then check them; the number of files scanned (PublicCheckFailed on a hit; `warn`
-    hears of the user or host name as a word of workload or server text, check_public's default otherwise)."""
+    """Rewrite the public files, render the reports from values already public (`render`, given the rewrite of one
+    value), then check them all; the number of files scanned (PublicCheckFailed on a hit; `warn` hears of the user or
+    host name as a word of workload or server text, check_public's default otherwise)."""
     rewrite_public_files(out, mapping)
+    if render is not None:
+        render(mapping.rewrite)
     return check_public(out, sentinels, warn=warn)
 
 
@@ -233,6 +244,7 @@ def publish_run(
     model_dir: Path | None = None,
     warn: Callable[[str], None] | None = None,
     programs: Sequence[str | None] = (),
+    render: Render | None = None,
 ) -> int:
     """A run's artifacts under `out` made portable and public-safe, then checked: copy the workloads in, rewrite,
         check (PublicCheckFailed names file:line for anything left). `trtmc` is the run's TRTMC checkout, `bundle_cache`
@@ -262,7 +274,7 @@ def publish_run(
         programs=list(programs),
         endpoint_hosts=remote_hosts(list(server_urls)),
     )
-    scanned = publish(out, mapping, run_public_sentinels(out, mapping, known_secrets(api_key)), warn)
+    scanned = publish(out, mapping, run_public_sentinels(out, mapping, known_secrets(api_key)), warn, render)
     for workload in workloads.values():  # the clip manifests now name the published copy: a re-run reuses them
         restamp_prepared(workload_dir(out, workload))
     return scanned

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -196,7 +197,13 @@ def _strip_inside(directory: Path, strip: Path) -> bool:
     return inside and stat.S_ISREG(info.st_mode) and info.st_size <= MAX_STRIP_BYTES
 
 
-def write_report(report: Report, out: Path, frames_png: Path | None = None) -> list[Path]:
+def write_report(
+    report: Report, out: Path, frames_png: Path | None = None, public: Callable[[str], str] | None = None
+) -> list[Path]:
+    """Every format of `report` under `out`; with `public` (the run's public rewrite), each value is made public
+    first, so what a format escapes (`&amp;`, `\\[`) never splits a path the rewrite would have replaced."""
+    if public is not None:
+        report = made_public(report, public)
     written = [
         # bidirectional and zero-width characters as \u escapes: the same data, shown escaped
         write_text_atomic(out / REPORT_JSON, json_inert(report.model_dump_json(indent=2)) + "\n"),
@@ -209,3 +216,24 @@ def write_report(report: Report, out: Path, frames_png: Path | None = None) -> l
         with open_for_appending(Path(summary)) as stream:
             stream.write(render_step_summary(report))
     return written
+
+
+def made_public(report: Report, public: Callable[[str], str]) -> Report:
+    """`report` with `public` applied to each of its string values, and how many it changed counted on it."""
+    changed = 0
+
+    def walk(value: object) -> object:
+        nonlocal changed
+        if isinstance(value, str):
+            new = public(value)
+            changed += new != value
+            return new
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if isinstance(value, dict):
+            return {key: walk(item) for key, item in value.items()}
+        return value
+
+    data = walk(report.model_dump(mode="json"))
+    assert isinstance(data, dict)
+    return Report.model_validate(data | {"values_made_public": report.values_made_public + changed})

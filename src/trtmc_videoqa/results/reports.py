@@ -72,6 +72,11 @@ class Report(_Model):
     interrupted_attempts: list[InterruptedAttempt] = Field(
         default_factory=list, description="attempts a stop signal ended over an earlier row, which stands"
     )
+    values_made_public: int = Field(
+        default=0,
+        description="values that named this machine (a path, a host) replaced by their placeholder before the report "
+        "was rendered, so no renderer's escaping can hide one from the public check",
+    )
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:

@@ -190,14 +190,19 @@ def _report_and_publish(
     console: RunConsole,
     rebuild: bool = True,
 ) -> None:
-    """Every report over the rows that exist (unless `rebuild` is off: the interrupted report stands), then the
-    artifacts made public-safe and checked (publish/)."""
+    """The artifacts made public-safe (publish/), then every report rendered from the rows made public (unless
+    `rebuild` is off: the interrupted report, written again), each value it holds rewritten before any format escapes
+    it, then the check over everything."""
     from ..publish.rewrite import publish_run
     from ..report import build_report, frame_strip, write_report
 
-    if rebuild:
-        report = build_report([request.out])
-        write_report(report, request.out, frame_strip(report, [request.out]))
+    def render(public: Callable[[str], str]) -> None:  # from the rows already made public, every value checked too
+        if rebuild:
+            report = build_report([request.out])
+            write_report(report, request.out, frame_strip(report, [request.out]), public=public)
+        else:
+            _write_interrupted_report(request.out, public)
+
     publish_run(
         request.out,
         {workload.name: workload for workload in workloads},
@@ -209,6 +214,7 @@ def _report_and_publish(
         model_dir=request.model_dir(),
         warn=console.warn,
         programs=_toolchain_programs() if request.trtmc else (),
+        render=render,
     )
 
 
@@ -235,7 +241,7 @@ def _has_rows(out: Path) -> bool:
     return any((out / CHECKPOINTS_DIR).glob(f"*/{RESULT_FILE}"))
 
 
-def _write_interrupted_report(out: Path) -> None:
+def _write_interrupted_report(out: Path, public: Callable[[str], str] | None = None) -> None:
     """A run stopped (SIGINT, SIGTERM, SIGHUP) before its first row was written: every report format says so. A
     row the signal cut short once it had started is written `interrupted` (rows/end.py), so no row here means
     nothing was measured; the exit code is the signal's (128 + its number), as documented."""
@@ -258,7 +264,7 @@ def _write_interrupted_report(out: Path) -> None:
         rows=[],
         counts={},
     )
-    write_report(report, out)
+    write_report(report, out, public=public)
 
 
 @contextlib.contextmanager
