@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from ..common.atomic_write import check_inside, copy_file_atomic, write_bytes_atomic
 from ..common.digests import file_sha256
 from ..common.net import is_loopback_host
+from ..common.safe_read import UnreadableInput, read_regular_file
 from ..common.shell_quoting import reproducible_command
 from ..results.layout import (
     BUNDLES_DIR,
@@ -60,6 +61,10 @@ from .machine_names import run_dirs
 if TYPE_CHECKING:
     from ..workloads import Workload
 
+
+# The largest file the rewrite reads: the files the tool composes are kB to a few MB (a report with its strip);
+# a larger one under the tool's names was not written by it as text.
+REWRITE_CAP = 64 << 20
 
 # What renders the reports once the files they are built from are public: given the rewrite of one value.
 Render = Callable[[Callable[[str], str]], None]
@@ -175,7 +180,10 @@ def rewrite_public_files(root: Path, mapping: PublicMap) -> int:
             continue
         if path.suffix.lower() in BINARY_SUFFIXES or (is_measured(relative) and not is_file_reference_file(relative)):
             continue  # never read: a raw export of many MB stays on disk as it is
-        data = path.read_bytes()
+        try:  # bounded and never blocking (this runs while stop signals are held back): a file of ours is far smaller
+            data = read_regular_file(path, REWRITE_CAP, follow_links=False)
+        except UnreadableInput:
+            continue  # left as it is; the check still reads it, in pieces, and names any path it holds
         if b"\0" in data[:SNIFF_BYTES]:
             continue
         text = data.decode("utf-8", errors="surrogateescape")
