@@ -43,6 +43,7 @@ from .dagger_plan import (
     TRTMC_MOUNT,
     TRTMC_SRC,
     TRTMC_VENV,
+    VIDEO_TRANSPORTS,
     bundle_volume,
     ccache_volume,
     check_profile,
@@ -89,7 +90,10 @@ Step = Callable[[dagger.Container], dagger.Container]
 # Arguments several functions take, documented once.
 HubToken = Annotated[dagger.Secret | None, Doc("hub token for gated checkpoints, e.g. env:HF_TOKEN")]
 CudaArch = Annotated[str, Doc("CUDA architecture TRTMC is built for (90 = sm_90, the H200)")]
-Transport = Annotated[str, Doc("how requests carry the clip: data-url (default), http (a loopback server) or auto")]
+# The choices follow dagger_plan.VIDEO_TRANSPORTS, itself held equal to results/transports.py by a test.
+Transport = Annotated[
+    str, Doc(f"how requests carry the clip: {', '.join(VIDEO_TRANSPORTS)} (default {DEFAULT_VIDEO_TRANSPORT})")
+]
 PrivateLogs = Annotated[bool, Doc("also export the raw logs (private/ folders), for a maintainer; never for upload")]
 
 
