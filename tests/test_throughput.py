@@ -184,3 +184,10 @@ def test_execution_jsonl_holds_a_batch_per_run_and_a_rerun_keeps_only_the_first_
     assert [line.get("batch_id", "event") for line in again] == [0, "event", 1, 2]
     assert again[0]["aiperf_metrics"]["source"].startswith("aiperf/export.previous/")
     assert [b["batch_id"] for b in execution_checks.active_batches(again)] == [1, 2]
+
+
+def test_the_dry_run_names_the_levels_and_runs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    args = ("qualify", "--dry-run", "--out", str(tmp_path), "--num-profile-runs", "2")
+    done = run_main(capsys, *args, "--concurrency", "1,4")
+    assert done.returncode == 0 and "load: concurrency 1, 4, 2 runs each" in done.stdout
+    assert "4 AIPerf run(s) per checkpoint" in done.stdout
