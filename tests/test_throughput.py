@@ -12,13 +12,25 @@ import execution_checks
 import pytest
 from helpers import QUICK, cli, reference, run_main
 
-from trtmc_videoqa.aiperf.dataset import Prompt, plan_requests
-from trtmc_videoqa.aiperf_qual.execution import ExecutionBatch
-from trtmc_videoqa.aiperf_qual.execution_file import next_lines
+from trtmc_videoqa.aiperf.dataset import PlannedRequest, Prompt, RequestPlan, plan_requests
+from trtmc_videoqa.aiperf_qual.execution import ExecutionBatch, MetricsCapture
+from trtmc_videoqa.aiperf_qual.execution_file import AiperfEvidence, next_lines
+from trtmc_videoqa.plan.settings import RunSettings
 from trtmc_videoqa.publish.evidence import is_file_reference_file, is_measured
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME
-from trtmc_videoqa.results import TINY_WORKLOAD_NOTE, LoadLevel, ResultRow, Sweep
+from trtmc_videoqa.results import (
+    TINY_WORKLOAD_NOTE,
+    LoadLevel,
+    RecordedCommand,
+    RequestRow,
+    ResultRow,
+    StageResult,
+    Sweep,
+)
 from trtmc_videoqa.rows.status import failing_level
+from trtmc_videoqa.stages.levels import LevelRun, Load
+from trtmc_videoqa.stages.stats import latency_stats
+from trtmc_videoqa.stages.sweep import sweep_of
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -191,3 +203,74 @@ def test_the_dry_run_names_the_levels_and_runs(capsys: pytest.CaptureFixture[str
     done = run_main(capsys, *args, "--concurrency", "1,4")
     assert done.returncode == 0 and "load: concurrency 1, 4, 2 runs each" in done.stdout
     assert "4 AIPerf run(s) per checkpoint" in done.stdout
+
+
+def _run(concurrency: int, run: int, latencies: list[float], *, failed: str | None = None) -> LevelRun:
+    """A measured run as the stages leave it: its records and figures, each stage's verdict on it."""
+    load = Load(concurrency=concurrency, request_rate=None, run=run, first=(concurrency, run) == (1, 1))
+    records = [
+        RequestRow(
+            session_id=f"{load.id_prefix}q.c.r{i:02d}",
+            phase="profiling",
+            question_id="q",
+            clip_id="c",
+            repeat=i,
+            client_latency_ms=ms,
+            server_task_ms=ms / 2,
+        )
+        for i, ms in enumerate(latencies)
+    ]
+    evidence = AiperfEvidence(exit_code=0, gpu_busy_percent=None, records=(), metrics=MetricsCapture(source="x"))
+    measured = LevelRun(
+        load=load,
+        plan=RequestPlan(
+            requests=[
+                PlannedRequest(
+                    session_id=r.session_id,
+                    phase="profiling",
+                    question_id="q",
+                    clip_id="c",
+                    repeat=r.repeat,
+                    clip_path="/c.mp4",
+                    text="t",
+                )
+                for r in records
+            ],
+            max_tokens=8,
+        ),
+        command=RecordedCommand.of(["aiperf"]),
+        evidence=evidence,
+        records=records,
+        figures={
+            "client_latency": latency_stats(latencies),
+            "server_task_time": latency_stats([ms / 2 for ms in latencies]),
+            "requests_per_s": 1000 * concurrency / max(latencies),
+        },
+    )
+    for name in ("aiperf", "timing"):
+        status = "failed" if failed == name else "passed"
+        measured.stages[name] = StageResult(name=name, status=status, detail=f"{name} said so")
+    return measured
+
+
+def test_the_sweep_gives_each_level_its_runs_intervals_best_level_and_goodput() -> None:
+    runs = [
+        _run(1, 1, [100.0, 110.0]),
+        _run(4, 1, [300.0, 320.0]),
+        _run(1, 2, [104.0, 108.0]),
+        _run(4, 2, [310.0, 330.0], failed="timing"),
+    ]
+    settings = RunSettings(concurrency=(1, 4), num_profile_runs=2, goodput="request_latency:200")
+    sweep = sweep_of(runs, settings)
+    assert sweep is not None and [level.concurrency for level in sweep.levels] == [1, 4]
+    low, high = sweep.levels
+    assert [run.label for run in low.runs] == ["c1", "c1-run2"] and [run.label for run in high.runs] == [
+        "c4",
+        "c4-run2",
+    ]
+    assert low.passed and not high.passed and high.failed_at == "timing" and high.detail.startswith("c4-run2:")
+    assert set(low.intervals) == {"client_p50_ms", "task_p50_ms", "requests_per_s"}
+    assert low.intervals["client_p50_ms"].n == 2 and low.intervals["client_p50_ms"].mean == pytest.approx(105.5)
+    assert sweep.best_level == 1.0  # the failing level is never the best, however fast
+    assert low.goodput_met and not high.goodput_met and sweep.goodput_best_level == 1.0
+    assert failing_level(sweep) == ("timing", "timing: concurrency 4 did not pass: c4-run2: timing said so")
