@@ -274,3 +274,13 @@ def test_the_sweep_gives_each_level_its_runs_intervals_best_level_and_goodput() 
     assert sweep.best_level == 1.0  # the failing level is never the best, however fast
     assert low.goodput_met and not high.goodput_met and sweep.goodput_best_level == 1.0
     assert failing_level(sweep) == ("timing", "timing: concurrency 4 did not pass: c4-run2: timing said so")
+
+
+def test_the_levels_runs_and_objective_join_the_cache_key_only_when_they_shape_the_measurement() -> None:
+    plain = RunSettings().measured()
+    assert "concurrency" not in plain and "request_rate" not in plain and "goodput" not in plain
+    assert plain["num_profile_runs"] == 1 and plain["confidence_level"] == 0.95
+    swept = RunSettings(concurrency=(1, 4), num_profile_runs=3, goodput="request_latency:500").measured()
+    assert swept["concurrency"] == (1, 4) and swept["num_profile_runs"] == 3
+    assert swept["goodput"] == "request_latency:500"
+    assert RunSettings(request_rate=(2.5,)).measured()["request_rate"] == (2.5,)
