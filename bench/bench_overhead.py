@@ -101,6 +101,8 @@ def bare_argv(out: Path, artifact_dir: Path, executable: str) -> list[str]:
     own artifact directory."""
     row = json.loads((row_dir(out) / RESULT_FILE).read_text())
     argv = list(row["commands"]["aiperf"]["argv"])  # recorded as a list, the program by its name
+    while argv and (argv[0] == "env" or argv[0] == "-u"):  # `env -u HF_HUB_OFFLINE ...`: aiperf_environment does it
+        argv = argv[2:] if argv[0] == "-u" else argv[1:]
     if Path(argv[0]).name != "aiperf" or "--artifact-dir" not in argv:
         raise SystemExit(f"the recorded AIPerf command is not the one this bench expects: {argv[:3]} ...")
     argv[0] = executable
