@@ -36,6 +36,7 @@ class AiperfSettings(BaseModel):
     warmup_requests: int
     profiling_requests: int
     concurrency: int = 1
+    request_rate: float | None = None  # requests per second: AIPerf's rate mode, in place of the concurrency
     request_timeout_s: float = 120.0
     streaming: bool = False
     api_key: str | None = None
@@ -62,8 +63,11 @@ def profile_argv(executable: str, settings: AiperfSettings) -> list[str]:
         "sequential",
         "--request-count",
         str(settings.profiling_requests),
-        "--concurrency",
-        str(settings.concurrency),
+        *(
+            ["--request-rate", f"{settings.request_rate:g}"]
+            if settings.request_rate is not None
+            else ["--concurrency", str(settings.concurrency)]
+        ),
         "--request-timeout-seconds",
         f"{settings.request_timeout_s:g}",
         "--export-level",

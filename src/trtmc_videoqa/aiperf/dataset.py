@@ -68,11 +68,13 @@ def plan_requests(
     temperature: float = 0.0,
     videos: Mapping[str, str] | None = None,
     extra_body: Mapping[str, Any] | None = None,
+    id_prefix: str = "",
 ) -> RequestPlan:
     """Warmup rows (real requests, kept apart) cycle over the prompts; then every prompt `repeats` times.
 
     `videos` maps a clip id to the URL its rows carry instead of the clip's path: a transport that carries the clip
-    by URL (results/transports.py; stages/capability.py's `aiperf_videos`)."""
+    by URL (results/transports.py; stages/capability.py's `aiperf_videos`). `id_prefix` starts every request id: a
+    row's further AIPerf runs (a sweep's levels, repeats) keep their ids apart from the first run's."""
     if not prompts:
         raise ValueError("a request plan needs at least one prompt")
     if repeats < 1 or warmup < 0:
@@ -80,7 +82,7 @@ def plan_requests(
     urls = dict(videos or {})
     rows = [
         PlannedRequest(
-            session_id=f"warmup-{index:03d}.{p.question_id}.{p.clip_id}",
+            session_id=f"{id_prefix}warmup-{index:03d}.{p.question_id}.{p.clip_id}",
             phase="warmup",
             question_id=p.question_id,
             clip_id=p.clip_id,
@@ -94,7 +96,7 @@ def plan_requests(
     # Repeats interleave (all prompts once, then again) so a drifting server affects every prompt alike.
     rows += [
         PlannedRequest(
-            session_id=f"{p.question_id}.{p.clip_id}.r{repeat:02d}",
+            session_id=f"{id_prefix}{p.question_id}.{p.clip_id}.r{repeat:02d}",
             phase="profiling",
             question_id=p.question_id,
             clip_id=p.clip_id,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,19 @@ class ProfilingRecord:
 
 
 @dataclass(frozen=True)
+class RunFacts:
+    """One AIPerf run of a row that makes several (a sweep's levels, repeated runs): its export (row-relative), its
+    load, and its request counts, which its batch says instead of the row's (its first run's)."""
+
+    export: str
+    concurrency: int | None  # None: a request-rate run
+    warmup: int
+    expected: int
+    first: bool  # the row's first run: its export is aiperf/export, set aside by the next attempt
+    requests: tuple[RequestRow, ...] = ()  # our join of the run's requests (the row holds only its first run's)
+
+
+@dataclass(frozen=True)
 class AiperfEvidence:
     """What execution.jsonl needs of one AIPerf run (the typed result the aiperf stage puts in the measurement):
     how it ended, the profiling records in AIPerf's order, and AIPerf's own per-run statistics."""
@@ -87,6 +101,7 @@ class AiperfEvidence:
     gpu_busy_percent: float | None
     records: tuple[ProfilingRecord, ...]
     metrics: MetricsCapture
+    run: RunFacts | None = None  # set by the aiperf stage; None: the row's one run, as before sweeps
 
 
 def profiling_record(raw: dict[str, Any]) -> ProfilingRecord:
@@ -127,7 +142,9 @@ def aiperf_evidence(export_dir: Path, exit_code: int | None, gpu_busy_percent: f
     )
 
 
-def execution_record(raw: ProfilingRecord, index: int, row: RequestRow | None, side: Side) -> ExecutionRecord:
+def execution_record(
+    raw: ProfilingRecord, index: int, row: RequestRow | None, side: Side, export: str = AIPERF_EXPORT
+) -> ExecutionRecord:
     """One profiling request: AIPerf's record of it with our join of it (unit, task time)."""
     sample = raw.conversation_id or str(index)
     task_ms = _task_ms(row.server_task_ms) if row is not None else None
@@ -141,11 +158,11 @@ def execution_record(raw: ProfilingRecord, index: int, row: RequestRow | None, s
         work=[("output_tokens", raw.completion_tokens)] if raw.answered else None,
         capacity_rejection=(raw.http_status == 429) if side == "candidate" else None,
         request_problems=list(raw.request_problems),
-        output_ref=OutputRef(aiperf_run=AIPERF_EXPORT, record_index=index, request_id=raw.x_request_id),
+        output_ref=OutputRef(aiperf_run=export, record_index=index, request_id=raw.x_request_id),
     )
 
 
-def metrics_capture(summary: dict[str, Any]) -> MetricsCapture:
+def metrics_capture(summary: dict[str, Any], export: str = AIPERF_EXPORT) -> MetricsCapture:
     """AIPerf's own per-run statistics, kept as AIPerf gives them (finite numbers and the unit), never recomputed."""
     metrics: dict[str, dict[str, float | str]] = {}
     for name in AIPERF_METRICS:
@@ -161,19 +178,23 @@ def metrics_capture(summary: dict[str, Any]) -> MetricsCapture:
             values["unit"] = source["unit"]
         if values:
             metrics[name] = values
-    return MetricsCapture(source=f"{AIPERF_EXPORT}/{AIPERF_SUMMARY_EXPORT}", metrics=metrics)
+    return MetricsCapture(source=f"{export}/{AIPERF_SUMMARY_EXPORT}", metrics=metrics)
 
 
 def execution_batch(row: ResultRow, evidence: AiperfEvidence, *, batch_id: int) -> ExecutionBatch:
-    """The batch of the row's AIPerf run: its profiling-phase records, in AIPerf's order, each joined to our row of
-    that request by X-Request-ID (else by conversation id)."""
+    """The batch of one AIPerf run of the row: its profiling-phase records, in AIPerf's order, each joined to our
+    row of that request (the run's own join where the evidence carries it, else the row's) by X-Request-ID (else by
+    conversation id)."""
     side = side_of(row)
-    by_id = {r.x_request_id: r for r in row.requests if r.x_request_id}
-    by_session = {r.session_id: r for r in row.requests if r.phase == "profiling"}
+    own = list(evidence.run.requests) if evidence.run is not None and evidence.run.requests else row.requests
+    by_id = {r.x_request_id: r for r in own if r.x_request_id}
+    by_session = {r.session_id: r for r in own if r.phase == "profiling"}
+    run = evidence.run
+    export = run.export if run is not None else AIPERF_EXPORT
     records = []
     for index, raw in enumerate(evidence.records):
         ours = by_id.get(str(raw.x_request_id)) or by_session.get(str(raw.conversation_id))
-        records.append(execution_record(raw, index, ours, side))
+        records.append(execution_record(raw, index, ours, side, export))
     settings = row.provenance.settings if row.provenance else {}
     return ExecutionBatch(
         batch_id=batch_id,
@@ -183,16 +204,25 @@ def execution_batch(row: ResultRow, evidence: AiperfEvidence, *, batch_id: int) 
             side=side,
             precision=row.provenance.effective_precision if row.provenance else None,
             timing_scope=row.timing_scope,
-            concurrency=int(settings.get("concurrency", 1)),
+            concurrency=_concurrency(run, settings),
             operation=CHAT_ROUTE,
         ),
         gpu_busy_percent=evidence.gpu_busy_percent,
-        warmup=row.warmup_requests,
-        expected_requests=row.profiling_requests_planned,
+        warmup=run.warmup if run is not None else row.warmup_requests,
+        expected_requests=run.expected if run is not None else row.profiling_requests_planned,
         aiperf_exit=ENDED_BY_US if evidence.exit_code is None else evidence.exit_code,
-        aiperf_metrics=evidence.metrics,
+        aiperf_metrics=evidence.metrics.model_copy(update={"source": f"{export}/{AIPERF_SUMMARY_EXPORT}"}),
         records=records,
     )
+
+
+def _concurrency(run: RunFacts | None, settings: dict[str, Any]) -> int:
+    """The run's concurrency; a request-rate run bounds none, so its batch says its request count, the most that
+    can be in flight (aiperf_qual's field needs a whole number from 1)."""
+    if run is not None:
+        return run.concurrency if run.concurrency is not None else max(run.expected, 1)
+    given = settings.get("concurrency")
+    return int(given) if isinstance(given, int) else 1
 
 
 def _moved(batch: ExecutionBatch) -> ExecutionBatch:
@@ -230,12 +260,14 @@ def read_execution(path: Path) -> tuple[list[ExecutionBatch], set[int]]:
 
 
 def next_lines(
-    previous: list[ExecutionBatch], superseded: set[int], new: ExecutionBatch | None
+    previous: list[ExecutionBatch], superseded: set[int], new: ExecutionBatch | list[ExecutionBatch] | None
 ) -> list[ExecutionBatch | SupersedeEvent]:
-    """The file's lines after this attempt. With a new AIPerf run: the earlier attempt's batch (moved to where its
-    export now is), its supersede event, the new batch; batches of older attempts are dropped, as their exports
-    were replaced. Without one: everything as it was, the active batches marked superseded."""
-    if new is None:
+    """The file's lines after this attempt. With new AIPerf runs (one batch each, in the order they ran): the
+    earlier attempt's first batch (moved to where its export now is), its supersede event, the new batches; batches
+    of older attempts, and an earlier attempt's further runs, are dropped, as their exports were replaced. Without
+    one: everything as it was, the active batches marked superseded."""
+    new = [new] if isinstance(new, ExecutionBatch) else new
+    if not new:
         active = [b.batch_id for b in previous if b.batch_id not in superseded]
         already = sorted(superseded & {b.batch_id for b in previous})  # an event names batches the file holds
         lines: list[ExecutionBatch | SupersedeEvent] = list(previous)
@@ -249,12 +281,14 @@ def next_lines(
     lines = list(kept)
     if kept:
         lines.append(SupersedeEvent(batch_ids=[b.batch_id for b in kept]))
-    lines.append(new.model_copy(update={"batch_id": next_id}))
+    lines += [batch.model_copy(update={"batch_id": next_id + offset}) for offset, batch in enumerate(new)]
     return lines
 
 
 def _points_at_export(batch: ExecutionBatch) -> bool:
-    return all(r.output_ref.aiperf_run == AIPERF_EXPORT for r in batch.records)
+    """The batch of a row's first AIPerf run, whose export is carried to the next attempt and set aside."""
+    own = batch.aiperf_metrics.source.startswith(AIPERF_EXPORT + "/")
+    return own and all(r.output_ref.aiperf_run == AIPERF_EXPORT for r in batch.records)
 
 
 def _json_file(path: Path) -> dict[str, Any]:
@@ -268,16 +302,17 @@ def _json_file(path: Path) -> dict[str, Any]:
 def write_execution(
     row_dir: Path,
     row: ResultRow,
-    evidence: AiperfEvidence | None,
+    evidence: AiperfEvidence | Sequence[AiperfEvidence] | None,
     carried: tuple[list[ExecutionBatch], set[int]] | None = None,
 ) -> Path | None:
-    """Write the row's execution.jsonl after an attempt, from the evidence of the AIPerf run it made (None: it made
-    none) after the earlier attempts' lines (`carried`, else the file as it is); None when the row never ran AIPerf
-    and has no file."""
+    """Write the row's execution.jsonl after an attempt, from the evidence of the AIPerf runs it made (one batch
+    each; None or none: it made none) after the earlier attempts' lines (`carried`, else the file as it is); None
+    when the row never ran AIPerf and has no file."""
     path = row_dir / EXECUTION_FILE
     previous, superseded = carried if carried is not None else read_execution(path)
-    if evidence is None and not previous:
+    runs = [evidence] if isinstance(evidence, AiperfEvidence) else list(evidence or ())
+    if not runs and not previous:
         return None
-    new = execution_batch(row, evidence, batch_id=0) if evidence is not None else None
+    new = [execution_batch(row, run, batch_id=0) for run in runs]
     lines = next_lines(previous, superseded, new)
     return write_text_atomic(path, "".join(json_line(line) for line in lines))

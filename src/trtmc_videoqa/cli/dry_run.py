@@ -11,8 +11,21 @@ from ..results import STAGE_ORDER
 from ..results.transports import CHOICES
 
 if TYPE_CHECKING:
+    from ..plan.settings import RunSettings
     from ..runs.requests import QualifyRequest
     from ..workloads import Workload
+
+
+def _load_words(settings: RunSettings) -> str:
+    """The levels and runs each row is measured at: one AIPerf run each (docs/throughput.md)."""
+    if settings.request_rate:
+        levels = "request rate " + ", ".join(f"{rate:g}/s" for rate in settings.request_rate)
+    else:
+        levels = "concurrency " + ", ".join(str(level) for level in settings.concurrency or (1,))
+    runs = settings.num_profile_runs
+    count = len(settings.request_rate or settings.concurrency or (1,)) * runs
+    repeated = f", {runs} runs each ({settings.confidence_level:g} intervals)" if runs > 1 else ""
+    return f"{levels}{repeated}: {count} AIPerf run(s) per checkpoint"
 
 
 def dry_run(request: QualifyRequest, workloads: list[Workload], notes: list[str]) -> int:
@@ -22,6 +35,7 @@ def dry_run(request: QualifyRequest, workloads: list[Workload], notes: list[str]
     print(f"video transport: {settings.video_transport} ({CHOICES[settings.video_transport].dry_run})")
     for note in notes:
         print(f"note: {one_line(note)}")
+    print(f"load: {_load_words(settings)}")
     for workload in workloads:
         rows = len(workload.spec.questions) * len(workload.spec.clips) * settings.repeats
         print(

@@ -106,7 +106,7 @@ def add_run_arguments(
             run.add_argument(
                 flag.name,
                 dest=name,
-                type=size_argument if flag.size else _value_type(info),
+                type=size_argument if flag.size else _listed(info) if flag.listed else _value_type(info),
                 default=default,
                 metavar=flag.metavar
                 or ("SIZE" if flag.size else flag.name.removeprefix("--").replace("-", "_").upper()),
@@ -182,6 +182,21 @@ def _value_type(info: FieldInfo) -> Callable[[str], Any]:
     kinds = [kind for kind in get_args(info.annotation) if kind is not type(None)] or [info.annotation]
     kind: Callable[[str], Any] = kinds[0]
     return kind
+
+
+def _listed(info: FieldInfo) -> Callable[[str], tuple[Any, ...]]:
+    """AIPerf's list syntax, `1,2,4`: a tuple of the field's item type (int or float); the range is the model's."""
+    tuple_type = next(kind for kind in get_args(info.annotation) if kind is not type(None))
+    item: Callable[[str], Any] = get_args(tuple_type)[0]
+    noun = "whole numbers" if item is int else "numbers"
+
+    def parse(text: str) -> tuple[Any, ...]:
+        try:
+            return tuple(item(part) for part in text.split(","))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"give {noun}, comma-separated (1,2,4); got {text!r}") from None
+
+    return parse
 
 
 def _help(info: FieldInfo, flag: Flag, default: object) -> str:

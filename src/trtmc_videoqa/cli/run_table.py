@@ -1,7 +1,8 @@
 """A run's verdict as the terminal shows it, on stdout after the run: the group or run line over the run's rows
 (report/group.py, the line every report opens with), then one table of the rows that fits 100 columns (row, status,
 both right over the questions and over the repeat pairs, forward and reversed, client and task p50, requests per
-second), then one short line per row that is not qualified or was reused. Long reasons stay off the table: the
+second), a line naming a sweep's best level where a row was measured at several, then one short line per row that
+is not qualified or was reused. Long reasons stay off the table: the
 report holds them whole."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Final
 from ..common.text_escape import one_line, shown_name
 from ..report.grid import question_grid
 from ..report.group import group_line
-from ..results import ResultRow
+from ..results import LoadLevel, ResultRow
 
 WIDTH: Final = 100  # the table, its header and every line under it fit this many columns
 GAP: Final = "  "
@@ -136,9 +137,32 @@ def notes(rows: Sequence[ResultRow]) -> list[str]:
     return out
 
 
+def best_levels(rows: Sequence[ResultRow]) -> list[str]:
+    """One line per row measured at more than one level: its sweep's best level (the highest requests per second
+    among the levels that passed), or that none passed."""
+    out = []
+    for row in rows:
+        sweep = row.sweep
+        if sweep is None or len(sweep.levels) < 2:
+            continue
+        axis = "concurrency" if sweep.axis == "concurrency" else "request rate"
+        best = next((level for level in sweep.levels if _level_value(level) == sweep.best_level), None)
+        if best is None:
+            said = "no level passed"
+        else:
+            said = f"best level: {axis} {_level_value(best):g}, {_rate(best.requests_per_s)} req/s"
+        levels = ",".join(f"{_level_value(level):g}" for level in sweep.levels)
+        out.append(cut(f"{shown_name(row.profile)}: {said} (levels {levels})", WIDTH))
+    return out
+
+
+def _level_value(level: LoadLevel) -> float:
+    return float(level.request_rate if level.request_rate is not None else level.concurrency or 0)
+
+
 def verdict_lines(rows: Sequence[ResultRow]) -> list[str]:
-    """The group or run line, the table (or the word that there is no row) and the notes under it."""
+    """The group or run line, the table (or the word that there is no row), a sweep's best level and the notes."""
     head = [one_line(group_line(list(rows)).line)]
     if not rows:
         return [*head, "no row: the run was asked about nothing it could make a row of"]
-    return [*head, "", *table(rows), *notes(rows)]
+    return [*head, "", *table(rows), *best_levels(rows), *notes(rows)]

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 FINAL_STATUSES: frozenset[QualificationStatus] = frozenset({"unsupported", "aiperf-qualified", "endpoint-qualified"})
 
 
-GATES_VERSION = 3  # 2: timing, output-check and identity; 3: the served model, a refused video told from a setup error
+# 2: timing, output-check and identity; 3: the served model, a refused video told from a setup error; 4: every level
+# of a sweep (or repeated run) passes, and the row records its levels
+GATES_VERSION = 4
 
 
 def cache_key(identity: dict[str, Any], job: QualifyJob) -> str:

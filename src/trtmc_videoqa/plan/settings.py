@@ -7,12 +7,13 @@ shows an option only where it applies, and a run refuses one given where it does
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..common.sizes import MIB
 from ..results import TransportChoice
@@ -31,6 +32,9 @@ ENDPOINT_LADDER_WAYS: frozenset[Way] = frozenset({"self-test", "url", "compare"}
 SERVER_KEY_WAYS: frozenset[Way] = frozenset({"trtmc", "url"})  # the self-test's and compare's servers take no key
 STARTED_SERVER_WAYS: frozenset[Way] = frozenset({"trtmc", "compare"})  # a server of the user's we start and wait for
 TRTMC_ONLY: frozenset[Way] = frozenset({"trtmc"})
+MAX_PROFILE_RUNS = 10  # AIPerf's own limit for --num-profile-runs
+MAX_LEVELS = 16  # levels of one sweep: each is an AIPerf run (or --num-profile-runs of them)
+GOODPUT_METRIC = "request_latency"  # the one objective checked: every request carries its client latency
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class Flag:
     keyed: bool = True  # shapes the measurement: joins the cache key and the row's provenance
     keyed_when_set: bool = False  # an opt-in: joins them only when given, so rows made before it keep their keys
     action: Literal["store", "store_true"] = "store"
+    listed: bool = False  # a comma-separated list, AIPerf's syntax (`--concurrency 1,2,4`): a tuple of its items
 
 
 class RunSettings(BaseModel):
@@ -70,7 +75,34 @@ class RunSettings(BaseModel):
     warmup: Annotated[int, Flag("--warmup")] = Field(
         default=2, ge=0, description="warmup requests, kept out of the results"
     )
-    concurrency: Annotated[int, Flag("--concurrency")] = Field(default=1, ge=1, description="concurrent requests")
+    concurrency: Annotated[
+        tuple[int, ...] | None, Flag("--concurrency", metavar="N[,N...]", listed=True, keyed_when_set=True)
+    ] = Field(
+        default=None,
+        description="concurrent requests; a list (1,2,4) sweeps the levels, one AIPerf run each (default 1)",
+    )
+    request_rate: Annotated[
+        tuple[float, ...] | None, Flag("--request-rate", metavar="R[,R...]", listed=True, keyed_when_set=True)
+    ] = Field(
+        default=None,
+        description="requests per second instead of a concurrency; a list (2,4,8) sweeps the rates, one AIPerf run "
+        "each (default: off; not with --concurrency)",
+    )
+    num_profile_runs: Annotated[int, Flag("--num-profile-runs")] = Field(
+        default=1,
+        ge=1,
+        le=MAX_PROFILE_RUNS,
+        description=f"AIPerf runs of each level (2 to {MAX_PROFILE_RUNS}: each run's figures and a confidence "
+        "interval over them)",
+    )
+    confidence_level: Annotated[float, Flag("--confidence-level")] = Field(
+        default=0.95, gt=0, lt=1, description="the confidence of the intervals over repeated runs"
+    )
+    goodput: Annotated[str | None, Flag("--goodput", metavar="request_latency:MS", keyed_when_set=True)] = Field(
+        default=None,
+        description="a latency objective (AIPerf's syntax): the row names the highest level at which every request "
+        "met it (default: off)",
+    )
     request_timeout_s: Annotated[float, Flag("--request-timeout")] = Field(
         default=60.0, gt=0, description="seconds per request"
     )
@@ -161,6 +193,30 @@ class RunSettings(BaseModel):
         "error 1, a public-check hit 3, a signal 128 + its number)",
     )
 
+    @field_validator("concurrency", "request_rate")
+    @classmethod
+    def _levels(cls, levels: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        if levels is None:
+            return None
+        if not levels or len(levels) > MAX_LEVELS:
+            raise ValueError(f"give 1 to {MAX_LEVELS} levels, comma-separated (1,2,4)")
+        if any(level <= 0 for level in levels) or len(set(levels)) != len(levels):
+            raise ValueError(f"each level is a positive number, each once; got {','.join(f'{v:g}' for v in levels)}")
+        return levels
+
+    @field_validator("goodput")
+    @classmethod
+    def _objective(cls, objective: str | None) -> str | None:
+        if objective is not None:
+            goodput_ms(objective)  # refused here, naming the syntax
+        return objective
+
+    @model_validator(mode="after")
+    def _one_axis(self) -> RunSettings:
+        if self.concurrency is not None and self.request_rate is not None:
+            raise ValueError("--concurrency and --request-rate together: sweep one of them, give only one")
+        return self
+
     @field_validator("out", "tokenizer", "api_key_file", "bundle_cache")
     @classmethod
     def _absolute(cls, path: Path | None) -> Path | None:
@@ -174,6 +230,19 @@ class RunSettings(BaseModel):
         only where it is given)."""
         dumped = self.model_dump(include=set(KEYED_SETTINGS))
         return {k: v for k, v in dumped.items() if v is not None or not setting_flag(k).keyed_when_set}
+
+
+def goodput_ms(objective: str) -> float:
+    """The milliseconds of a `request_latency:MS` objective (AIPerf's `--goodput` syntax, its one metric that every
+    request of ours carries); a ValueError naming the syntax otherwise."""
+    name, _, value = objective.partition(":")
+    try:
+        ms = float(value)
+    except ValueError:
+        ms = math.nan
+    if name.strip() != GOODPUT_METRIC or not math.isfinite(ms) or ms <= 0:
+        raise ValueError(f"give {GOODPUT_METRIC}:MS with MS a positive number of milliseconds; got {objective!r}")
+    return ms
 
 
 def setting_flag(name: str) -> Flag:

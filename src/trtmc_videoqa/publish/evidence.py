@@ -35,6 +35,7 @@ from ..results.layout import (
     AIPERF_RAW_EXPORT,
     AIPERF_RAW_RECORDS_DIR,
     AIPERF_RECORDS_EXPORT,
+    AIPERF_RUN_LABEL,
     CAPABILITY_FILE,
     CHECKPOINTS_DIR,
     EXECUTION_FILE,
@@ -87,6 +88,8 @@ def is_measured(relative: str) -> bool:
     if AIPERF_DIR not in parts[:-1]:
         return False
     rest = parts[parts.index(AIPERF_DIR) + 1 :]
+    if len(rest) > 1 and AIPERF_RUN_LABEL.fullmatch(rest[0]):  # a further run's folder: the same names inside
+        rest = rest[1:]
     if len(rest) == 1:
         return rest[0] in AIPERF_INPUTS
     return rest[0].startswith(AIPERF_EXPORT_DIR) and (rest[-1] in AIPERF_EVIDENCE or AIPERF_RAW_RECORDS_DIR in rest)
@@ -95,6 +98,8 @@ def is_measured(relative: str) -> bool:
 def is_file_reference_file(relative: str) -> bool:
     """AIPerf's input file or the request plan, whose clip references the publish step maps."""
     parts = _parts(relative)
+    if len(parts) >= 3 and parts[-3] == AIPERF_DIR and AIPERF_RUN_LABEL.fullmatch(parts[-2]):
+        return parts[-1] in AIPERF_INPUTS  # a further AIPerf run's (results/layout.py aiperf_run_dir)
     return len(parts) >= 2 and parts[-2] == AIPERF_DIR and parts[-1] in AIPERF_INPUTS
 
 

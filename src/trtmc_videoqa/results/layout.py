@@ -174,3 +174,26 @@ def raw_answer_file(request_id: str) -> str:
     if not _PLAIN_ID.fullmatch(request_id):
         request_id = "request-" + hashlib.sha256(request_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{RAW_ANSWERS_DIR}/{request_id}.raw"
+
+
+# A sweep's or repeat's further AIPerf runs (docs/throughput.md): the first run keeps aiperf/ itself; each further one
+# has its own folder under it, named by its label (`c4`, `c4-run2`, `rate2p5`), with the same file names inside and
+# its joined requests beside them; its raw logs under the row's private/ folder.
+AIPERF_RUN_LABEL = re.compile(r"(c[0-9]+|rate[0-9p]+)(-run[0-9]+)?")
+
+
+def aiperf_run_dir(label: str) -> str:
+    """A further AIPerf run's folder (row-relative)."""
+    if not AIPERF_RUN_LABEL.fullmatch(label):
+        raise ValueError(f"an AIPerf run is labelled by us, plainly; got {label!r}")
+    return f"{AIPERF_DIR}/{label}"
+
+
+def aiperf_run_log(label: str) -> str:
+    """A further AIPerf run's output (row-relative, private)."""
+    return f"{PRIVATE_DIR}/aiperf-{label}.log"
+
+
+def aiperf_run_logs(label: str) -> str:
+    """A further AIPerf run's own log folder, moved out of its export (row-relative, private)."""
+    return f"{AIPERF_LOGS}-{label}"

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 
 from .base import _Model
 from .clips import ClipManifest, NoSampling, SamplingFacts
+from .levels import LatencyStats, Sweep
 from .served import ServedModel
 from .transports import VideoTransport
 from .variants import VariantKind
@@ -68,18 +69,6 @@ class TransportAttempt(_Model):
     http_status: int | None = Field(default=None, description="None when nothing came back (or it was not sent)")
     accepted: bool
     detail: str = Field(default="", description="the server's answer, or why the request was not sent")
-
-
-class LatencyStats(_Model):
-    """Steady-state figures over successful profiling requests; a percentile only with enough samples for it."""
-
-    count: int
-    mean_ms: float | None = None
-    p50_ms: float | None = None
-    p90_ms: float | None = None
-    p99_ms: float | None = None
-    min_ms: float | None = None
-    max_ms: float | None = None
 
 
 class RequestRow(_Model):
@@ -362,6 +351,11 @@ class ResultRow(_Model):
         "its field measures; 'not reported by this server' when it gave none",
     )
     requests_per_s: float | None = None
+    sweep: Sweep | None = Field(
+        default=None,
+        description="every load level measured (concurrency or request rate), each with its runs' own figures and, "
+        "over repeated runs, intervals; the figures above are the first level's first run (docs/throughput.md)",
+    )
     video_transport: VideoTransport | None = Field(
         default=None, description="how the clip was carried to the server (every request after the capability check)"
     )

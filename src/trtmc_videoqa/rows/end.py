@@ -117,15 +117,18 @@ def _finished(
     return written
 
 
-def earned(end: Climb | Stop, earning: Earning) -> tuple[ResultRow, dict[str, RecordedCommand], AiperfEvidence | None]:
-    """The row a ladder's end earns (not yet written), the commands that made it and its AIPerf evidence."""
+def earned(
+    end: Climb | Stop, earning: Earning
+) -> tuple[ResultRow, dict[str, RecordedCommand], list[AiperfEvidence] | AiperfEvidence | None]:
+    """The row a ladder's end earns (not yet written), the commands that made it and its AIPerf runs' evidence."""
     if isinstance(end, Stop) and end.status is not None:  # ended before it measured
         return stopped_row(end, earning.provenance(end.at, None)), end.at.commands, None
     climb, measurement = measured_end(end)
     provenance = earning.provenance(climb, measurement)
     note = earning.note(measurement)
     row = measured_row(climb.row, measurement, earning.qualified, provenance, qualified_note=note)
-    return row, climb.commands | measurement.commands, measurement.aiperf
+    evidence = [run.evidence for run in measurement.levels] or measurement.aiperf
+    return row, climb.commands | measurement.commands, evidence
 
 
 def finish_unclimbed(

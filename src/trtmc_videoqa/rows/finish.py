@@ -7,6 +7,7 @@ Where a row is built and how it is put in place is rows/staging.py; which row a 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,12 +33,12 @@ def write_row(
     row_dir: Path,
     row: ResultRow,
     commands: dict[str, RecordedCommand],
-    evidence: AiperfEvidence | None = None,
+    evidence: AiperfEvidence | Sequence[AiperfEvidence] | None = None,
     carried: Carried | None = None,
 ) -> ResultRow:
     """Scrub `row_dir` (the row's staging folder) of secrets, then write execution.jsonl (aiperf_qual's evidence of
-    its AIPerf run, from `evidence`), command.txt and result.json, the row carrying the aiperf_qual verdict its
-    status supports: the row is written, ready to be put in place. `carried`: the execution.jsonl lines it
+    its AIPerf runs, from `evidence`: a batch each), command.txt and result.json, the row carrying the aiperf_qual
+    verdict its status supports: the row is written, ready to be put in place. `carried`: the execution.jsonl lines it
     follows (read from `row_dir` when not given), so writing the row twice never supersedes its own batch."""
     # The tools we ran (build, the family's tests and their artifacts, the server and its records) may write a
     # token they were given anywhere under the row: never kept. (Bundles live outside the row directory.)

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..results import Interruption, Provenance, QualificationStatus, ResultRow, StageName, StageResult
+from ..results import (
+    STAGE_ORDER,
+    Interruption,
+    Provenance,
+    QualificationStatus,
+    ResultRow,
+    StageName,
+    StageResult,
+    Sweep,
+)
 from ..results.layout import (
     AIPERF_OUTCOME,
     CAPABILITY_FILE,
@@ -18,6 +27,7 @@ from ..results.layout import (
     OUTPUT_CHECK_FILE,
     RESULT_FILE,
 )
+from ..stages.sweep import sweep_of
 from ..stages.timing import NOT_REPORTED
 
 if TYPE_CHECKING:
@@ -44,6 +54,7 @@ def measured_fields(row: ResultRow, measurement: Measurement) -> dict[str, Any]:
         task_time_field=measurement.task_time_field,
         timing_scope=measurement.timing_scope or (NOT_REPORTED if unreported else None),
         requests_per_s=figures.get("requests_per_s"),
+        sweep=sweep_of(measurement.levels, measurement.settings) if measurement.settings else None,
         accuracy=measurement.accuracy,
         output_check=measurement.output_check,
         video_transport=measurement.video_transport,
@@ -98,6 +109,9 @@ def measured_row(
     if status == qualified and missing:
         status, failed, evidence = "failed", missing[0], []
         reason = f"{missing[0]}: the row ended with no outcome for this gate, so nothing shows it passed"
+    failing = failing_level(fields["sweep"])
+    if status == qualified and failing is not None:
+        status, failed, evidence, reason = "failed", failing[0], [], failing[1]
     if qualified_note and status == qualified:
         reason = f"{qualified_note}; {reason}"
     if status == "interrupted":
@@ -114,6 +128,17 @@ def measured_row(
         )
     )
     return with_interruption(updated)
+
+
+def failing_level(sweep: Sweep | None) -> tuple[StageName, str] | None:
+    """The first level of a sweep that did not pass, as (stage, reason naming the level); None when every level
+    passed. A row is qualified only when every level of its sweep passes."""
+    bad = next((level for level in sweep.levels if not level.passed), None) if sweep else None
+    if bad is None:
+        return None
+    stage: StageName = bad.failed_at if bad.failed_at in STAGE_ORDER else "aiperf"  # type: ignore[assignment]
+    at = f"concurrency {bad.concurrency}" if bad.request_rate is None else f"request rate {bad.request_rate:g}/s"
+    return stage, f"{stage}: {at} did not pass: {bad.detail or 'no detail recorded'}"
 
 
 def stopped_row(stop: Stop, provenance: Provenance) -> ResultRow:

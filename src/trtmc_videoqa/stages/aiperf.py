@@ -27,7 +27,7 @@ from ..aiperf.exports import ClientRecord, read_client_records, scrub_export_fil
 from ..aiperf.progress import AiperfCount
 from ..aiperf.runner import RunOutcome, run_with_wall_limit
 from ..aiperf.tokenizer import aiperf_environment
-from ..aiperf_qual.execution_file import AiperfEvidence, aiperf_evidence
+from ..aiperf_qual.execution_file import AiperfEvidence, RunFacts, aiperf_evidence
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.progress import watching
 from ..common.scrub import known_secrets
@@ -48,12 +48,15 @@ from ..results.layout import (
     AIPERF_PLAN_FILE,
     GUARD_FILE,
     REQUESTS_FILE,
+    aiperf_run_log,
+    aiperf_run_logs,
 )
 from ..results.transports import TRANSPORTS, used_transport
 from ..serving.forward_proxy import GRACE_S, ForwardProxy, GuardTally
 from ..workloads import Workload
 from .capability import aiperf_videos
 from .join import join_requests, keep_raw_answers, read_server_records, with_server_text_notes
+from .levels import LevelRun, Load, combined, loads
 from .prompts import workload_prompts
 from .protocol import Climb, EndpointRow, RowJob, Served, Stop, measuring, recorded, served, signal_name
 from .stats import latency_stats, requests_per_second
@@ -84,33 +87,65 @@ class AiperfRun:
 def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
     """The `aiperf` stage: the published client over every planned request (warmup kept apart), each request joined
     to its record and the server's task time, `requests.jsonl` written; passed only when every request is
-    accounted for."""
+    accounted for. A sweep or repeated runs (stages/levels.py) make one AIPerf run each, judged alike; the row's
+    top-level figures are the first run's."""
     climb, result = measuring(climb)
     target, job = served(climb), row.job
-    workload, settings = job.workload, job.settings
-    max_tokens = settings.max_tokens or workload.spec.generation.max_tokens
     transport = used_transport(result.video_transport)
-    plan = result.plan = _plan(
-        workload_prompts(workload), settings, max_tokens, workload, aiperf_videos(transport, job.clip_urls)
-    )
-    with _guard(row, climb, target) as guard:
-        url = guard.url if guard else target.url
-        run = run_aiperf(row, replace(target, url=url), plan, recorded_url=target.url if guard else None)
     notes = [HTTP_INPUTS_NOTE] if TRANSPORTS[transport].by_url else []
-    result.commands["aiperf"] = run.command.model_copy(update={"notes": notes + ([GUARD_NOTE] if guard else [])})
-    result.aiperf_exit, result.aiperf = run.outcome.exit_code, run.evidence
-    wanted = {client.x_request_id for client in run.clients if client.x_request_id}
-    joined = join_requests(plan, run.clients, read_server_records(target.records, wanted), workload, max_tokens)
-    keep_raw_answers(row.row_dir, run.clients)
-    result.records, result.graded = joined.records, joined.graded
-    result.task_time_field, result.timing_scope = joined.task_time_field, joined.timing_scope
-    result.figures = _figures(result.records, run.clients)
-    write_text_atomic(row.row_dir / REQUESTS_FILE, "".join(r.model_dump_json() + "\n" for r in result.records))
-    stage = _aiperf_stage(run.outcome, result.records, plan, settings, server_gone=not target.alive())
-    stage = with_server_text_notes(stage, result.records)
+    runs: list[LevelRun] = []
+    with _guard(row, climb, target) as guard:
+        for load in loads(job.settings):
+            run = _measured_run(row, target, load, aiperf_videos(transport, job.clip_urls), guard)
+            run.command = run.command.model_copy(update={"notes": notes + ([GUARD_NOTE] if guard else [])})
+            result.commands[load.command_name] = run.command
+            runs.append(run)
+            if run.interrupted or not target.alive():  # a stop signal, or no server left to measure
+                break
+    first = runs[0]
+    result.plan, result.levels, result.aiperf, result.settings = first.plan, runs, first.evidence, job.settings
+    result.aiperf_exit = first.evidence.exit_code
+    result.records, result.graded, result.figures = first.records, first.graded, first.figures
+    result.task_time_field, result.timing_scope = first.task_time_field, first.timing_scope
+    stage = combined(runs, "aiperf")
     if guard is not None:
         stage = _guarded_stage(stage, guard.tally, row.row_dir)
     return recorded(climb, result, stage, stops=stage.status != "passed")
+
+
+def _measured_run(
+    row: RowJob, target: Served, load: Load, videos: dict[str, str], guard: ForwardProxy | None
+) -> LevelRun:
+    """One AIPerf run at `load`: planned (its own request ids), run, joined, its figures, its requests written, and
+    the stage's verdict on it alone."""
+    job = row.job
+    workload, settings = job.workload, job.settings
+    max_tokens = settings.max_tokens or workload.spec.generation.max_tokens
+    plan = _plan(workload_prompts(workload), settings, max_tokens, workload, videos, load.id_prefix)
+    url = guard.url if guard else target.url
+    aiperf_run = run_aiperf(row, replace(target, url=url), plan, recorded_url=target.url if guard else None, load=load)
+    wanted = {client.x_request_id for client in aiperf_run.clients if client.x_request_id}
+    joined = join_requests(plan, aiperf_run.clients, read_server_records(target.records, wanted), workload, max_tokens)
+    keep_raw_answers(row.row_dir, aiperf_run.clients)
+    facts = aiperf_run.evidence.run
+    evidence = replace(aiperf_run.evidence, run=replace(facts, requests=tuple(joined.records)) if facts else None)
+    run = LevelRun(
+        load=load,
+        plan=plan,
+        command=aiperf_run.command,
+        evidence=evidence,
+        records=joined.records,
+        graded=joined.graded,
+        figures=_figures(joined.records, aiperf_run.clients),
+        task_time_field=joined.task_time_field,
+        timing_scope=joined.timing_scope,
+        interrupted=aiperf_run.interrupted,
+    )
+    lines = "".join(r.model_dump_json() + "\n" for r in run.records)
+    write_text_atomic(row.row_dir / load.requests_file, lines)
+    stage = _aiperf_stage(aiperf_run.outcome, run.records, plan, settings, server_gone=not target.alive(), load=load)
+    run.stages["aiperf"] = with_server_text_notes(stage, run.records)
+    return run
 
 
 def guarded(row: RowJob, climb: Climb) -> bool:
@@ -142,10 +177,15 @@ def _guarded_stage(stage: StageResult, tally: GuardTally, row_dir: Path) -> Stag
 
 
 def _plan(
-    prompts: list[Prompt], settings: RunSettings, max_tokens: int, workload: Workload, videos: dict[str, str]
+    prompts: list[Prompt],
+    settings: RunSettings,
+    max_tokens: int,
+    workload: Workload,
+    videos: dict[str, str],
+    id_prefix: str = "",
 ) -> RequestPlan:
     """Warmup rows first, then every (question, clip, repeat) exactly once (one shared sampler), each carrying
-    the clip as the row's transport does and the workload's extra body fields."""
+    the clip as the row's transport does and the workload's extra body fields; a further run's ids prefixed."""
     return plan_requests(
         prompts,
         repeats=settings.repeats,
@@ -154,15 +194,20 @@ def _plan(
         temperature=workload.spec.generation.temperature,
         videos=videos,
         extra_body=workload.spec.generation.extra_body,
+        id_prefix=id_prefix,
     )
 
 
-def run_aiperf(row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: str | None = None) -> AiperfRun:
+def run_aiperf(
+    row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: str | None = None, load: Load | None = None
+) -> AiperfRun:
     """AIPerf on the plan's input file under our wall limit; its exports scrubbed of secrets, its outcome written.
     Its raw logs (its output, and the log folder it writes among its exports) are kept under the row's private/.
-    The command recorded names `recorded_url` where given (the endpoint behind the loopback guard)."""
+    The command recorded names `recorded_url` where given (the endpoint behind the loopback guard). `load`: the
+    run's level and folder (default: the row's first run)."""
     job, settings = row.job, row.job.settings
-    aiperf_dir = row.row_dir / AIPERF_DIR
+    load = load or loads(settings)[0]
+    aiperf_dir = row.row_dir / load.folder
     input_file = write_input_file(plan, aiperf_dir / AIPERF_INPUTS_FILE)
     write_model_atomic(aiperf_dir / AIPERF_PLAN_FILE, plan)
     config_file = None
@@ -176,7 +221,8 @@ def run_aiperf(row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: 
         artifact_dir=str((aiperf_dir / AIPERF_EXPORT_DIR).resolve()),
         warmup_requests=len(plan.warmup),
         profiling_requests=len(plan.profiling),
-        concurrency=settings.concurrency,
+        concurrency=load.concurrency or 1,
+        request_rate=load.request_rate,
         request_timeout_s=settings.request_timeout_s,
         api_key=job.api_key,
         config_file=str(config_file.resolve()) if config_file else None,
@@ -184,13 +230,48 @@ def run_aiperf(row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: 
     argv = profile_argv(job.aiperf.executable, aiperf_settings)
     shown = aiperf_settings.model_copy(update={"url": recorded_url}) if recorded_url else aiperf_settings
     command = RecordedCommand.of(recorded_argv(shown))
-    row.progress(f"aiperf: {len(plan.warmup)} warmup + {len(plan.profiling)} profiling requests")
-    _set_aside(Path(aiperf_settings.artifact_dir))
-    log = row.row_dir / AIPERF_LOG
+    at = "" if load.first and len(loads(settings)) == 1 else f" ({load.words})"
+    row.progress(f"aiperf{at}: {len(plan.warmup)} warmup + {len(plan.profiling)} profiling requests")
+    export = Path(aiperf_settings.artifact_dir)
+    if load.first:
+        _set_aside(export)
+    elif export.exists():  # a further run's folder is new in each attempt's staging folder; never read stale
+        shutil.rmtree(export)
+    log = row.row_dir / (AIPERF_LOG if load.first else aiperf_run_log(load.label))
     busy = gpu_busy_percent()  # aiperf_qual's idleness fact for the run (execution.jsonl): read before it starts
+    outcome, interrupted = _run_watched(row, argv, aiperf_settings, plan, log, load)
+    outcome = outcome.model_copy(update={"gpu_busy_percent": busy})
+    clients = read_client_records(export)
+    secrets = known_secrets(job.api_key)
+    scrub_exports(aiperf_dir, secrets)
+    scrub_export_file(log, secrets)
+    kept_logs = AIPERF_LOGS if load.first else aiperf_run_logs(load.label)
+    _keep_private(export / AIPERF_OWN_LOGS_DIR, row.row_dir / kept_logs)
+    write_model_atomic(aiperf_dir / AIPERF_OUTCOME_FILE, outcome)
+    evidence = aiperf_evidence(export, outcome.exit_code, busy)
+    evidence = replace(evidence, run=_run_facts(load, plan))
+    return AiperfRun(outcome=outcome, clients=clients, command=command, interrupted=interrupted, evidence=evidence)
+
+
+def _run_facts(load: Load, plan: RequestPlan) -> RunFacts:
+    """What execution.jsonl needs of the run beyond AIPerf's records: its folder, load and request counts."""
+    return RunFacts(
+        export=f"{load.folder}/{AIPERF_EXPORT_DIR}",
+        concurrency=load.concurrency,
+        warmup=len(plan.warmup),
+        expected=len(plan.profiling),
+        first=load.first,
+    )
+
+
+def _run_watched(
+    row: RowJob, argv: list[str], aiperf_settings: AiperfSettings, plan: RequestPlan, log: Path, load: Load
+) -> tuple[RunOutcome, bool]:
+    """AIPerf run under the wall and memory limits, its progress watched; (outcome, interrupted by a signal)."""
+    job, settings = row.job, row.job.settings
     started = time.monotonic()
-    interrupted = False
-    export, label = Path(aiperf_settings.artifact_dir), f"{row.profile}: aiperf"
+    export = Path(aiperf_settings.artifact_dir)
+    label = f"{row.profile}: aiperf" + ("" if load.first else f" {load.label}")
     count = AiperfCount(export, warmup=len(plan.warmup), profiling=len(plan.profiling), label=label)
     try:
         with watching(job.progress, count):  # requests done, read from AIPerf's records as it writes them
@@ -202,36 +283,38 @@ def run_aiperf(row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: 
                 memory_limit_bytes=settings.aiperf_memory_limit,
             )
     except KeyboardInterrupt:  # AIPerf's whole group is already ended; keep what it wrote, then say so
-        interrupted = True
         wall = time.monotonic() - started
-        outcome = RunOutcome(exit_code=None, timed_out=False, wall_s=wall, log=str(log), interrupted=True)
-    outcome = outcome.model_copy(update={"gpu_busy_percent": busy})
-    clients = read_client_records(Path(aiperf_settings.artifact_dir))
-    secrets = known_secrets(job.api_key)
-    scrub_exports(aiperf_dir, secrets)
-    scrub_export_file(log, secrets)
-    _keep_private(Path(aiperf_settings.artifact_dir) / AIPERF_OWN_LOGS_DIR, row.row_dir / AIPERF_LOGS)
-    write_model_atomic(aiperf_dir / AIPERF_OUTCOME_FILE, outcome)
-    evidence = aiperf_evidence(Path(aiperf_settings.artifact_dir), outcome.exit_code, busy)
-    return AiperfRun(outcome=outcome, clients=clients, command=command, interrupted=interrupted, evidence=evidence)
+        return RunOutcome(exit_code=None, timed_out=False, wall_s=wall, log=str(log), interrupted=True), True
+    return outcome, False
 
 
 def _figures(records: list[RequestRow], clients: list[ClientRecord]) -> dict[str, Any]:
-    """Steady-state figures over the profiling requests that came back whole."""
+    """Steady-state figures over the profiling requests that came back whole: latencies, and per second over the
+    profiling window, requests, clips (each request carries one clip) and the output tokens AIPerf counted."""
     completed = [r for r in records if r.phase == "profiling" and r.error is None]
+    done = [c for c in clients if c.phase == "profiling" and c.ok and c.start_ns and c.end_ns]
+    window = [(c.start_ns or 0, c.end_ns or 0) for c in done]
+    rate = requests_per_second(window)
+    tokens = sum(c.completion_tokens or 0 for c in done)
     return {
         "client_latency": latency_stats([r.client_latency_ms for r in completed if r.client_latency_ms is not None]),
         "server_task_time": latency_stats([r.server_task_ms for r in completed if r.server_task_ms is not None]),
-        "requests_per_s": requests_per_second(
-            [(c.start_ns, c.end_ns) for c in clients if c.phase == "profiling" and c.ok and c.start_ns and c.end_ns]
-        ),
+        "requests_per_s": rate,
+        "clips_per_s": rate,
+        "output_tokens_per_s": round(rate * tokens / len(done), 3) if rate and done else None,
         "completed": len(completed),
         "failed": sum(1 for r in records if r.error is not None),
     }
 
 
 def _aiperf_stage(
-    outcome: RunOutcome, records: list[RequestRow], plan: RequestPlan, settings: RunSettings, *, server_gone: bool
+    outcome: RunOutcome,
+    records: list[RequestRow],
+    plan: RequestPlan,
+    settings: RunSettings,
+    *,
+    server_gone: bool,
+    load: Load | None = None,
 ) -> StageResult:
     """Passed only when every planned request is accounted for and none failed; else the first reason, named."""
     completed = [r for r in records if r.phase == "profiling" and r.error is None]
@@ -261,6 +344,9 @@ def _aiperf_stage(
         )
         status = "passed"
     evidence = [AIPERF_PLAN, AIPERF_OUTCOME, AIPERF_LOG, REQUESTS_FILE]
+    if load is not None and not load.first:  # a further run's own files
+        folder = load.folder
+        evidence = [f"{folder}/{AIPERF_PLAN_FILE}", f"{folder}/{AIPERF_OUTCOME_FILE}", load.requests_file]
     return StageResult(name="aiperf", status=status, detail=detail, wall_s=round(outcome.wall_s, 3), evidence=evidence)
 
 

@@ -9,30 +9,46 @@ from ..common.atomic_write import write_model_atomic
 from ..results import Accuracy, StageResult
 from ..results.layout import GRADING_FILE
 from ..workloads import Workload
-from ..workloads.grading import GradedAnswer, grade_workload
+from ..workloads.grading import GradedAnswer, WorkloadGrade, grade_workload
+from .levels import LevelRun, judged
 from .protocol import Climb, RowJob, Stop, measuring, recorded
 
 
 def grading(row: RowJob, climb: Climb) -> Climb | Stop:
     """Accuracy over the joined answers, written to grading.json; the stage passes, unless the row's opt-in gate
-    (`Gates.min_both_right`) finds the both-right share below its floor."""
+    (`Gates.min_both_right`) finds the both-right share below its floor. Each run of a sweep or repeat is graded
+    on its own answers (a model whose answers change under load shows it); the row's accuracy is the first run's."""
     climb, result = measuring(climb)
-    result.accuracy = _accuracy(row.job.workload, result.graded)
-    write_model_atomic(row.row_dir / GRADING_FILE, result.accuracy)
-    both_right, floor = result.accuracy.both_right, row.gates.min_both_right
-    detail = f"{len(result.graded)} answers graded; both-right {both_right}"
+    workload, floor = row.job.workload, row.gates.min_both_right
+
+    def judge(run: LevelRun) -> StageResult:
+        run.accuracy, run.grade = _accuracy(workload, run.graded)
+        return _graded(run.accuracy, len(run.graded), floor)
+
+    if result.levels:
+        stage = judged(result.levels, "grading", judge)
+        result.accuracy = result.levels[0].accuracy
+    else:
+        result.accuracy = _accuracy(workload, result.graded)[0]
+        stage = _graded(result.accuracy, len(result.graded), floor)
+    if result.accuracy is not None:
+        write_model_atomic(row.row_dir / GRADING_FILE, result.accuracy)
+    return recorded(climb, result, stage, stops=stage.status != "passed")
+
+
+def _graded(accuracy: Accuracy, graded: int, floor: float | None) -> StageResult:
+    both_right = accuracy.both_right
+    detail = f"{graded} answers graded; both-right {both_right}"
     if floor is None:
-        stage = StageResult(name="grading", status="passed", detail=detail, evidence=[GRADING_FILE])
-        return recorded(climb, result, stage, stops=False)
+        return StageResult(name="grading", status="passed", detail=detail, evidence=[GRADING_FILE])
     held = both_right is not None and both_right >= floor
     gate = f"gate --min-both-right {floor:g}: {'held' if held else 'not met'}"
-    stage = StageResult(
+    return StageResult(
         name="grading", status="passed" if held else "failed", detail=f"{detail}; {gate}", evidence=[GRADING_FILE]
     )
-    return recorded(climb, result, stage, stops=not held)
 
 
-def _accuracy(workload: Workload, graded: list[GradedAnswer]) -> Accuracy:
+def _accuracy(workload: Workload, graded: list[GradedAnswer]) -> tuple[Accuracy, WorkloadGrade]:
     pairs = workload.reversal_pairs()
     forward_id, reversed_id = pairs[0] if pairs else (workload.spec.clips[0].id, "reversed")
     grade = grade_workload(
@@ -44,7 +60,7 @@ def _accuracy(workload: Workload, graded: list[GradedAnswer]) -> Accuracy:
         return round(sum(present) / len(present), 4) if present else None
 
     outcomes = {k: sum(1 for g in graded if g.outcome == k) for k in ("correct", "wrong", "unparseable", "empty")}
-    return Accuracy(
+    accuracy = Accuracy(
         questions=len(grade.questions),
         forward=mean([q.forward_accuracy for q in grade.questions]),
         reversed=mean([q.reversed_accuracy for q in grade.questions]),
@@ -63,3 +79,4 @@ def _accuracy(workload: Workload, graded: list[GradedAnswer]) -> Accuracy:
             for q in grade.questions
         ],
     )
+    return accuracy, grade

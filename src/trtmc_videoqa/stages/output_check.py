@@ -18,6 +18,7 @@ from ..common.scrub import known_secrets
 from ..results import AnswerExample, AnswerOutcome, OutputCheck, RequestRow, StageResult
 from ..results.layout import OUTPUT_CHECK_FILE, REQUESTS_FILE
 from ..workloads.grading import GradedAnswer
+from .levels import combined
 from .protocol import Climb, RowJob, Stop, measuring, recorded
 
 if TYPE_CHECKING:
@@ -162,10 +163,18 @@ def output_check(row: RowJob, climb: Climb) -> Climb | Stop:
     no-answer passes where the run's own plan declares one); written to output_check.json."""
     climb, result = measuring(climb)
     secrets = sorted(known_secrets(row.job.api_key))
-    check = check_outputs(result.graded, result.records, declared=row.gates.declared_no_answer, secrets=secrets)
-    write_output_check(row.row_dir, check)
-    result.output_check = check
-    stage = output_check_stage(check)
+
+    def check(graded: list[GradedAnswer], records: list[RequestRow]) -> OutputCheck:
+        return check_outputs(graded, records, declared=row.gates.declared_no_answer, secrets=secrets)
+
+    result.output_check = check(result.graded, result.records)  # the first run's, as the row's figures are
+    write_output_check(row.row_dir, result.output_check)
+    stage = output_check_stage(result.output_check)
+    if len(result.levels) > 1:  # every further run of a sweep or repeat checked alike, the first failing one named
+        result.levels[0].stages["output-check"] = stage
+        for run in result.levels[1:]:
+            run.stages["output-check"] = output_check_stage(check(run.graded, run.records))
+        stage = combined(result.levels, "output-check")
     return recorded(climb, result, stage, stops=stage.status != "passed")
 
 

@@ -41,8 +41,10 @@ if TYPE_CHECKING:
     from ..aiperf_qual.execution_file import AiperfEvidence
     from ..plan.job import QualifyJob
     from ..plan.self_test import DeclaredNoAnswer
+    from ..plan.settings import RunSettings
     from ..serving.capability import CapabilityResult
     from ..workloads.grading import GradedAnswer
+    from .levels import LevelRun
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,8 @@ class Measurement:
     aiperf_exit: int | None = None
     aiperf: AiperfEvidence | None = None  # what execution.jsonl needs of the AIPerf run, taken by the stage
     figures: dict[str, Any] = field(default_factory=dict)
+    levels: list[LevelRun] = field(default_factory=list)  # every AIPerf run (stages/levels.py); the first is above
+    settings: RunSettings | None = None  # what the runs were made with: the sweep's confidence and objective
     video_transport: VideoTransport | None = None  # the one the capability check accepted, used from then on
     transport_attempts: list[TransportAttempt] = field(default_factory=list)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ..results import RequestRow, StageResult
 from ..results.layout import REQUESTS_FILE
+from .levels import judged
 from .protocol import Climb, RowJob, Stop, measuring, recorded
 
 NOT_REPORTED = "not reported by this server"
@@ -22,12 +23,16 @@ NOT_REPORTED = "not reported by this server"
 def timing(row: RowJob, climb: Climb) -> Climb | Stop:
     """The `timing` stage: a gate where the row's gates require every task time (trtmc-server), else a statement."""
     climb, result = measuring(climb)
-    stage = timing_stage(
-        result.records,
-        required=row.gates.require_task_time,
-        task_time_field=result.task_time_field,
-        timing_scope=result.timing_scope,
-    )
+
+    def judge(records: list[RequestRow], task_time_field: str | None, timing_scope: str | None) -> StageResult:
+        return timing_stage(
+            records, required=row.gates.require_task_time, task_time_field=task_time_field, timing_scope=timing_scope
+        )
+
+    if result.levels:  # every AIPerf run of a sweep or repeat judged alike; the first that fails names its level
+        stage = judged(result.levels, "timing", lambda run: judge(run.records, run.task_time_field, run.timing_scope))
+    else:
+        stage = judge(result.records, result.task_time_field, result.timing_scope)
     return recorded(climb, result, stage, stops=stage.status == "failed")
 
 
