@@ -57,6 +57,7 @@ from .join import join_requests, keep_raw_answers, read_server_records, with_ser
 from .prompts import workload_prompts
 from .protocol import Climb, EndpointRow, RowJob, Served, Stop, measuring, recorded, served, signal_name
 from .stats import latency_stats, requests_per_second
+from .streaming import stream_figures, streaming_choice
 
 # Over http the input file names the run's own loopback clip server, which lives only as long as the run.
 HTTP_INPUTS_NOTE = (
@@ -93,9 +94,12 @@ def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
     plan = result.plan = _plan(
         workload_prompts(workload), settings, max_tokens, workload, aiperf_videos(transport, job.clip_urls)
     )
+    streams, stream_note = streaming_choice(row, climb, target, plan)
     with _guard(row, climb, target) as guard:
         url = guard.url if guard else target.url
-        run = run_aiperf(row, replace(target, url=url), plan, recorded_url=target.url if guard else None)
+        run = run_aiperf(
+            row, replace(target, url=url), plan, recorded_url=target.url if guard else None, streaming=streams
+        )
     notes = [HTTP_INPUTS_NOTE] if TRANSPORTS[transport].by_url else []
     result.commands["aiperf"] = run.command.model_copy(update={"notes": notes + ([GUARD_NOTE] if guard else [])})
     result.aiperf_exit, result.aiperf = run.outcome.exit_code, run.evidence
@@ -105,9 +109,12 @@ def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
     result.records, result.graded = joined.records, joined.graded
     result.task_time_field, result.timing_scope = joined.task_time_field, joined.timing_scope
     result.figures = _figures(result.records, run.clients)
+    result.figures |= stream_figures(result.records, streamed=streams, note=stream_note)
     write_text_atomic(row.row_dir / REQUESTS_FILE, "".join(r.model_dump_json() + "\n" for r in result.records))
     stage = _aiperf_stage(run.outcome, result.records, plan, settings, server_gone=not target.alive())
     stage = with_server_text_notes(stage, result.records)
+    if stream_note:
+        stage = stage.model_copy(update={"detail": f"{stage.detail}; {stream_note}"})
     if guard is not None:
         stage = _guarded_stage(stage, guard.tally, row.row_dir)
     return recorded(climb, result, stage, stops=stage.status != "passed")
@@ -157,7 +164,9 @@ def _plan(
     )
 
 
-def run_aiperf(row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: str | None = None) -> AiperfRun:
+def run_aiperf(
+    row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: str | None = None, streaming: bool = False
+) -> AiperfRun:
     """AIPerf on the plan's input file under our wall limit; its exports scrubbed of secrets, its outcome written.
     Its raw logs (its output, and the log folder it writes among its exports) are kept under the row's private/.
     The command recorded names `recorded_url` where given (the endpoint behind the loopback guard)."""
@@ -178,6 +187,7 @@ def run_aiperf(row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: 
         profiling_requests=len(plan.profiling),
         concurrency=settings.concurrency,
         request_timeout_s=settings.request_timeout_s,
+        streaming=streaming,
         api_key=job.api_key,
         config_file=str(config_file.resolve()) if config_file else None,
     )
