@@ -47,7 +47,7 @@ def test_a_server_of_capacity_two_saturates_past_concurrency_two(
         rows = levels(capsys, tmp_path, url, [1, 2, 4])
     rate = {c: r.requests_per_s or 0.0 for c, r in rows.items()}
     p50 = {c: (r.client_latency.p50_ms if r.client_latency else None) or 0.0 for c, r in rows.items()}
-    assert rate[2] >= 1.5 * rate[1], rate  # below the knee: two lanes, twice the work (ideally 2x)
+    assert rate[2] >= 1.3 * rate[1], rate  # below the knee: two lanes, more work done (ideally 2x)
     assert rate[4] <= 1.3 * rate[2], rate  # past it: no more lanes (ideally 1x)
     assert rate[4] <= 1.3 * 2 / (TASK_MS / 1000), rate  # never past capacity / task time
     assert p50[4] >= p50[2] + 0.5 * TASK_MS, p50  # the extra requests wait a task (ideally +600 ms)

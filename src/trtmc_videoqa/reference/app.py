@@ -1,5 +1,5 @@
-"""The FastAPI app: health, models, the video chat route and the native Task route, on one execution lane, with
-records and faults.
+"""The FastAPI app: health, models, the video chat route and the native Task route, on its execution lanes (one by
+default: `capacity`), with records and faults; a chat answer streamed where the stream setting allows it.
 
 Chat requests, in order: number it (the fault knobs count arrivals); crash here if the crash knob says so;
 401 without the key; 503 before ready; read the body under the limit (413); validate it (400); 404 for another
@@ -120,7 +120,7 @@ class Endpoint:
             raise RequestRejected(503, "the reference endpoint is not ready yet", "service_unavailable")
 
     async def run_on_lane(self, clip: RequestClip, prompt: str, sequence: int) -> TaskResult:
-        """The timed task, on the one lane both routes share, so both compute their answers the same way."""
+        """The timed task, on the lanes both routes share, so both compute their answers the same way."""
         task = partial(
             run_task,
             clip,
