@@ -64,3 +64,16 @@ def test_a_trtmc_row_whose_server_refuses_stream_is_measured_unstreamed_and_says
     assert note in aiperf.detail
     assert "--streaming" not in measured.commands["aiperf"].argv
     assert measured.server_task_time and measured.server_task_time.count == 6
+
+
+def test_the_self_test_streams_from_its_reference_endpoint(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--streaming on the self-test starts its reference endpoint with streaming on (the command recorded says so),
+    and its row streams; the synthetic workload's one-letter answers are one token, so AIPerf gives no ITL."""
+    out = tmp_path / "out"
+    done = run_main(capsys, "qualify", "--out", str(out), *QUICK, "--streaming")
+    assert done.returncode == 0, done.stderr
+    measured = row(out, "reference-self-test.synthetic")
+    assert measured.status == "endpoint-qualified" and measured.streamed, measured.status_reason
+    assert "--stream" in measured.commands["serve"].argv
+    assert measured.ttft and measured.ttft.count == 6 and measured.itl is None
+    assert measured.accuracy and measured.accuracy.both_right == 1.0  # graded from the streamed letters
