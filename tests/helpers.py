@@ -131,10 +131,12 @@ def reference(
     name: str = "reference",
     max_body_bytes: int = 4 << 20,
     model_name: str | None = None,
+    capacity: int = 1,
+    stream: bool = False,
     **faults: object,
 ) -> Iterator[str]:
     """The reference endpoint as its own process (so the crash knob ends only it), ready before it is used; it
-    serves `model_name` where given."""
+    serves `model_name` where given, `capacity` tasks at once, and streams where `stream` says so."""
     port = port or free_loopback_port()
     url = f"http://127.0.0.1:{port}"
     config = ReferenceConfig(
@@ -142,6 +144,8 @@ def reference(
         records_path=tmp / f"{name}-records.jsonl",
         max_body_bytes=max_body_bytes,
         faults=FaultKnobs(**faults),
+        capacity=capacity,
+        stream=stream,
         **({"model_name": model_name} if model_name else {}),
     )
     with ServerProcess(argv_for_subprocess(config), url=url, log_path=tmp / f"{name}.log", startup_timeout_s=60):

@@ -147,6 +147,37 @@ def test_exports_are_read_by_identity_and_scrubbed(tmp_path: Path) -> None:
     assert "base64,AAAA" not in text and "sha256=" in text
 
 
+def test_a_streamed_answer_is_read_from_its_chunks_with_aiperfs_stream_metrics(tmp_path: Path) -> None:
+    """AIPerf 0.13.0 records a streamed answer as its SSE packets, and its TTFT, ITL and output token count (display
+    units: ms, tokens) in the records export; a figure it did not give stays None."""
+    chunks = [
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "The"}}]},
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": " answer is B"}}]},
+        {"choices": [], "usage": {"completion_tokens": 4}, "trtmc_timing": {"model_call_ms": 9.5}},
+    ]
+    raw = _raw("q1.forward.r00", "r1", "profiling", None)
+    raw["responses"] = [{"perf_ns": 1, "packets": [{"value": json.dumps(c)} for c in chunks] + [{"value": "[DONE]"}]}]
+    raw_two = _raw("q1.reversed.r00", "r2", "profiling", {"choices": [{"message": {"content": "B"}}]})
+    (tmp_path / "profile_export_raw.jsonl").write_text(json.dumps(raw) + "\n" + json.dumps(raw_two) + "\n")
+    metrics = {
+        "request_latency": {"value": 40.0, "unit": "ms"},
+        "time_to_first_token": {"value": 12.5, "unit": "ms"},
+        "inter_token_latency": {"value": 3.25, "unit": "ms"},
+        "output_token_count": {"value": 4, "unit": "tokens"},
+    }
+    lines = [
+        {"metadata": {"x_request_id": "r1"}, "metrics": metrics},
+        {"metadata": {"x_request_id": "r2"}, "metrics": {"request_latency": {"value": 30.0}}},
+    ]
+    (tmp_path / "profile_export.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    records = {r.session_id: r for r in read_client_records(tmp_path)}
+    streamed = records["q1.forward.r00"]
+    assert streamed.answer == "The answer is B" and streamed.response_fields["trtmc_timing"]["model_call_ms"] == 9.5
+    assert (streamed.latency_ms, streamed.ttft_ms, streamed.itl_ms, streamed.output_tokens) == (40.0, 12.5, 3.25, 4)
+    whole = records["q1.reversed.r00"]
+    assert (whole.latency_ms, whole.ttft_ms, whole.itl_ms, whole.output_tokens) == (30.0, None, None, None)
+
+
 def test_latency_figures_need_enough_samples() -> None:
     assert (min_samples(0.5), min_samples(0.9), min_samples(0.99)) == (2, 10, 100)
     few = latency_stats([10.0, 20.0, 30.0])

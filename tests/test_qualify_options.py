@@ -309,3 +309,12 @@ def test_a_value_that_another_program_would_read_as_an_option_is_refused(
     assert done.returncode == 2, done.stderr
     assert f"{option} '{OPTION_LIKE}' begins with '-'" in done.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_streaming_joins_the_cache_key_only_when_given() -> None:
+    """--streaming is parsed into the settings; rows measured before it (streaming off) keep their keys, and an
+    opt-in given as zero is still given."""
+    settings = settings_from(build_parser().parse_args(["qualify", "--streaming"]))
+    assert settings.streaming and settings.measured()["streaming"] is True
+    assert "streaming" not in RunSettings().measured()
+    assert RunSettings(min_both_right=0).measured()["min_both_right"] == 0

@@ -95,9 +95,9 @@ def server(model_dir: Path, work: Path) -> Iterator[str]:
         yield url
 
 
-def _qualify(url: str, workload: Path, out: Path, transport: str) -> ResultRow:
+def _qualify(url: str, workload: Path, out: Path, transport: str, *extra: str) -> ResultRow:
     args = [a.format(url=url, workload=workload) for a in RUN]
-    done = qualify(*args, "--video-transport", transport, "--out", str(out), timeout=QUALIFY_TIMEOUT_S)
+    done = qualify(*args, "--video-transport", transport, "--out", str(out), *extra, timeout=QUALIFY_TIMEOUT_S)
     no_traceback(done)
     assert done.returncode == 3, done.stderr  # both callers' rows fail: the failed row's code
     return row(out, PROFILE)
@@ -147,6 +147,23 @@ def test_random_weights_fail_at_output_check_with_every_answer_cut_off(
         assert with_clip >= alone + 256 and with_clip >= 4 * alone, (request.session_id, with_clip, alone)
         added.add(with_clip - alone)
     assert len(added) == 1, added  # both clips are 8 frames of 320x180: the same number of video tokens
+
+
+def test_a_streamed_run_has_time_to_first_token_and_inter_token_latency(
+    server: str, workload: Path, tmp_path: Path
+) -> None:
+    """--streaming against the real server: AIPerf streams, every request is answered, its TTFT and ITL recorded,
+    and the streamed answers are checked as the whole ones are (cut off at the token limit, every one)."""
+    streamed = _qualify(server, workload, tmp_path / "out", "http", "--streaming")
+    assert (streamed.status, streamed.failed_stage) == ("failed", "output-check"), streamed.status_reason
+    assert streamed.streamed and "--streaming" in streamed.commands["aiperf"].argv
+    assert streamed.failed_requests == 0 and streamed.profiling_requests_completed == 8
+    assert streamed.ttft and streamed.ttft.count == 8, streamed.ttft
+    assert streamed.itl and streamed.itl.count == 8, streamed.itl
+    assert streamed.output_tokens_per_s and streamed.output_tokens_per_s > 0
+    assert streamed.output_check and streamed.output_check.by_outcome["cut-off"] == 8, streamed.output_check
+    for request in streamed.requests:
+        assert request.answer and request.ttft_ms and request.ttft_ms <= (request.client_latency_ms or 0), request
 
 
 def test_a_clip_sent_as_a_data_url_fails_at_capability_naming_the_transport(

@@ -61,6 +61,11 @@ class ClientRecord(BaseModel):
     start_ns: int | None = None
     end_ns: int | None = None
     latency_ms: float | None = None  # client end-to-end, from AIPerf; None for a failed request
+    # AIPerf's own per-request figures of a streamed answer (STREAM_METRICS), and its count of the output's tokens
+    # (by the run's tokenizer, streamed or not); None for a failed request or where AIPerf gave none.
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    output_tokens: float | None = None
     http_status: int | None = None
     error: str | None = None
     answer: str | None = None
@@ -215,18 +220,35 @@ def _text_of(value: Any) -> str:
         return f"<{type(value).__name__} that cannot be shown>"
 
 
-def _latencies(artifact_dir: Path) -> dict[str, float]:
-    """AIPerf's own end-to-end latency per x_request_id, from the records export (the raw one has no metrics)."""
-    found = {}
+# The per-request metrics read from AIPerf 0.13.0's records export, by its tags, in its display units (ms for the
+# times, tokens for the count): each ClientRecord field and the tag it is read from. TTFT and ITL are AIPerf's
+# streaming-only metrics (it records them only for a streamed answer; ITL needs two output tokens or more).
+LATENCY_METRIC = "request_latency"
+STREAM_METRICS = {
+    "ttft_ms": "time_to_first_token",
+    "itl_ms": "inter_token_latency",
+    "output_tokens": "output_token_count",
+}
+
+
+def _record_metrics(artifact_dir: Path) -> dict[str, dict[str, float]]:
+    """AIPerf's own per-request metrics (LATENCY_METRIC and STREAM_METRICS) by x_request_id, from the records export
+    (the raw one has no metrics); a value that is not a finite number is left out."""
+    found: dict[str, dict[str, float]] = {}
     for record in _lines(artifact_dir / RECORDS_EXPORT):
         try:
             line = _RecordsLine.model_validate(record)
-            value = _Metric.model_validate(line.metrics.get("request_latency") or {}).value
+            values = {
+                tag: _Metric.model_validate(line.metrics.get(tag) or {}).value
+                for tag in (LATENCY_METRIC, *STREAM_METRICS.values())
+            }
         except ValidationError:
             continue
         request_id = line.metadata.x_request_id
-        if request_id and value is not None and math.isfinite(value):
-            found[request_id] = value
+        if request_id:
+            found[request_id] = {
+                tag: value for tag, value in values.items() if value is not None and math.isfinite(value)
+            }
     return found
 
 
@@ -240,9 +262,12 @@ def raw_lines(artifact_dir: Path) -> Iterator[dict[str, Any]]:
         yield from _lines(part)
 
 
-def client_record(raw: dict[str, Any], latencies: dict[str, float]) -> ClientRecord | None:
-    """One request as the client saw it; None for a record that names no request. Nothing in it raises: an answer
-    of another shape is `malformed`, a number that cannot be held an invalid value, a lone surrogate escaped."""
+def client_record(
+    raw: dict[str, Any], latencies: dict[str, float], metrics: dict[str, dict[str, float]] | None = None
+) -> ClientRecord | None:
+    """One request as the client saw it (`metrics`: AIPerf's per-request STREAM_METRICS by x_request_id); None for
+    a record that names no request. Nothing in it raises: an answer of another shape is `malformed`, a number that
+    cannot be held an invalid value, a lone surrogate escaped."""
     meta = record_meta(raw)
     if meta is None or not meta.conversation_id:
         return None
@@ -266,6 +291,7 @@ def client_record(raw: dict[str, Any], latencies: dict[str, float]) -> ClientRec
         start_ns=meta.request_start_ns,
         end_ns=meta.request_end_ns,
         latency_ms=latency if not error else None,
+        **_stream_figures((metrics or {}).get(meta.x_request_id or "", {}) if not error else {}),
         http_status=status if isinstance(status, int) and not isinstance(status, bool) else None,
         error=error,
         answer=answer.text,
@@ -278,6 +304,10 @@ def client_record(raw: dict[str, Any], latencies: dict[str, float]) -> ClientRec
     )
 
 
+def _stream_figures(metrics: dict[str, float]) -> dict[str, float | None]:
+    return {name: metrics.get(tag) for name, tag in STREAM_METRICS.items()}
+
+
 def read_client_records(artifact_dir: Path) -> list[ClientRecord]:
     """One record per request, in completion order; empty when AIPerf wrote none.
 
@@ -285,10 +315,11 @@ def read_client_records(artifact_dir: Path) -> list[ClientRecord]:
     failed, AIPerf 0.13.0 writes no raw export) still counts, with its error and timestamps: nothing it measured
     is dropped."""
     records = []
-    latencies = _latencies(artifact_dir)
+    metrics = _record_metrics(artifact_dir)
+    latencies = {request_id: found[LATENCY_METRIC] for request_id, found in metrics.items() if LATENCY_METRIC in found}
     seen: set[str] = set()
     for raw in raw_lines(artifact_dir):
-        record = client_record(raw, latencies)
+        record = client_record(raw, latencies, metrics)
         if record is not None:
             records.append(record)
             seen.add(record.x_request_id or "")
@@ -296,7 +327,7 @@ def read_client_records(artifact_dir: Path) -> list[ClientRecord]:
         meta = record_meta(raw)
         request_id = escaped_text(meta.x_request_id) if meta is not None and meta.x_request_id else None
         if request_id and request_id not in seen:
-            record = client_record(raw, latencies)
+            record = client_record(raw, latencies, metrics)
             if record is not None:
                 records.append(record)
                 seen.add(request_id)

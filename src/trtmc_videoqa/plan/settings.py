@@ -103,6 +103,11 @@ class RunSettings(BaseModel):
         description="a latency objective (AIPerf's syntax): the row names the highest level at which every request "
         "met it (default: off)",
     )
+    streaming: Annotated[bool, Flag("--streaming", action="store_true", keyed_when_set=True)] = Field(
+        default=False,
+        description="ask the server to stream its answers (AIPerf's --streaming): the row adds time to first token "
+        "and inter-token latency; a TRTMC row streams only where trtmc-server accepts it, else says so",
+    )
     request_timeout_s: Annotated[float, Flag("--request-timeout")] = Field(
         default=60.0, gt=0, description="seconds per request"
     )
@@ -229,7 +234,9 @@ class RunSettings(BaseModel):
         """The settings that shape a measurement, as the cache key and the row's provenance record them (an opt-in
         only where it is given)."""
         dumped = self.model_dump(include=set(KEYED_SETTINGS))
-        return {k: v for k, v in dumped.items() if v is not None or not setting_flag(k).keyed_when_set}
+        # An opt-in left at its default (None, or False for a switch) is not given.
+        given = {k: v for k, v in dumped.items() if v is not None and v is not False}  # `is`: 0.0 is a value
+        return {k: v for k, v in dumped.items() if k in given or not setting_flag(k).keyed_when_set}
 
 
 def goodput_ms(objective: str) -> float:

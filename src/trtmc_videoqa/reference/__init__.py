@@ -8,10 +8,12 @@ question: "I cannot tell from this clip."). Every response and record says it is
 Only ``cli.py`` and tests start it; the step chain never knows it talks to it.
 
 Choices, in brief:
-- ``stream: true`` is refused with 400, like trtmc-server (AIPerf 0.13.0 is run non-streaming).
+- ``stream: true`` is refused with 400, like trtmc-server, unless the ``stream`` setting is on: then the answer
+  is streamed as OpenAI's server-sent events, its ``trtmc_timing`` in the last chunk (streaming.py).
 - Task time is ``trtmc_timing.model_call_ms`` (TASK_TIME_FIELD): from the start of decoding the clip to the
-  answer, monotonic clock, including ``added_task_ms``; ``queue_ms`` is the wait for the single execution lane,
-  ``handler_ms`` the whole route from arrival. The data URL is parsed (and refused) before the timed section.
+  answer, monotonic clock, including ``added_task_ms``; ``queue_ms`` is the wait for an execution lane
+  (``capacity``, one by default), ``handler_ms`` the whole route from arrival. The data URL is parsed (and
+  refused) before the timed section.
 - Fault positions count chat requests from 1 in arrival order, whatever their outcome: the error rate answers
   request n with ``error_status`` (500 unless set) when floor(n*rate) > floor((n-1)*rate) (after the body
   validated); ``crash_after=N`` answers N requests and calls os._exit(CRASH_EXIT_CODE) when request N+1 arrives,

@@ -22,7 +22,8 @@ class TaskResult:
 def run_task(
     clip: RequestClip, prompt: str, policy: SamplingPolicy, *, added_task_ms: float, submitted: float
 ) -> TaskResult:
-    """Runs in a worker thread on the single execution lane; ``submitted`` is when the request joined the lane."""
+    """Runs in a worker thread on one of the execution lanes (`capacity`, one by default); ``submitted`` is when
+    the request joined the lane."""
     started = time.monotonic()
     sampled = sample_clip(clip, policy)
     answer = answer_question(prompt, track_scene(sampled.frames))

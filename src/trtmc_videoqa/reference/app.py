@@ -1,5 +1,5 @@
-"""The FastAPI app: health, models, the video chat route and the native Task route, on one execution lane, with
-records and faults.
+"""The FastAPI app: health, models, the video chat route and the native Task route, on its execution lanes (one by
+default: `capacity`), with records and faults; a chat answer streamed where the stream setting allows it.
 
 Chat requests, in order: number it (the fault knobs count arrivals); crash here if the crash knob says so;
 401 without the key; 503 before ready; read the body under the limit (413); validate it (400); 404 for another
@@ -25,6 +25,7 @@ import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
 
 from .answering import TaskResult, run_task
 from .body import read_body_limited
@@ -46,6 +47,7 @@ from .responses import (
     models_body,
     readiness_body,
 )
+from .streaming import SSE_MEDIA_TYPE, stream_events
 from .video_url import clip_from_video_url
 
 # What a chat with no clip is answered: no task runs, nothing is sampled or timed.
@@ -58,12 +60,13 @@ class Endpoint:
         self.policy = config.sampling
         self.plan = FaultPlan(config.faults)
         self.records = RecordWriter(config.records_path)
-        # One lane, like perf_serving: concurrent requests queue, and the wait is reported as queue_ms.
-        self.lane = anyio.CapacityLimiter(1)
+        # One lane by default, like perf_serving: concurrent requests past the capacity queue, and the wait is
+        # reported as queue_ms.
+        self.lane = anyio.CapacityLimiter(config.capacity)
         self.created = int(time.time())
         self.api_key = _api_key(config)
 
-    async def chat(self, request: Request) -> JSONResponse:
+    async def chat(self, request: Request) -> Response:
         sequence = self.plan.next_sequence()
         exchange = Exchange.arriving(request.state.request_id, CHAT_ROUTE, sequence)
         exchange.reports_task_time = not self.plan.omits_task_time(sequence)
@@ -71,18 +74,23 @@ class Endpoint:
             self.plan.crash()
         return await self.answered(exchange, partial(self._answer_chat, request, exchange))
 
-    async def native(self, request: Request, operation: str) -> JSONResponse:
+    async def native(self, request: Request, operation: str) -> Response:
         exchange = Exchange.arriving(
             request.state.request_id, NATIVE_ROUTE_PREFIX + operation, self.plan.next_native_sequence()
         )
         return await self.answered(exchange, partial(answer_native, self, request, exchange, operation))
 
-    async def answered(self, exchange: Exchange, answer: Callable[[], Awaitable[dict[str, Any]]]) -> JSONResponse:
-        """The response to one request, and its record, whatever the outcome."""
+    async def answered(self, exchange: Exchange, answer: Callable[[], Awaitable[dict[str, Any]]]) -> Response:
+        """The response to one request, and its record, whatever the outcome; a streamed answer as server-sent
+        events (an error before it is a plain JSON error, as OpenAI servers answer)."""
+        response: Response
         try:
             body = await answer()
             status = 200
-            response = JSONResponse(body)
+            if exchange.streamed:
+                response = StreamingResponse(stream_events(body), media_type=SSE_MEDIA_TYPE)
+            else:
+                response = JSONResponse(body)
             error = None
         except RequestRejected as rejected:
             status, error = rejected.status, rejected.message
@@ -112,7 +120,7 @@ class Endpoint:
             raise RequestRejected(503, "the reference endpoint is not ready yet", "service_unavailable")
 
     async def run_on_lane(self, clip: RequestClip, prompt: str, sequence: int) -> TaskResult:
-        """The timed task, on the one lane both routes share, so both compute their answers the same way."""
+        """The timed task, on the lanes both routes share, so both compute their answers the same way."""
         task = partial(
             run_task,
             clip,
@@ -125,14 +133,15 @@ class Endpoint:
 
     async def _answer_chat(self, request: Request, exchange: Exchange) -> dict[str, Any]:
         self.admit(request)
-        chat = parse_chat_request(await read_body_limited(request, self.config.max_body_bytes))
+        body = await read_body_limited(request, self.config.max_body_bytes)
+        chat = parse_chat_request(body, stream_allowed=self.config.stream)
         if chat.model is not None and chat.model != self.config.model_name:
             raise RequestRejected(
                 404,
                 f"model {chat.model!r} is not served here; this endpoint serves {self.config.model_name!r}",
                 "model_not_found",
             )
-        exchange.body_fields = chat.body_fields
+        exchange.body_fields, exchange.streamed = chat.body_fields, chat.stream
         if chat.video_url is None:  # no clip, no task: answered as a video chat server answers plain text
             return self._text_only(chat.question_text, chat.max_tokens, exchange)
         exchange.video_scheme = chat.video_url.partition(":")[0].lower()
@@ -223,11 +232,11 @@ def create_app(config: ReferenceConfig) -> FastAPI:
         return JSONResponse(models_body(config.model_name, endpoint.created))
 
     @app.post(CHAT_ROUTE)
-    async def chat(request: Request) -> JSONResponse:
+    async def chat(request: Request) -> Response:
         return await endpoint.chat(request)
 
     @app.post(NATIVE_ROUTE_PREFIX + "{operation}")
-    async def task(operation: str, request: Request) -> JSONResponse:
+    async def task(operation: str, request: Request) -> Response:
         return await endpoint.native(request, operation)
 
     return app

@@ -58,6 +58,7 @@ class ChatRequest:
     question_text: str  # the user's text parts, joined by newlines
     video_url: str | None  # None: a text-only request
     max_tokens: int | None  # the smaller of max_tokens / max_completion_tokens when both are given
+    stream: bool  # answered in server-sent events (only where the endpoint's stream setting allows it)
     body_fields: dict[str, Any] = field(default_factory=dict)  # every top-level field but model and messages
 
 
@@ -104,13 +105,14 @@ def _check_system(message: _Message) -> None:
                 )
 
 
-def parse_chat_request(body: bytes) -> ChatRequest:
+def parse_chat_request(body: bytes, *, stream_allowed: bool = False) -> ChatRequest:
+    """The request, checked; stream=true is refused unless `stream_allowed` (the endpoint's stream setting)."""
     raw = json_body(body)
     try:
         chat = _ChatBody.model_validate(raw)
     except ValidationError as error:
         raise RequestRejected(400, f"invalid chat request: {_validation_message(error)}") from error
-    if chat.stream:
+    if chat.stream and not stream_allowed:
         raise RequestRejected(400, "stream=true is not supported (like trtmc-server); send stream=false")
     if chat.n != 1:
         raise RequestRejected(400, f"n={chat.n} is not supported; only n=1")
@@ -130,5 +132,6 @@ def parse_chat_request(body: bytes) -> ChatRequest:
         question_text="\n".join(texts),
         video_url=videos[0] if videos else None,
         max_tokens=min(limits) if limits else None,
+        stream=chat.stream,
         body_fields={key: value for key, value in raw.items() if key not in ("model", "messages")},
     )

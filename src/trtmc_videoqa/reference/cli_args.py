@@ -14,9 +14,11 @@ from typing import Any
 
 from ..common.sizes import shown_size, size_argument
 from .config import (
+    DEFAULT_CAPACITY,
     DEFAULT_HOST,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_SAMPLING_POLICY,
+    MAX_CAPACITY,
     FaultKnobs,
     ReferenceConfig,
 )
@@ -47,6 +49,20 @@ def add_reference_arguments(parser: argparse.ArgumentParser) -> argparse.Argumen
         metavar="SIZE",
         help=f"larger request bodies get HTTP 413 (default {shown_size(DEFAULT_MAX_BODY_BYTES)}; a size: 512MiB, "
         "4GiB or bytes)",
+    )
+    serving.add_argument(
+        "--capacity",
+        type=int,
+        default=DEFAULT_CAPACITY,
+        metavar="N",
+        help=f"requests whose task runs at once, 1 to {MAX_CAPACITY}; the others queue (default {DEFAULT_CAPACITY}, "
+        "one lane like perf_serving)",
+    )
+    serving.add_argument(
+        "--stream",
+        action="store_true",
+        help="accept stream=true and answer in server-sent events, the timing in the last chunk (default: refused "
+        "with 400, as trtmc-server does)",
     )
     serving.add_argument("--records", type=Path, help="append one JSONL record per chat or native request here")
     serving.add_argument(
@@ -132,6 +148,8 @@ def config_from_arguments(options: Mapping[str, Any]) -> ReferenceConfig:
         max_body_bytes=options["max_body_bytes"],
         records_path=options["records"],
         api_key_env=options["api_key_env"],
+        capacity=options["capacity"],
+        stream=options["stream"],
         faults=FaultKnobs(
             added_task_ms=options["added_task_ms"],
             error_rate=options["error_rate"],
@@ -175,6 +193,10 @@ def argv_from_config(config: ReferenceConfig) -> list[str]:
     ]
     if config.allow_non_loopback:
         argv.append("--allow-non-loopback")
+    if config.capacity != DEFAULT_CAPACITY:  # the default left out: the commands rows recorded stay as they were
+        argv += ["--capacity", str(config.capacity)]
+    if config.stream:
+        argv.append("--stream")
     if config.faults.refuse_data_urls:
         argv.append("--refuse-data-urls")
     if config.url_file is not None:

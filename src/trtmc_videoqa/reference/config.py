@@ -15,6 +15,9 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_SAMPLING_POLICY = "uniform:16"
 # trtmc-server's --max-body-bytes default.
 DEFAULT_MAX_BODY_BYTES = 1 << 20
+# Requests whose task runs at once: perf_serving's one lane by default; a bound, since each lane is a worker thread.
+DEFAULT_CAPACITY = 1
+MAX_CAPACITY = 64
 
 
 class NonLoopbackHostError(UserError, ValueError):
@@ -113,6 +116,19 @@ class ReferenceConfig(BaseModel):
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
         description="name of an environment variable holding an API key: when given, /v1/* answers 401 unless "
         "the request carries 'Authorization: Bearer <key>' (the key itself is never in the config or the argv)",
+    )
+    capacity: int = Field(
+        default=DEFAULT_CAPACITY,
+        ge=1,
+        le=MAX_CAPACITY,
+        description="requests whose task runs at once (execution lanes); the others wait, their wait reported as "
+        "queue_ms: with added_task_ms T, throughput saturates near capacity / T",
+    )
+    stream: bool = Field(
+        default=False,
+        description="accept stream=true and answer in OpenAI's server-sent events (one chunk a word, the usage and "
+        "trtmc_timing in the last chunk, then [DONE]); off, stream=true is refused with HTTP 400, as trtmc-server's "
+        "text schema does",
     )
     faults: FaultKnobs = FaultKnobs()
 

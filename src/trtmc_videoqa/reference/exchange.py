@@ -27,6 +27,7 @@ class Exchange:
     reports_task_time: bool = True  # False where the omit-task-time knob hides it
     body_fields: dict[str, Any] | None = None  # a chat body's top-level fields but model and messages
     video_scheme: str | None = None  # how the chat clip came: "data" or "http(s)"
+    streamed: bool = False  # the answer goes out as server-sent events (stream=true, where the endpoint allows it)
 
     @classmethod
     def arriving(cls, request_id: str, route: str, sequence: int) -> Exchange:

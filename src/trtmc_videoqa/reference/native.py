@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 class NativeHost(Protocol):
     """What the route needs of the endpoint that serves it (app.Endpoint): its settings, its admission checks, its
-    fault plan and its one execution lane."""
+    fault plan and its execution lanes."""
 
     config: ReferenceConfig
     plan: FaultPlan

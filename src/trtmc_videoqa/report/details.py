@@ -186,6 +186,21 @@ def figures(stats: LatencyStats) -> str:
     )
 
 
+def streaming_lines(row: ResultRow) -> list[str]:
+    """A streamed row's time to first token and inter-token latency, its output tokens per second, and the note of
+    a row where --streaming was asked and not used: plain text, for every format to escape its own way."""
+    lines = []
+    if row.ttft and row.ttft.count:
+        lines.append(f"Time to first token, TTFT (AIPerf, streamed): {figures(row.ttft)}")
+    if row.itl and row.itl.count:
+        lines.append(f"Inter-token latency, ITL (AIPerf, streamed): {figures(row.itl)}")
+    if row.output_tokens_per_s is not None:
+        lines.append(f"Output tokens per second (AIPerf's token count): {row.output_tokens_per_s:g}")
+    if row.streaming_note:
+        lines.append(row.streaming_note)
+    return lines
+
+
 def has_task_time(row: ResultRow) -> bool:
     return bool(row.server_task_time and row.server_task_time.count)
 

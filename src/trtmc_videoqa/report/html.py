@@ -41,6 +41,7 @@ from .details import (
     served_by_test_double,
     served_model_line,
     side,
+    streaming_lines,
     timing_scope,
     transport_cell,
     transport_line,
@@ -219,7 +220,7 @@ def _timing(row: ResultRow) -> str:
         )
     elif ran_aiperf(row):
         parts.append(f"<p>{escape(NOT_REPORTED_LINE)}</p>")
-    return "".join(parts)
+    return "".join(parts + [f"<p>{escape(line)}</p>" for line in streaming_lines(row)])
 
 
 def _story(row: ResultRow) -> list[str]:

@@ -36,6 +36,7 @@ from .details import (
     served_by_test_double,
     served_model_line,
     side,
+    streaming_lines,
     timing_scope,
     transport_cell,
     transport_line,
@@ -135,7 +136,7 @@ def _timing_lines(row: ResultRow) -> list[str]:
         )
     elif ran_aiperf(row):
         out.append(f"- {NOT_REPORTED_LINE}")
-    return out
+    return out + [f"- {_cell(line)}" for line in streaming_lines(row)]
 
 
 def _output_check_lines(check: OutputCheck) -> list[str]:

@@ -81,6 +81,17 @@ class RequestRow(_Model):
     start_ns: int | None = None
     end_ns: int | None = None
     client_latency_ms: float | None = Field(default=None, description="AIPerf's end-to-end latency")
+    ttft_ms: float | None = Field(
+        default=None, description="time to first token, AIPerf's: only for a streamed answer (--streaming)"
+    )
+    itl_ms: float | None = Field(
+        default=None,
+        description="inter-token latency, AIPerf's: (latency - TTFT) / (output tokens - 1), only for a streamed answer "
+        "of two tokens or more",
+    )
+    output_tokens: float | None = Field(
+        default=None, description="the answer's output tokens as AIPerf counted them with the run's tokenizer"
+    )
     server_task_ms: float | None = Field(default=None, description="the server's own task time for this request")
     server_task_invalid: str | None = Field(
         default=None,
@@ -355,6 +366,22 @@ class ResultRow(_Model):
         default=None,
         description="every load level measured (concurrency or request rate), each with its runs' own figures and, "
         "over repeated runs, intervals; the figures above are the first level's first run (docs/throughput.md)",
+    )
+    streamed: bool = Field(
+        default=False, description="AIPerf asked the server to stream its answers (--streaming, where it was used)"
+    )
+    streaming_note: str | None = Field(
+        default=None, description="why --streaming was asked and not used on this row (a server that refuses it)"
+    )
+    ttft: LatencyStats | None = Field(
+        default=None, description="time to first token (AIPerf's, per request) over the streamed profiling requests"
+    )
+    itl: LatencyStats | None = Field(
+        default=None, description="inter-token latency (AIPerf's, per request) over the streamed profiling requests"
+    )
+    output_tokens_per_s: float | None = Field(
+        default=None,
+        description="output tokens (AIPerf's count, by the run's tokenizer) per second over the profiling window",
     )
     video_transport: VideoTransport | None = Field(
         default=None, description="how the clip was carried to the server (every request after the capability check)"

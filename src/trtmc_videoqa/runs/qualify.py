@@ -154,6 +154,8 @@ def _reference_endpoint(
     @contextmanager
     def started() -> Iterator[Callable[[EndpointTarget], LiveEndpoint]]:
         config, records = _reference_config(request.out, request.settings.body_limit, policy)
+        # --streaming on the self-test: its endpoint streams, as a server that accepts stream=true does.
+        config = config.model_copy(update={"stream": request.settings.streaming})
         url = f"http://127.0.0.1:{config.port}"
         progress(f"starting the reference endpoint on {url}")
         with ServerProcess(

@@ -60,6 +60,7 @@ from .levels import LevelRun, Load, combined, loads
 from .prompts import workload_prompts
 from .protocol import Climb, EndpointRow, RowJob, Served, Stop, measuring, recorded, served, signal_name
 from .stats import latency_stats, requests_per_second
+from .streaming import stream_figures, streaming_choice
 
 # Over http the input file names the run's own loopback clip server, which lives only as long as the run.
 HTTP_INPUTS_NOTE = (
@@ -93,10 +94,14 @@ def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
     target, job = served(climb), row.job
     transport = used_transport(result.video_transport)
     notes = [HTTP_INPUTS_NOTE] if TRANSPORTS[transport].by_url else []
+    videos = aiperf_videos(transport, job.clip_urls)
+    max_tokens = job.settings.max_tokens or job.workload.spec.generation.max_tokens
+    probe = _plan(workload_prompts(job.workload), job.settings, max_tokens, job.workload, videos)
+    streams, stream_note = streaming_choice(row, climb, target, probe)
     runs: list[LevelRun] = []
     with _guard(row, climb, target) as guard:
         for load in loads(job.settings):
-            run = _measured_run(row, target, load, aiperf_videos(transport, job.clip_urls), guard)
+            run = _measured_run(row, target, load, videos, guard, streams, stream_note)
             run.command = run.command.model_copy(update={"notes": notes + ([GUARD_NOTE] if guard else [])})
             result.commands[load.command_name] = run.command
             runs.append(run)
@@ -108,13 +113,21 @@ def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
     result.records, result.graded, result.figures = first.records, first.graded, first.figures
     result.task_time_field, result.timing_scope = first.task_time_field, first.timing_scope
     stage = combined(runs, "aiperf")
+    if stream_note:
+        stage = stage.model_copy(update={"detail": f"{stage.detail}; {stream_note}"})
     if guard is not None:
         stage = _guarded_stage(stage, guard.tally, row.row_dir)
     return recorded(climb, result, stage, stops=stage.status != "passed")
 
 
 def _measured_run(
-    row: RowJob, target: Served, load: Load, videos: dict[str, str], guard: ForwardProxy | None
+    row: RowJob,
+    target: Served,
+    load: Load,
+    videos: dict[str, str],
+    guard: ForwardProxy | None,
+    streams: bool = False,
+    stream_note: str | None = None,
 ) -> LevelRun:
     """One AIPerf run at `load`: planned (its own request ids), run, joined, its figures, its requests written, and
     the stage's verdict on it alone."""
@@ -123,7 +136,8 @@ def _measured_run(
     max_tokens = settings.max_tokens or workload.spec.generation.max_tokens
     plan = _plan(workload_prompts(workload), settings, max_tokens, workload, videos, load.id_prefix)
     url = guard.url if guard else target.url
-    aiperf_run = run_aiperf(row, replace(target, url=url), plan, recorded_url=target.url if guard else None, load=load)
+    shown_url = target.url if guard else None
+    aiperf_run = run_aiperf(row, replace(target, url=url), plan, recorded_url=shown_url, load=load, streaming=streams)
     wanted = {client.x_request_id for client in aiperf_run.clients if client.x_request_id}
     joined = join_requests(plan, aiperf_run.clients, read_server_records(target.records, wanted), workload, max_tokens)
     keep_raw_answers(row.row_dir, aiperf_run.clients)
@@ -136,7 +150,8 @@ def _measured_run(
         evidence=evidence,
         records=joined.records,
         graded=joined.graded,
-        figures=_figures(joined.records, aiperf_run.clients),
+        figures=_figures(joined.records, aiperf_run.clients)
+        | stream_figures(joined.records, streamed=streams, note=stream_note),
         task_time_field=joined.task_time_field,
         timing_scope=joined.timing_scope,
         interrupted=aiperf_run.interrupted,
@@ -199,7 +214,13 @@ def _plan(
 
 
 def run_aiperf(
-    row: RowJob, target: Served, plan: RequestPlan, *, recorded_url: str | None = None, load: Load | None = None
+    row: RowJob,
+    target: Served,
+    plan: RequestPlan,
+    *,
+    recorded_url: str | None = None,
+    load: Load | None = None,
+    streaming: bool = False,
 ) -> AiperfRun:
     """AIPerf on the plan's input file under our wall limit; its exports scrubbed of secrets, its outcome written.
     Its raw logs (its output, and the log folder it writes among its exports) are kept under the row's private/.
@@ -224,6 +245,7 @@ def run_aiperf(
         concurrency=load.concurrency or 1,
         request_rate=load.request_rate,
         request_timeout_s=settings.request_timeout_s,
+        streaming=streaming,
         api_key=job.api_key,
         config_file=str(config_file.resolve()) if config_file else None,
     )
