@@ -4,8 +4,7 @@ A thin layer: everything it runs is this package's own CLI (and the shell recipe
 ``docker build`` runs too) inside the containers. It is the only file that imports ``dagger``; nothing imports it.
 What it builds (paths, pins, environments, labels, cache keys) is plain data from ``dagger_plan``, which imports no
 Dagger code. Each container step is a function from container to container, applied with ``.with_(step)``, so each
-Dagger function reads as one chain. Every function returns a lazy Dagger object, except ``pin`` (a text) and
-``qualify`` when it has to ask the inventory for the profiles first.
+Dagger function reads as one chain, lazy but ``pin`` (a text) and ``qualify`` asking the inventory for profiles.
 """
 
 import functools
@@ -39,11 +38,11 @@ from .dagger_plan import (
     RECIPES,
     REFRESH_OUT,
     SOURCE_IGNORE,
+    TRANSPORT_DOC,
     TRTMC_BUILD,
     TRTMC_MOUNT,
     TRTMC_SRC,
     TRTMC_VENV,
-    VIDEO_TRANSPORTS,
     bundle_volume,
     ccache_volume,
     check_profile,
@@ -90,10 +89,7 @@ Step = Callable[[dagger.Container], dagger.Container]
 # Arguments several functions take, documented once.
 HubToken = Annotated[dagger.Secret | None, Doc("hub token for gated checkpoints, e.g. env:HF_TOKEN")]
 CudaArch = Annotated[str, Doc("CUDA architecture TRTMC is built for (90 = sm_90, the H200)")]
-# The choices follow dagger_plan.VIDEO_TRANSPORTS, itself held equal to results/transports.py by a test.
-Transport = Annotated[
-    str, Doc(f"how requests carry the clip: {', '.join(VIDEO_TRANSPORTS)} (default {DEFAULT_VIDEO_TRANSPORT})")
-]
+Transport = Annotated[str, Doc(TRANSPORT_DOC)]
 PrivateLogs = Annotated[bool, Doc("also export the raw logs (private/ folders), for a maintainer; never for upload")]
 
 

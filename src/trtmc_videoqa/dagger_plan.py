@@ -44,6 +44,8 @@ DEFAULT_STEP_LIMIT_S = 6 * 3600  # one checkpoint's whole chain: build, correctn
 # common/ and results/layout.py) and held equal to that table by tests/test_dagger_plan.py.
 DEFAULT_VIDEO_TRANSPORT = "data-url"
 VIDEO_TRANSPORTS = ("data-url", "http", "auto")
+# The Dagger module's words for its transport argument, from the choices above (held equal to the table by a test).
+TRANSPORT_DOC = f"how requests carry the clip: {', '.join(VIDEO_TRANSPORTS)} (default {DEFAULT_VIDEO_TRANSPORT})"
 
 SOURCE_IGNORE = [
     "*",
