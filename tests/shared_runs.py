@@ -233,7 +233,7 @@ def trtmc_resumed_after_faults(factory: pytest.TempPathFactory) -> SharedRun:
         ]  # fmt: skip
         phases = {
             "build-dies": (dict(env, TRTMC_BUILD_DOUBLE_DIES_AFTER_WRITING="1"), []),
-            "never-ready": (dict(env, TRTMC_SERVER_DOUBLE_READY_AFTER_S="3600"), ["--startup-timeout", "4"]),
+            "never-ready": (dict(env, TRTMC_SERVER_DOUBLE_READY_AFTER_S="3600"), ["--startup-timeout", "20"]),
             "resume": (env, []),
         }
         facts: dict[str, Any] = {"args": args}

@@ -440,7 +440,7 @@ def test_a_server_that_turns_hostile_after_its_first_answer_gets_nothing_through
     tally = json.loads((out / "checkpoints" / "m" / "aiperf" / "guard.json").read_text())
     assert tally["redirect"] == 4 and tally["over_cap"] == 3
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 2 * 1024 * 1024  # KiB: the largest process
-    assert took < 120
+    assert took < 600  # a hang guard only: the run takes 20-140 s on two cores, more under load
 
 
 # --- stacked encodings: a cap on their number --------------------------------------------------------------------
