@@ -120,7 +120,7 @@ def trtmc_build_dies_then_server_never_ready(run: SharedRun) -> Faulted:
     bundles_left = run.folder / "after-build-dies" / "bundles"
     assert [p.name for p in bundles_left.rglob("*") if p.is_file()] == []  # nothing half-built left to reuse
 
-    done = run.done("never-ready")  # `--startup-timeout 20` against a server ready after an hour (20 s: the double binds its port in time under load)
+    done = run.done("never-ready")  # `--startup-timeout 20` against a server ready after an hour
     assert done.returncode == 3, done.stderr
     no_traceback(done)
     seen = run.folder / "after-never-ready"
