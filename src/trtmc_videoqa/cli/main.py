@@ -50,7 +50,7 @@ COMMANDS: dict[str, Command] = {
         "probe", "probe a clip: frames, fps, duration, codec, sha256 ... as JSON, and the frames a policy picks"
     ),
     "qualify": Command(
-        "qualify", "qualify checkpoints end to end (no arguments: the reference self-test, about a minute)"
+        "qualify", "qualify checkpoints end to end (no arguments: the reference self-test, 35 s to 2 min)"
     ),
     "compare": Command(
         "compare",
