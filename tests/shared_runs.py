@@ -309,17 +309,23 @@ FILE_KEY = "sk-file-TESTKEY-9876543210fedcba"
 REQUIRED_KEY_ENV = "REFERENCE_REQUIRED_KEY"
 
 
-def _cmdlines_holding(text: str) -> list[str]:
+def _cmdlines() -> list[bytes]:
+    """Every process's command line as the kernel lists it (NUL between arguments), read once."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                cmdline = (entry / "cmdline").read_bytes()
+                found.append((entry / "cmdline").read_bytes())
             except OSError:
                 continue
-            if text.encode() in cmdline:
-                found.append(cmdline.replace(b"\0", b" ").decode(errors="replace")[:200])
     return found
+
+
+def _holding(cmdlines: list[bytes], *texts: str) -> list[str]:
+    """The command lines that hold any of `texts`, readable (NULs as spaces), 200 characters at most."""
+    return [
+        c.replace(b"\0", b" ").decode(errors="replace")[:200] for c in cmdlines if any(t.encode() in c for t in texts)
+    ]
 
 
 def endpoint_with_key_file(factory: pytest.TempPathFactory) -> SharedRun:
@@ -349,9 +355,9 @@ def endpoint_with_key_file(factory: pytest.TempPathFactory) -> SharedRun:
                 seen_aiperf = False
                 deadline = time.monotonic() + RUN_TIMEOUT_S
                 while process.poll() is None and time.monotonic() < deadline:
-                    listed += _cmdlines_holding(FILE_KEY)
-                    aiperf = _cmdlines_holding("aiperf profile") + _cmdlines_holding("--config")
-                    seen_aiperf = seen_aiperf or bool(aiperf)
+                    cmdlines = _cmdlines()  # one pass over /proc for both questions (it was three)
+                    listed += _holding(cmdlines, FILE_KEY)
+                    seen_aiperf = seen_aiperf or bool(_holding(cmdlines, "aiperf profile", "--config"))
                     time.sleep(0.02)
                 if process.poll() is None:
                     process.kill()

@@ -1,0 +1,56 @@
+"""The order the test modules are handed to the xdist workers: the slowest first, so the workers finish together.
+
+Under `--dist loadfile` a module is one unit of work, and the workers take units in collection order as they
+drain. pytest-xdist's own default (`--loadscope-reorder`) puts the modules with the most tests first, which sent the
+container test (4 minutes, five tests) and the real-server module (about 2 minutes, nine tests) near the end, where
+each ran alone while the other workers had nothing left. pyproject's addopts turns that off
+(`--no-loadscope-reorder`) and `conftest.py` orders the collection here instead:
+
+1. the modules of `SLOWEST_FIRST`, in its order (measured: bench/README.md, "Suite timings");
+2. any other module with a test marked container, real_server or e2e (one that launches AIPerf: a new end-to-end
+   module lands here, before the fast ones, until it is measured and listed);
+3. the rest with the most tests first, as xdist would have it.
+
+Within a module the tests keep their order. The order is the same in every worker (xdist checks that each collected
+the same list).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+# CPU time of each module on one worker (its own process and the processes it waited for), the slowest first. The
+# container and real-server modules lead whatever their CPU: each is long on one worker and cannot be split.
+SLOWEST_FIRST: tuple[str, ...] = (
+    "test_container_run.py",
+    "test_real_server.py",
+)
+
+SLOW_MARKERS = ("container", "real_server", "e2e")
+
+
+def module_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def ordered(items: Sequence[pytest.Item]) -> list[pytest.Item]:
+    """`items` with their modules in the order above; a module's own tests in their collected order."""
+    count: dict[str, int] = {}
+    slow: set[str] = set()
+    for item in items:
+        module = module_of(item)
+        count[module] = count.get(module, 0) + 1
+        if any(item.get_closest_marker(marker) for marker in SLOW_MARKERS):
+            slow.add(module)
+    listed = {name: rank for rank, name in enumerate(SLOWEST_FIRST)}
+    first_seen = {module: index for index, module in enumerate(count)}
+
+    def rank(module: str) -> tuple[int, int, int]:
+        name = module.rsplit("/", 1)[-1]
+        if name in listed:
+            return (0, listed[name], 0)
+        return (1 if module in slow else 2, -count[module], first_seen[module])
+
+    return sorted(items, key=lambda item: rank(module_of(item)))  # stable: a module's tests keep their order
