@@ -21,11 +21,23 @@ from collections.abc import Sequence
 
 import pytest
 
-# CPU time of each module on one worker (its own process and the processes it waited for), the slowest first. The
-# container and real-server modules lead whatever their CPU: each is long on one worker and cannot be split.
+# The container and real-server modules lead: each takes minutes on one worker and cannot be split (the image's
+# build and three AIPerf runs in it; four `transformers serve` starts and five AIPerf runs). Then the end-to-end
+# modules by the CPU their tests took (their own process and the processes they waited for; a shared run counts for
+# the module that made it), then the fast lane's heaviest. Measured on 2026-12-07 under load: bench/README.md.
 SLOWEST_FIRST: tuple[str, ...] = (
     "test_container_run.py",
     "test_real_server.py",
+    "test_gates.py",  # 292 s: seven runs of its own, each failing a gate
+    "test_qualify.py",  # 210 s: makes the README's self-test (two runs) and three more shared runs
+    "test_faults.py",  # 111 s: the faults and resumes, and the shared resumed TRTMC run
+    "test_faults_answers.py",  # 91 s
+    "test_hostile_input.py",  # 57 s: makes the shared key-file run, two runs stopped by a signal
+    "test_video_transport.py",  # 34 s
+    "test_faults_server_text.py",  # 31 s
+    "test_cli.py",  # 14 s, the fast lane's heaviest module: CLI processes, a terminal, serve-reference
+    "test_exit_codes_round3.py",  # 6 s: the 64 MiB --against read, signals
+    "test_dagger_module.py",  # 6 s: the Dagger SDK's client
 )
 
 SLOW_MARKERS = ("container", "real_server", "e2e")
