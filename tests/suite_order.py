@@ -32,9 +32,12 @@ SLOWEST_FIRST: tuple[str, ...] = (
     "test_qualify.py",  # 210 s: makes the README's self-test (two runs) and three more shared runs
     "test_faults.py",  # 111 s: the faults and resumes, and the shared resumed TRTMC run
     "test_faults_answers.py",  # 91 s
+    "test_row_failures.py",  # 89 s
+    "test_faults_server_text.py",  # 87 s
     "test_hostile_input.py",  # 57 s: makes the shared key-file run, two runs stopped by a signal
+    "test_no_orphans.py",  # 36 s
     "test_video_transport.py",  # 34 s
-    "test_faults_server_text.py",  # 31 s
+    "test_reproduce_commands.py",  # 25 s
     "test_cli.py",  # 14 s, the fast lane's heaviest module: CLI processes, a terminal, serve-reference
     "test_exit_codes_round3.py",  # 6 s: the 64 MiB --against read, signals
     "test_dagger_module.py",  # 6 s: the Dagger SDK's client

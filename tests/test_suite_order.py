@@ -70,7 +70,7 @@ def test_every_listed_module_exists() -> None:
 
 def test_the_workers_take_the_modules_in_collection_order() -> None:
     """xdist's default reorders the modules by their number of tests, most first, whatever the collection order:
-    the container test (five tests) came 64th of 85 modules and the real-server module (eight) 52nd."""
+    the container test (five tests) came 64th of 85 modules and the real-server module (eight) 54th."""
     addopts = shlex.split(
         tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
     )
