@@ -288,8 +288,9 @@ def endpoint_auto_with_key(factory: pytest.TempPathFactory) -> SharedRun:
     by the server; the workload declares uniform:8); no native route named. Its records are `server-records.jsonl`.
 
     Read by test_qualify.py (the key reaches no artifact; the sampling the server applied), test_gates.py (no
-    native route: identity not-applicable, and the row still qualifies) and test_video_transport.py (auto falls
-    back to http after the refusal). One AIPerf run."""
+    native route: identity not-applicable, and the row still qualifies), test_video_transport.py (auto falls
+    back to http after the refusal) and test_row_failures.py (the earlier run of an out that a second run with
+    another model adds its row to, on a copy). One AIPerf run."""
 
     def make(folder: Path) -> dict[str, Any]:
         config = ReferenceConfig(records_path=folder / "server-records.jsonl", faults=FaultKnobs(refuse_data_urls=True))

@@ -2,7 +2,7 @@
 
 Under `--dist loadfile` a module is one unit of work, and the workers take units in collection order as they
 drain. pytest-xdist's own default (`--loadscope-reorder`) puts the modules with the most tests first, which sent the
-container test (4 minutes, five tests) and the real-server module (about 2 minutes, nine tests) near the end, where
+container test (4 minutes, five tests) and the real-server module (about 2 minutes, eight tests) near the end, where
 each ran alone while the other workers had nothing left. pyproject's addopts turns that off
 (`--no-loadscope-reorder`) and `conftest.py` orders the collection here instead:
 
@@ -30,9 +30,9 @@ SLOWEST_FIRST: tuple[str, ...] = (
     "test_real_server.py",
     "test_gates.py",  # 292 s: seven runs of its own, each failing a gate
     "test_qualify.py",  # 210 s: makes the README's self-test (two runs) and three more shared runs
-    "test_faults.py",  # 111 s: the faults and resumes, and the shared resumed TRTMC run
+    "test_faults.py",  # 111 s: two faults, each resumed (four runs)
     "test_faults_answers.py",  # 91 s
-    "test_row_failures.py",  # 89 s
+    "test_row_failures.py",  # 89 s (three runs; one of its tests now reads a shared run)
     "test_faults_server_text.py",  # 87 s
     "test_hostile_input.py",  # 57 s: makes the shared key-file run, two runs stopped by a signal
     "test_no_orphans.py",  # 36 s
