@@ -7,8 +7,9 @@ the lock; every later one reads the finished folder. A shared run is never chang
 one works on a copy (`SharedRun.copy`). A run that ended badly is kept as it ended (its exit code and output are
 facts like any other), so every test that reads it fails on the same evidence and nothing launches it again.
 
-Each run says which tests read it. Together with the runs the tests make themselves, a whole test run launches
-AIPerf about 28 times; `TRTMC_TEST_COUNT_AIPERF=FILE` counts them (conftest.py).
+Each run says which tests read it. Together with the runs the tests make themselves, the end-to-end tests outside
+the container and real-server modules launch AIPerf 46 times (47 before test_row_failures.py read one of these);
+`TRTMC_TEST_COUNT_AIPERF=FILE` counts them (conftest.py).
 """
 
 from __future__ import annotations

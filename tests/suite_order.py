@@ -28,16 +28,25 @@ import pytest
 SLOWEST_FIRST: tuple[str, ...] = (
     "test_container_run.py",
     "test_real_server.py",
-    "test_gates.py",  # 292 s: seven runs of its own, each failing a gate
-    "test_qualify.py",  # 210 s: makes the README's self-test (two runs) and three more shared runs
+    "test_gates.py",  # 292 s: nine runs, seven of its own (each failing a gate)
+    "test_qualify.py",  # 210 s: makes the README's self-test (two runs) and three more shared runs; --force
     "test_faults.py",  # 111 s: two faults, each resumed (four runs)
     "test_faults_answers.py",  # 91 s
-    "test_row_failures.py",  # 89 s (three runs; one of its tests now reads a shared run)
     "test_faults_server_text.py",  # 87 s
+    "test_staged_rows.py",  # 70 s
+    "test_row_failures.py",  # 89 s with three runs; one of its tests now reads a shared run
+    "test_accuracy_gate.py",  # 57 s
     "test_hostile_input.py",  # 57 s: makes the shared key-file run, two runs stopped by a signal
     "test_no_orphans.py",  # 36 s
     "test_video_transport.py",  # 34 s
+    "test_faults_fs.py",  # 31 s
+    "test_evidence_untouched.py",  # 31 s
+    "test_bounded_reads.py",  # 31 s
+    "test_video_task_request.py",  # 29 s
     "test_reproduce_commands.py",  # 25 s
+    "test_qualify_options.py",  # 25 s
+    "test_guard_parser.py",  # 25 s
+    "test_secret_forms.py",  # 24 s
     "test_cli.py",  # 14 s, the fast lane's heaviest module: CLI processes, a terminal, serve-reference
     "test_exit_codes_round3.py",  # 6 s: the 64 MiB --against read, signals
     "test_dagger_module.py",  # 6 s: the Dagger SDK's client
