@@ -62,6 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[AIPERF_ENV] = str(wrapper)
 
 
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected: the order of what runs
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slowest modules first, so the xdist workers finish together (suite_order.py says how)."""
     items[:] = suite_order.ordered(items)

@@ -11,8 +11,9 @@ each ran alone while the other workers had nothing left. pyproject's addopts tur
    module lands here, before the fast ones, until it is measured and listed);
 3. the rest with the most tests first, as xdist would have it.
 
-Within a module the tests keep their order. The order is the same in every worker (xdist checks that each collected
-the same list).
+It orders what is left after `-m` and `-k` have deselected (in the fast lane no module has a slow marker left, so
+the listed ones come first and the rest by their number of selected tests). Within a module the tests keep their
+order. The order is the same in every worker (xdist checks that each collected the same list).
 """
 
 from __future__ import annotations
