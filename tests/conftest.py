@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import restore_bytecode  # noqa: F401 - before any test module is imported
 import shared_runs
+import suite_order
 from media_clips import Clips, build_clips
 
 from trtmc_videoqa.reference import ReferenceConfig, ReferenceServer
@@ -59,6 +60,12 @@ def pytest_configure(config: pytest.Config) -> None:
     wrapper.write_text(COUNTING_AIPERF.format(python=sys.executable, count_env=COUNT_ENV, log=str(Path(log).resolve())))
     wrapper.chmod(0o755)
     os.environ[AIPERF_ENV] = str(wrapper)
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected: the order of what runs
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest modules first, so the xdist workers finish together (suite_order.py says how)."""
+    items[:] = suite_order.ordered(items)
 
 
 @pytest.hookimpl(trylast=True)

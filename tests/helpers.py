@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -86,6 +87,17 @@ def run_main(
             os.environ.update(environ)
     out, err = capsys.readouterr() if capsys is not None else (buffers[0].getvalue(), buffers[1].getvalue())
     return subprocess.CompletedProcess(["trtmc-videoqa", *args], code, out, err)
+
+
+def interpreter_tools_only(folder: Path) -> str:
+    """A PATH of this interpreter's own folder and `folder` holding only a link to `ldd`, where the machine has one:
+    no docker, GPU tool, TRTMC or ffmpeg on it. Without `ldd`, doctor cannot read which FFmpeg libraries torchcodec
+    links from its files and imports it, and torch with it, in a child interpreter: about 6 s of CPU a call."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ldd = shutil.which("ldd")
+    if ldd:
+        (folder / "ldd").symlink_to(ldd)
+    return os.pathsep.join([str(Path(sys.executable).parent), str(folder)])
 
 
 def row(out: Path, profile: str) -> ResultRow:

@@ -7,8 +7,9 @@ the lock; every later one reads the finished folder. A shared run is never chang
 one works on a copy (`SharedRun.copy`). A run that ended badly is kept as it ended (its exit code and output are
 facts like any other), so every test that reads it fails on the same evidence and nothing launches it again.
 
-Each run says which tests read it. Together with the runs the tests make themselves, a whole test run launches
-AIPerf about 28 times; `TRTMC_TEST_COUNT_AIPERF=FILE` counts them (conftest.py).
+Each run says which tests read it. Together with the runs the tests make themselves, the end-to-end tests outside
+the container and real-server modules launch AIPerf 46 times (47 before test_row_failures.py read one of these);
+`TRTMC_TEST_COUNT_AIPERF=FILE` counts them (conftest.py).
 """
 
 from __future__ import annotations
@@ -290,8 +291,9 @@ def endpoint_auto_with_key(factory: pytest.TempPathFactory) -> SharedRun:
     by the server; the workload declares uniform:8); no native route named. Its records are `server-records.jsonl`.
 
     Read by test_qualify.py (the key reaches no artifact; the sampling the server applied), test_gates.py (no
-    native route: identity not-applicable, and the row still qualifies) and test_video_transport.py (auto falls
-    back to http after the refusal). One AIPerf run."""
+    native route: identity not-applicable, and the row still qualifies), test_video_transport.py (auto falls
+    back to http after the refusal) and test_row_failures.py (the earlier run of an out that a second run with
+    another model adds its row to, on a copy). One AIPerf run."""
 
     def make(folder: Path) -> dict[str, Any]:
         config = ReferenceConfig(records_path=folder / "server-records.jsonl", faults=FaultKnobs(refuse_data_urls=True))
@@ -311,17 +313,23 @@ FILE_KEY = "sk-file-TESTKEY-9876543210fedcba"
 REQUIRED_KEY_ENV = "REFERENCE_REQUIRED_KEY"
 
 
-def _cmdlines_holding(text: str) -> list[str]:
+def _cmdlines() -> list[bytes]:
+    """Every process's command line as the kernel lists it (NUL between arguments), read once."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                cmdline = (entry / "cmdline").read_bytes()
+                found.append((entry / "cmdline").read_bytes())
             except OSError:
                 continue
-            if text.encode() in cmdline:
-                found.append(cmdline.replace(b"\0", b" ").decode(errors="replace")[:200])
     return found
+
+
+def _holding(cmdlines: list[bytes], *texts: str) -> list[str]:
+    """The command lines that hold any of `texts`, readable (NULs as spaces), 200 characters at most."""
+    return [
+        c.replace(b"\0", b" ").decode(errors="replace")[:200] for c in cmdlines if any(t.encode() in c for t in texts)
+    ]
 
 
 def endpoint_with_key_file(factory: pytest.TempPathFactory) -> SharedRun:
@@ -351,9 +359,9 @@ def endpoint_with_key_file(factory: pytest.TempPathFactory) -> SharedRun:
                 seen_aiperf = False
                 deadline = time.monotonic() + RUN_TIMEOUT_S
                 while process.poll() is None and time.monotonic() < deadline:
-                    listed += _cmdlines_holding(FILE_KEY)
-                    aiperf = _cmdlines_holding("aiperf profile") + _cmdlines_holding("--config")
-                    seen_aiperf = seen_aiperf or bool(aiperf)
+                    cmdlines = _cmdlines()  # one pass over /proc for both questions (it was three)
+                    listed += _holding(cmdlines, FILE_KEY)
+                    seen_aiperf = seen_aiperf or bool(_holding(cmdlines, "aiperf profile", "--config"))
                     time.sleep(0.02)
                 if process.poll() is None:
                     process.kill()

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import HTTP, cli, eventually, no_traceback, one_message, run_main
+from helpers import HTTP, cli, eventually, interpreter_tools_only, no_traceback, one_message, run_main
 
 FIXTURES = Path(__file__).parent / "fixtures"
 Captured = pytest.CaptureFixture[str]
@@ -163,7 +163,7 @@ def test_doctor_sees_a_gpu_and_trtmc_and_names_a_docker_without_a_daemon(
     assert checks["trtmc"]["level"] == "ok" and str(tmp_path / "bin" / "trtmc-server") in checks["trtmc"]["detail"]
     assert checks["docker"]["level"] == "warn" and "no daemon answered" in checks["docker"]["detail"]
     assert "DOCKER_HOST" in checks["docker"]["fix"]
-    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # no docker, no GPU, no TRTMC on PATH
+    monkeypatch.setenv("PATH", interpreter_tools_only(tmp_path / "ldd"))  # no docker, no GPU, no TRTMC on PATH
     checks = {c["name"]: c for c in json.loads(run_main(capsys, "doctor", "--json").stdout)}
     assert (checks["gpu"]["level"], checks["docker"]["level"], checks["trtmc"]["level"]) == ("warn",) * 3
     assert "GPU runner" in checks["gpu"]["fix"] and "docker.io" in checks["docker"]["fix"]

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_main
+from helpers import interpreter_tools_only, run_main
 
 Captured = pytest.CaptureFixture[str]
 COMPARE = ("transformers", "torch", "torchcodec", "ffmpeg")
@@ -77,8 +76,10 @@ def test_a_torchcodec_built_for_an_ffmpeg_this_machine_lacks_names_the_missing_l
     assert "apt-get install -y ffmpeg" in check["fix"]
 
 
-def test_no_ffmpeg_program_is_named_with_the_fix(capsys: Captured, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # this interpreter's tools only: no ffmpeg
+def test_no_ffmpeg_program_is_named_with_the_fix(
+    tmp_path: Path, capsys: Captured, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", interpreter_tools_only(tmp_path / "ldd"))  # this interpreter's tools and ldd: no ffmpeg
     check = _checks(capsys)["ffmpeg"]
     assert check["level"] == "warn" and "the ffmpeg program" in check["detail"]
     assert "apt-get install -y ffmpeg" in check["fix"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from doubles.toolchain import install_doubles
 from helpers import QUICK, cli, reference, row, run_main
-from shared_runs import FAMILIES
+from shared_runs import FAMILIES, SharedRun
 
 from trtmc_videoqa.common.errors import EXIT_FAILED, EXIT_OK, EXIT_TOOL_ERROR
 from trtmc_videoqa.ladders import endpoint as endpoint_ladder
@@ -137,11 +137,12 @@ def test_a_self_test_whose_second_row_raises_keeps_and_reports_the_first(
 
 @pytest.mark.e2e
 def test_two_runs_into_one_out_with_different_models_report_both_rows(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], auto_key_run: SharedRun
 ) -> None:
-    out = tmp_path / "out"
-    with reference(tmp_path, name="reference-a") as url:
-        first = cli("qualify", "--endpoint", url, "--model", "trtmc-videoqa-reference", "--out", str(out), *QUICK)
+    # The first run: the reference endpoint qualified as trtmc-videoqa-reference (shared_runs.endpoint_auto_with_key,
+    # made once per test run), copied: its out is this test's own, as if the run had written it here.
+    out = auto_key_run.copy(tmp_path / "out")
+    first = auto_key_run.done()
     assert first.returncode == EXIT_OK, first.stderr
     second = cli("qualify", "--endpoint", "http://127.0.0.1:9", "--model", "other", "--out", str(out), *QUICK)
     assert second.returncode == EXIT_FAILED, second.stderr  # its own row failed; the first run's is not asked
