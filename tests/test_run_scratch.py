@@ -4,8 +4,10 @@ run's private scratch, which is removed when the run ends (AIPerf left an aiperf
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -43,16 +45,19 @@ def test_a_leftover_or_a_planted_link_is_removed_never_followed(tmp_path: Path) 
 
 
 @pytest.mark.e2e
-def test_a_run_leaves_nothing_in_the_machine_s_temporary_folder(tmp_path: Path) -> None:
+def test_a_run_leaves_nothing_in_the_machine_s_temporary_folder(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """The self-test (the reference endpoint and AIPerf, both children) with TMPDIR on a folder of the test's own:
     that folder is as empty after the run as before, and the run's scratch is gone."""
-    machine_tmp = tmp_path / "machine-tmp"
-    machine_tmp.mkdir()
+    # The machine's temporary folder is short, as /tmp is: AIPerf binds its Unix sockets under the short link made
+    # there (a socket path holds at most 107 bytes), which a folder deep in pytest's own would already pass (the run
+    # then failed at aiperf; the exit code did not say so before it said the verdict).
+    machine_tmp = Path(tempfile.mkdtemp(prefix="mt-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(machine_tmp, ignore_errors=True))
     env = dict(os.environ, TMPDIR=str(machine_tmp), TMP=str(machine_tmp), TEMP=str(machine_tmp))
     # A deep --out: AIPerf's sockets under a scratch folder there would pass the 107-byte limit of a socket path.
     out = tmp_path / ("a-long-folder-name-" * 4) / ("another-long-folder-name-" * 3) / "out"
     assert len(str(out / "private" / "tmp")) > 120
     done = qualify("--out", str(out), *QUICK, env=env)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stderr  # the row qualified: AIPerf ran under the scratch's short link
     assert sorted(p.name for p in machine_tmp.iterdir()) == []
     assert not (out / "private" / "tmp").exists()
