@@ -217,6 +217,8 @@ class RequestFailed(Exception):
     included), or the server's bytes are not an HTTP/1.1 response. The message names the cause."""
 
 
+# Everything `BoundedClient` raises for a request that got no usable answer: what a caller catches, in one place.
+REQUEST_ERRORS = (RequestFailed, RequestDeadline, ResponseTooLarge, UnboundedEncoding, BadEncoding)
 HEAD_CAP = 100 * 1024  # bytes of a response head h11 holds before refusing it (httpcore's own bound)
 READ = 64 * 1024
 USER_AGENT = "trtmc-videoqa"

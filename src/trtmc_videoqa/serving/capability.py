@@ -31,11 +31,11 @@ from ..media.payload import chat_request_body, check_body_limit, encode_body, vi
 from ..results import ServedModel, TransportAttempt, VideoTransport
 from .bounded_http import (
     DEFAULT_MAX_RESPONSE_BYTES,
+    REQUEST_ERRORS,
     BadEncoding,
     BoundedClient,
     BoundedResponse,
     RequestDeadline,
-    RequestFailed,
     ResponseTooLarge,
     UnboundedEncoding,
     redirect_note,
@@ -166,7 +166,7 @@ def _sent(
     try:
         client = BoundedClient(timeout_s=timeout_s, max_response_bytes=max_response_bytes)
         response = client.post(url.rstrip("/") + CHAT_PATH, content=content, headers=headers)
-    except (RequestFailed, RequestDeadline, ResponseTooLarge, UnboundedEncoding, BadEncoding) as error:
+    except REQUEST_ERRORS as error:
         return CapabilityResult(
             accepted=False,
             rejected=False,

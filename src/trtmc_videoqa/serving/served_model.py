@@ -17,12 +17,8 @@ from pathlib import Path
 from ..common.server_answers import parse_server_json
 from ..results import ServedModel, ServedModelVerdict
 from .bounded_http import (
-    BadEncoding,
+    REQUEST_ERRORS,
     BoundedClient,
-    RequestDeadline,
-    RequestFailed,
-    ResponseTooLarge,
-    UnboundedEncoding,
 )
 
 MODELS_PATH = "/v1/models"
@@ -104,7 +100,7 @@ def listed_models(
         response = BoundedClient(timeout_s=timeout_s, max_response_bytes=LISTING_BYTES).get(
             url.rstrip("/") + MODELS_PATH, headers=headers
         )
-    except (RequestFailed, RequestDeadline, ResponseTooLarge, UnboundedEncoding, BadEncoding) as error:
+    except REQUEST_ERRORS as error:
         return None, f"no answer ({type(error).__name__}: {str(error)[:200]})"
     if response.status_code != 200:
         return None, f"HTTP {response.status_code}"
