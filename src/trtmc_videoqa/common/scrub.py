@@ -6,7 +6,7 @@ import base64
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from pydantic import BaseModel
@@ -85,16 +85,26 @@ def scrubbed_model(model: M, secrets: list[str]) -> M:
     values = sorted({s for s in secrets if s}, key=len, reverse=True)
     if not values:
         return model
-    return type(model).model_validate(_scrubbed(model.model_dump(mode="json"), values))
+
+    def scrubbed(text: str) -> str:
+        for secret in values:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    return with_strings(model, scrubbed)
 
 
-def _scrubbed(value: object, secrets: list[str]) -> object:
+def with_strings(model: M, change: Callable[[str], str]) -> M:
+    """`model` again, `change` applied to every string value it holds (its JSON form, validated back): the one walk
+    both the secret scrub and the report's public rewrite make."""
+    return type(model).model_validate(_changed(model.model_dump(mode="json"), change))
+
+
+def _changed(value: object, change: Callable[[str], str]) -> Any:
     if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, REDACTED)
-        return value
+        return change(value)
     if isinstance(value, list):
-        return [_scrubbed(item, secrets) for item in value]
+        return [_changed(item, change) for item in value]
     if isinstance(value, dict):
-        return {key: _scrubbed(item, secrets) for key, item in value.items()}
+        return {key: _changed(item, change) for key, item in value.items()}
     return value

@@ -16,6 +16,7 @@ from ..common.atomic_write import open_for_appending, write_text_atomic
 from ..common.errors import UserError
 from ..common.safe_names import safe_name
 from ..common.safe_read import MAX_RESULT_BYTES, MAX_STRIP_BYTES, read_file_inside
+from ..common.scrub import with_strings
 from ..common.text_escape import json_inert
 from ..results import InterruptedAttempt, Report, ResultRow, UnreadableRow
 from ..results.layout import (
@@ -222,18 +223,11 @@ def made_public(report: Report, public: Callable[[str], str]) -> Report:
     """`report` with `public` applied to each of its string values, and how many it changed counted on it."""
     changed = 0
 
-    def walk(value: object) -> object:
+    def counted(text: str) -> str:
         nonlocal changed
-        if isinstance(value, str):
-            new = public(value)
-            changed += new != value
-            return new
-        if isinstance(value, list):
-            return [walk(item) for item in value]
-        if isinstance(value, dict):
-            return {key: walk(item) for key, item in value.items()}
-        return value
+        new = public(text)
+        changed += new != text
+        return new
 
-    data = walk(report.model_dump(mode="json"))
-    assert isinstance(data, dict)
-    return Report.model_validate(data | {"values_made_public": report.values_made_public + changed})
+    made = with_strings(report, counted)  # walks every string before `changed` is read below
+    return made.model_copy(update={"values_made_public": report.values_made_public + changed})
