@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from xml.etree import ElementTree as ET
 
 import execution_checks
 import pytest
@@ -284,3 +285,37 @@ def test_the_levels_runs_and_objective_join_the_cache_key_only_when_they_shape_t
     assert swept["concurrency"] == (1, 4) and swept["num_profile_runs"] == 3
     assert swept["goodput"] == "request_latency:500"
     assert RunSettings(request_rate=(2.5,)).measured()["request_rate"] == (2.5,)
+
+
+def test_a_streamed_level_has_its_ttft_and_itl_and_an_unstreamed_one_has_none() -> None:
+    streamed = _run(1, 1, [100.0, 120.0, 140.0])
+    streamed.records = [
+        r.model_copy(update={"ttft_ms": 10.0 * (i + 1), "itl_ms": 2.0 + i}) for i, r in enumerate(streamed.records)
+    ]
+    sweep = sweep_of([streamed, _run(4, 1, [300.0, 320.0])], RunSettings(concurrency=(1, 4)))
+    assert sweep is not None
+    first, second = sweep.levels
+    assert first.ttft is not None and first.ttft.count == 3 and first.ttft.p50_ms == 20.0
+    assert first.itl is not None and first.itl.p50_ms == 3.0
+    assert second.ttft is None and second.itl is None  # nothing streamed at this level: no figure, not a zero
+
+
+@pytest.mark.e2e
+def test_the_report_draws_the_levels_as_a_curve_beside_their_table(swept: tuple[Path, ResultRow, str]) -> None:
+    row_dir, row, _ = swept
+    out = row_dir.parent.parent
+    assert row.sweep is not None
+    page = (out / "report.html").read_text()
+    start = page.index('<svg class="throughput-curve"')
+    svg = ET.fromstring(page[start : page.index("</svg>", start) + len("</svg>")])
+    circles = list(svg.iter("{http://www.w3.org/2000/svg}circle"))
+    assert [c.get("data-level") for c in circles] == ["c1", "c4"]
+    # each level sits across by the requests per second it achieved
+    per_s = [level.requests_per_s or 0.0 for level in row.sweep.levels]
+    xs = [float(c.get("cx", "nan")) for c in circles]
+    assert (xs[0] < xs[1]) == (per_s[0] < per_s[1]) and xs[0] != xs[1]
+    assert '<table class="sweep">' in page
+    markdown = (out / "report.md").read_text()
+    for level in row.sweep.levels:
+        (line,) = [line for line in markdown.splitlines() if line.startswith(f"| c{level.concurrency} |")]
+        assert line.split(" | ")[1] == f"{level.requests_per_s:.3g}" and line.endswith("| passed |")

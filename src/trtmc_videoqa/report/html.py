@@ -49,6 +49,7 @@ from .details import (
 )
 from .grid import ENTRIES, LEGEND, Cell, Given, both_right_cell, both_text, given_text, question_grid
 from .svg import distribution_svg, request_svg
+from .sweep_html import curves_section, sweep_section
 
 _STATUS_COLOURS = {
     "aiperf-qualified": "#1a7f37",
@@ -75,7 +76,8 @@ border:1px solid #d4a72c;border-radius:6px}img.strip{max-width:100%;image-render
 section.checkpoint{border-top:2px solid #d0d7de;margin-top:2em}ul.story{margin:.3em 0}
 .panels{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}.panel{min-width:0;max-width:100%}
 table.grid td{white-space:nowrap}table.grid td.question{white-space:normal}.accepted{color:#57606a;font-size:12px}
-.legend{color:#57606a;font-size:12px;max-width:560px}svg{max-width:100%;height:auto}"""
+.legend{color:#57606a;font-size:12px;max-width:560px}svg{max-width:100%;height:auto}
+table.sweep td,table.sweep th{overflow-wrap:normal;font-variant-numeric:tabular-nums}"""
 _GROUP_COLOURS = {"qualified": "#dafbe1", "failed": "#ffebe9", "blocked": "#fff8c5"}
 
 
@@ -274,6 +276,7 @@ def _row_section(row: ResultRow, index: int) -> list[str]:
         *_story(row),
         '<div class="panels"><div class="panel"><h3>Questions: forward, reversed, both</h3>'
         f'{grid_table(row)}</div><div class="panel"><h3>Latency distribution</h3>{distribution(row)}</div></div>',
+        sweep_section(row),
         _checks(row),
         _answers(row),
     ]
@@ -352,6 +355,7 @@ def render_html(report: Report, frames_png: Path | None = None) -> str:
             "answers the synthetic clip by computation. It checks the tool, not a model.</p>"
         )
     parts += _aiperf_qual_section(report)
+    parts += curves_section(report)
     if report.unreadable:
         items = "".join(f"<li>{escape(line)}</li>" for line in unreadable_lines(report))
         parts.append(f"<h2>Result files that could not be read</h2><ul>{items}</ul>")

@@ -43,6 +43,7 @@ from .details import (
     unreadable_lines,
 )
 from .grid import LEGEND, both_right_cell, both_text, cell_text, question_grid
+from .sweep import sweep_table
 
 # Every value from a row goes through one of these: text (md_text) or code (_code, md_fence); never raw.
 _cell = md_text
@@ -99,6 +100,17 @@ def _distribution_lines(row: ResultRow) -> list[str]:
     else:
         out.append(f"  - {_cell(NOT_REPORTED_LINE)}")
     return out
+
+
+def sweep_lines(row: ResultRow) -> list[str]:
+    """The row's load levels as a GitHub table, its notes beneath (report.html draws the curve); [] without."""
+    table = sweep_table(row)
+    if table is None:
+        return []
+    out = ["", "Load levels (report.html draws them as a throughput-latency curve):", ""]
+    out += ["| " + " | ".join(_cell(name) for name in table.header) + " |", "|" + "---|" * len(table.header)]
+    out += ["| " + " | ".join(_cell(cell) for cell in line) + " |" for line in table.lines]
+    return [*out, *(line for note in table.notes for line in ("", _cell(note))), ""]
 
 
 def grid_lines(row: ResultRow) -> list[str]:
@@ -246,7 +258,7 @@ def _details_block(summary: str, lines: list[str]) -> list[str]:
 
 def _row_details(row: ResultRow) -> list[str]:
     heading = f"### {_cell(shown_name(row.profile))}"
-    out = [heading, "", *_story_lines(row), *grid_lines(row), *_distribution_lines(row), ""]
+    out = [heading, "", *_story_lines(row), *grid_lines(row), *_distribution_lines(row), *sweep_lines(row), ""]
     out += _details_block("Stages, checks, provenance and commands", _details_lines(row))
     return out + [""]
 
@@ -290,6 +302,6 @@ def render_step_summary(report: Report) -> str:
     out += [counts_line(report), ""]
     out += status_table(report) + [""]
     for row in report.rows:
-        body = [*_story_lines(row), *grid_lines(row), *_distribution_lines(row)]
+        body = [*_story_lines(row), *grid_lines(row), *_distribution_lines(row), *sweep_lines(row)]
         out += _details_block(f"{shown_name(row.profile)}: {row.status}", body) + [""]
     return "\n".join(out) + "\n"

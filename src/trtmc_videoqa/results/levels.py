@@ -3,7 +3,7 @@ own figures and, over two runs or more, confidence intervals (docs/throughput.md
 
 Each run is one AIPerf run with its own records, task-time join and graded answers; the row's top-level figures
 (client_latency, requests_per_s, ...) stay the first level's first run, so readers of rows before sweeps keep
-working. A report draws the levels as a curve later; nothing here is a drawing.
+working. The report draws the levels as a throughput-latency curve (report/curve.py); nothing here is a drawing.
 """
 
 from __future__ import annotations
@@ -90,6 +90,12 @@ class LoadLevel(_Model):
     output_tokens_per_s: float | None = Field(default=None, description="the runs' mean")
     client_latency: LatencyStats | None = Field(default=None, description="over every run's completed requests")
     server_task_time: LatencyStats | None = Field(default=None, description="over every run's completed requests")
+    ttft: LatencyStats | None = Field(
+        default=None, description="time to first token over every run's streamed completed requests; None unstreamed"
+    )
+    itl: LatencyStats | None = Field(
+        default=None, description="inter-token latency over every run's streamed completed requests; None unstreamed"
+    )
     completed: int = 0
     errors: int = 0
     intervals: dict[str, FigureInterval] = Field(

@@ -99,6 +99,8 @@ def _level(runs: list[LevelRun], confidence: float, objective_ms: float | None) 
         output_tokens_per_s=_mean([f.output_tokens_per_s for f in figures]),
         client_latency=latency_stats([r.client_latency_ms for r in completed if r.client_latency_ms is not None]),
         server_task_time=latency_stats([r.server_task_ms for r in completed if r.server_task_ms is not None]),
+        ttft=_streamed([r.ttft_ms for r in completed]),
+        itl=_streamed([r.itl_ms for r in completed]),
         completed=len(completed),
         errors=sum(f.errors for f in figures),
         intervals=_intervals(figures, confidence) if len(runs) > 1 else {},
@@ -135,6 +137,12 @@ def _shown(interval: Interval) -> FigureInterval:
         confidence=interval.confidence,
         method=interval.method,
     )
+
+
+def _streamed(values: list[float | None]) -> LatencyStats | None:
+    """Figures over the values a streamed answer gave; None where no request streamed (an unstreamed level)."""
+    present = [v for v in values if v is not None]
+    return latency_stats(present) if present else None
 
 
 def _p50(stats: LatencyStats | None) -> float | None:
