@@ -8,7 +8,9 @@ figures are made up, no AIPerf runs), so the test is fast. It checks that the pa
 with every <details> block open), that the group line and the summary table with every row's status, p50s, req/s
 and both-right sit on the first screen, that each row has its question grid and latency distribution, that the page
 loads nothing from outside (every request the browser made is the page itself or a data: URL) and needs no script
-(scripts are off while it renders), and that report.md keeps every table cell within 80 characters.
+(scripts are off while it renders), that each row's load levels (made-up levels of a server that saturates past
+concurrency 2) are drawn as a curve with a point per level and given as a table, both within the window, with the
+rows on one pair of axes above them, and that report.md keeps every table cell within 80 characters.
 
 Screenshots: `report-summary.png` (the first screen) and `report-grid.png` (one row's grid and distribution) go to
 $REPORT_SCREENSHOTS_DIR, by default build/report-screenshots/ (CI uploads it); `REPORT_SCREENSHOTS_DIR=docs/images`
@@ -33,14 +35,19 @@ from trtmc_videoqa.report.build import build_report, frame_strip, write_report
 from trtmc_videoqa.results import (
     Accuracy,
     AnswerExample,
+    FigureInterval,
     IdentityAnswer,
     IdentityCheck,
     IdentityPair,
+    LatencyStats,
+    LoadLevel,
     OutputCheck,
     Provenance,
     RequestRow,
     ResultRow,
+    RunFigures,
     StageResult,
+    Sweep,
     TransportAttempt,
 )
 from trtmc_videoqa.stages.stats import latency_stats, requests_per_second
@@ -76,7 +83,12 @@ MEASURE = """(() => {
       curves: s.querySelectorAll('svg.distribution path').length,
       marks: s.querySelectorAll('svg.distribution circle').length,
       panels: box(s.querySelector('.panels')),
+      curve: box(s.querySelector('svg.throughput-curve')),
+      curvePoints: s.querySelectorAll('svg.throughput-curve circle').length,
+      sweep: box(s.querySelector('table.sweep')),
+      sweepSpill: [...s.querySelectorAll('table.sweep')].some((t) => t.scrollWidth > t.clientWidth + 1),
     })),
+    curves: [...document.querySelectorAll('svg.throughput-curve')].map(box),
     resources: performance.getEntriesByType('resource').map((entry) => entry.name),
   };
 })()"""
@@ -272,6 +284,40 @@ def _row(workload: str, base: float) -> ResultRow:
     )
 
 
+def _sweep(base: float, runs: int) -> Sweep:
+    """Made-up load levels of a server that saturates past concurrency 2: throughput flattens, latency climbs."""
+    levels = []
+    for concurrency in (1, 2, 4, 8):
+        per_s = round(1000 / base * min(concurrency, 2) * 0.9, 3)
+        p50 = round(base * max(concurrency / 2, 1.0) + 3.0, 3)
+        stats = LatencyStats(count=6 * runs, p50_ms=p50, p90_ms=round(p50 * 1.2, 3), mean_ms=p50)
+        interval = FigureInterval(
+            mean=p50, low=round(p50 * 0.93, 3), high=round(p50 * 1.07, 3), n=runs, confidence=0.95,
+            method="Student t over run values",
+        )  # fmt: skip
+        levels.append(
+            LoadLevel(
+                concurrency=concurrency,
+                runs=[
+                    RunFigures(run=run, label=f"c{concurrency}", folder="aiperf", requests="r.jsonl", passed=True)
+                    for run in range(1, runs + 1)
+                ],
+                requests_per_s=per_s,
+                clips_per_s=per_s,
+                output_tokens_per_s=round(per_s * 3, 3),
+                client_latency=stats,
+                server_task_time=LatencyStats(count=6 * runs, p50_ms=round(p50 - 3.0, 3)),
+                completed=6 * runs,
+                intervals={"client_p50_ms": interval} if runs > 1 else {},
+                questions=3,
+                questions_both_right=3,
+                repeat_pairs=f"{3 * runs}/{3 * runs}",
+                passed=True,
+            )
+        )
+    return Sweep(axis="concurrency", runs_per_level=runs, confidence=0.95, levels=levels, best_level=2.0)
+
+
 def _accuracy(workload: str, requests: list[RequestRow], right: int) -> Accuracy:
     rate = 1.0 if workload == "synthetic" else 0.0
     questions = QUESTIONS[workload]
@@ -307,7 +353,8 @@ def _png(width: int, height: int) -> bytes:
 
 def write_artifacts(out: Path) -> Path:
     """Two self-test-shaped rows as a run leaves them: result.json and the evidence a measured row's folder holds."""
-    for row in (_row("synthetic", 32.0), _row("bigbuckbunny", 230.0)):
+    swept = (_row("synthetic", 32.0), _sweep(32.0, 3)), (_row("bigbuckbunny", 230.0), _sweep(230.0, 1))
+    for row in (row.model_copy(update={"sweep": sweep}) for row, sweep in swept):
         folder = out / "checkpoints" / row.profile
         (folder / "aiperf").mkdir(parents=True)
         (folder / "result.json").write_text(row.model_dump_json())
@@ -377,6 +424,13 @@ def test_report_html_fits_1280_px_and_shows_every_row_at_a_glance(
         assert re.search("[✓✗?]", section["gridMarks"])
         assert section["distribution"]["width"] > 200 and section["curves"] == 2 and section["marks"] >= 2
         assert section["distribution"]["right"] <= WIDTH
+    # each row's load levels: the curve (a point per level) and the table, within the window and not spilling;
+    # both rows on one pair of axes above them
+    for section, row in zip(opened["sections"], rows, strict=True):
+        assert section["curve"]["width"] > 200 and section["curve"]["right"] <= WIDTH
+        assert section["curvePoints"] == len(row["sweep"]["levels"])
+        assert section["sweep"]["right"] <= opened["clientWidth"] and not section["sweepSpill"]
+    assert len(opened["curves"]) == len(rows) + 1 and all(box["right"] <= WIDTH for box in opened["curves"])
     # self-contained: nothing but the page itself and data: URLs, and no script
     assert measured["scripts"] == 0 and measured["resources"] == []
     page = (out / "report.html").resolve().as_uri()

@@ -34,6 +34,11 @@ def _svg(text: str | None) -> ET.Element:
     return ET.fromstring(text)  # well-formed XML, or this raises
 
 
+def _shown(text: ET.Element) -> str:
+    """What a <text> shows: its own characters, not its hover <title>."""
+    return (text.text or "") + "".join(child.tail or "" for child in text)
+
+
 def _points(svg: ET.Element) -> list[tuple[str, float, float]]:
     return [
         (circle.get("data-level", ""), float(circle.get("cx", "nan")), float(circle.get("cy", "nan")))
@@ -59,7 +64,7 @@ def test_points_sit_where_their_figures_say() -> None:
     assert xs == sorted(xs) and len(set(xs)) == 4  # more requests per second: further right
     assert ys == sorted(ys, reverse=True) and len(set(ys)) == 4  # more latency: higher up (SVG's y grows down)
     # the level's label is drawn beside its point
-    labels = [text.text for text in svg.iter(f"{SVG}text")]
+    labels = [_shown(text) for text in svg.iter(f"{SVG}text")]
     assert {"c1", "c2", "c4", "c8"} <= set(labels)
     # c1's bar reaches its p90, higher than its p50
     bars = [line for line in svg.iter(f"{SVG}line") if line.get("x1") == line.get("x2") == f"{xs[0]:.1f}"]
@@ -77,8 +82,16 @@ def test_every_text_is_escaped() -> None:
     svg_text = curve_svg([CurveSeries(hostile, (CurvePoint('c1"><b>', 1.0, 10.0),), (hostile,))])
     assert svg_text is not None and "<script>" not in svg_text and "<b>" not in svg_text
     svg = _svg(svg_text)
-    assert any(hostile in (text.text or "") for text in svg.iter(f"{SVG}text"))  # shown as text, whole
+    assert any(hostile in _shown(text) for text in svg.iter(f"{SVG}text"))  # shown as text, whole
     assert [level for level, _, _ in _points(svg)] == ['c1"><b>']
+
+
+def test_a_long_legend_line_is_cut_to_the_picture_and_whole_on_hover() -> None:
+    name = "a-profile-name-far-longer-than-the-picture-is-wide " * 4
+    svg = _svg(curve_svg([CurveSeries(name, (CurvePoint("c1", 1.0, 1.0),))], width=400))
+    (legend,) = [t for t in svg.iter(f"{SVG}text") if t.get("class") == "series"]
+    assert _shown(legend).endswith("…") and len(_shown(legend)) * 6.4 <= 400 - 56 - 18 - 30
+    assert legend.findtext(f"{SVG}title") == name
 
 
 def test_nothing_to_draw_draws_nothing_and_one_level_draws_one_point() -> None:
@@ -196,7 +209,7 @@ def test_the_page_draws_the_curve_beside_the_same_table() -> None:
     start = page.index('<svg class="throughput-curve"')
     svg = _svg(page[start : page.index("</svg>", start) + len("</svg>")])
     assert [level for level, _, _ in _points(svg)] == ["c1", "c4"]  # c8 completed nothing: named, not drawn
-    assert any("not drawn, nothing completed: c8" in (t.text or "") for t in svg.iter(f"{SVG}text"))
+    assert any("not drawn, nothing completed: c8" in _shown(t) for t in svg.iter(f"{SVG}text"))
     assert '<table class="sweep">' in page
     assert "61.2 (95% CI 58.0–64.4, 3 runs; 3 questions: a tiny workload)" in page
     assert "Throughput against latency, row beside row" not in page  # one swept row: its own section draws it
@@ -233,7 +246,7 @@ def test_report_a_b_draws_the_rows_on_one_pair_of_axes_with_a_legend() -> None:
     start = page.index("Throughput against latency, row beside row")
     svg = _svg(page[page.index("<svg", start) : page.index("</svg>", start) + 6])
     assert len(list(svg.iter(f"{SVG}polyline"))) == 2 and len(_points(svg)) == 4
-    legend = [t.text or "" for t in svg.iter(f"{SVG}text") if t.get("class") == "series"]
+    legend = [_shown(t) for t in svg.iter(f"{SVG}text") if t.get("class") == "series"]
     assert legend == ["model.synthetic (some server at a:1)", "model.synthetic (some server at b:2)"]
     assert page.count('class="throughput-curve"') == 3  # the overlay, and each row's own
 

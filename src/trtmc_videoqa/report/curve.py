@@ -25,6 +25,7 @@ _STYLES: Final = (
 )
 _AXIS: Final = "#8c959f"
 _LEGEND_LINE: Final = 16
+_CHAR_PX: Final = 6.4  # a generous width of one 11 px character, to keep a legend line inside the picture
 X_TITLE: Final = "requests per second achieved (clips per second alike: one clip a request)"
 Y_TITLE: Final = "client latency, ms (p50; bar to p90, tick at p99)"
 
@@ -159,10 +160,13 @@ def _legend(frame: _Frame, series: list[CurveSeries]) -> list[str]:
         y = 14 + _LEGEND_LINE * index
         dashed = f' stroke-dasharray="{dash}"' if dash else ""
         missing = f" (not drawn, nothing completed: {', '.join(one.missing)})" if one.missing else ""
+        said = one.name + missing
+        room = int((frame.right - frame.left - 30) / _CHAR_PX)  # a longer line is cut, whole on hover
+        shown = said if len(said) <= room else said[: room - 1] + "…"
         parts.append(
             f'<line x1="{frame.left}" y1="{y - 4}" x2="{frame.left + 24}" y2="{y - 4}" stroke="{colour}" '
             f'stroke-width="2"{dashed}/><text class="series" x="{frame.left + 30}" y="{y}" font-size="11">'
-            f"{escape(one.name + missing)}</text>"
+            f"<title>{escape(said)}</title>{escape(shown)}</text>"
         )
     return parts
 
