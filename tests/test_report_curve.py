@@ -10,7 +10,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from trtmc_videoqa.report.curve import CurvePoint, CurveSeries, curve_svg, series_of
+from trtmc_videoqa.report.curve import CurvePoint, CurveSeries, curve_svg, scale, series_of
 from trtmc_videoqa.report.html import render_html
 from trtmc_videoqa.report.markdown import render_markdown, render_step_summary
 from trtmc_videoqa.report.sweep import sweep_table
@@ -99,6 +99,17 @@ def test_nothing_to_draw_draws_nothing_and_one_level_draws_one_point() -> None:
     assert curve_svg([CurveSeries("row", (), ("c1", "c2"))]) is None
     (point,) = _points(_svg(curve_svg([CurveSeries("row", (CurvePoint("c1", 0.0, 0.0),))])))
     assert point[0] == "c1" and all(math.isfinite(v) for v in point[1:])
+
+
+@pytest.mark.parametrize("largest", [0.0, 5e-324, 0.004, 1.0, 8.12, 9.9, 1012.6, 123456.0, 1e308])
+def test_an_axis_reaches_past_its_largest_figure_in_at_most_five_round_ticks(largest: float) -> None:
+    step, ticks = scale(largest)
+    assert 1 <= ticks <= 5 and math.isfinite(step * ticks)
+    assert step * ticks >= min(largest, 1e300)
+    assert f"{step / 10 ** math.floor(math.log10(step)):g}" in {"1", "2", "2.5", "5"}
+    svg = _svg(curve_svg([CurveSeries("row", (CurvePoint("c1", largest, largest),))]))
+    ((_, x, y),) = _points(svg)
+    assert math.isfinite(x) and math.isfinite(y)
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,6 @@ from typing import Final
 
 from ..common.text_escape import html_text as escape
 from ..results import LoadLevel, ResultRow, Sweep
-from .svg import nice_top
 
 # A line per series, told apart by colour and by dash (for a reader who cannot tell the colours apart).
 _STYLES: Final = (
@@ -78,19 +77,29 @@ def _checked(series: list[CurveSeries]) -> None:
                     raise ValueError(f"{one.name} {point.level}: {what} is {value}, not a finite number >= 0")
 
 
+def scale(largest: float) -> tuple[float, int]:
+    """A round tick step (1, 2, 2.5 or 5 times a power of ten) and the number of ticks, at most five, that reach
+    past `largest` with a tenth to spare: the axis runs from zero to step * ticks."""
+    reach = min(max(largest * 1.1, 1e-9), 1e300)  # a figure past this range is drawn at the axis' end
+    power = 10.0 ** math.floor(math.log10(reach / 5))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if math.ceil(reach / (m * power)) <= 5)
+    return step, math.ceil(reach / step)
+
+
 class _Frame:
     """The plot's area and its two linear scales, each from zero to a round top."""
 
-    def __init__(self, width: int, height: int, legend_lines: int, top_x: float, top_y: float) -> None:
+    def __init__(self, width: int, height: int, legend_lines: int, x: tuple[float, int], y: tuple[float, int]) -> None:
         self.left, self.right = 56, width - 18
         self.top, self.bottom = 24 + _LEGEND_LINE * legend_lines, height - 42
-        self.top_x, self.top_y = top_x, top_y
+        (self.step_x, self.ticks_x), (self.step_y, self.ticks_y) = x, y
+        self.top_x, self.top_y = self.step_x * self.ticks_x, self.step_y * self.ticks_y
 
     def x(self, value: float) -> float:
-        return self.left + (self.right - self.left) * value / self.top_x
+        return self.left + (self.right - self.left) * min(value / self.top_x, 1.0)
 
     def y(self, value: float) -> float:
-        return self.bottom - (self.bottom - self.top) * value / self.top_y
+        return self.bottom - (self.bottom - self.top) * min(value / self.top_y, 1.0)
 
 
 def _axes(frame: _Frame) -> list[str]:
@@ -98,18 +107,20 @@ def _axes(frame: _Frame) -> list[str]:
         f'<line x1="{frame.left}" y1="{frame.bottom}" x2="{frame.right}" y2="{frame.bottom}" stroke="{_AXIS}"/>',
         f'<line x1="{frame.left}" y1="{frame.top}" x2="{frame.left}" y2="{frame.bottom}" stroke="{_AXIS}"/>',
     ]
-    for step in range(5):
-        vx, vy = frame.top_x * step / 4, frame.top_y * step / 4
-        x, y = frame.x(vx), frame.y(vy)
+    for tick in range(frame.ticks_x + 1):
+        vx = round(frame.step_x * tick, 9)
+        x = frame.x(vx)
         parts.append(
             f'<line x1="{x:.1f}" y1="{frame.bottom}" x2="{x:.1f}" y2="{frame.bottom + 4}" stroke="{_AXIS}"/>'
             f'<text x="{x:.1f}" y="{frame.bottom + 16}" font-size="10" text-anchor="middle">{vx:g}</text>'
         )
-        if step:
-            parts.append(
-                f'<line x1="{frame.left}" y1="{y:.1f}" x2="{frame.right}" y2="{y:.1f}" stroke="#eaeef2"/>'
-                f'<text x="{frame.left - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">{vy:g}</text>'
-            )
+    for tick in range(1, frame.ticks_y + 1):
+        vy = round(frame.step_y * tick, 9)
+        y = frame.y(vy)
+        parts.append(
+            f'<line x1="{frame.left}" y1="{y:.1f}" x2="{frame.right}" y2="{y:.1f}" stroke="#eaeef2"/>'
+            f'<text x="{frame.left - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">{vy:g}</text>'
+        )
     parts.append(f'<text x="{frame.left - 4}" y="{frame.bottom + 3}" font-size="10" text-anchor="end">0</text>')
     parts.append(f'<text x="{frame.right}" y="{frame.bottom + 32}" font-size="11" text-anchor="end">{X_TITLE}</text>')
     parts.append(f'<text x="{frame.left}" y="{frame.top - 8}" font-size="11">{Y_TITLE}</text>')
@@ -179,9 +190,9 @@ def curve_svg(series: list[CurveSeries], width: int = 560, height: int = 300) ->
     if not drawn:
         return None
     points = [p for one in drawn for p in one.points]
-    top_x = nice_top(max(p.x for p in points) * 1.1 or 1.0)
-    top_y = nice_top(max(max(p.p50, p.p90 or 0.0, p.p99 or 0.0) for p in points) * 1.1 or 1.0)
-    frame = _Frame(width, height + _LEGEND_LINE * (len(series) - 1), len(series), top_x, top_y)
+    x_scale = scale(max(p.x for p in points))
+    y_scale = scale(max(max(p.p50, p.p90 or 0.0, p.p99 or 0.0) for p in points))
+    frame = _Frame(width, height + _LEGEND_LINE * (len(series) - 1), len(series), x_scale, y_scale)
     parts = _axes(frame)
     for index, one in enumerate(series):
         if one.points:

@@ -24,7 +24,7 @@ def samples(row: ResultRow) -> tuple[list[float], list[float]]:
     return client, task
 
 
-def nice_top(value: float) -> float:
+def _nice_top(value: float) -> float:
     """The axis' end: the first of 1, 2, 2.5, 5 times a power of ten at or above `value`."""
     power = 1.0
     while power * 10 <= value:
@@ -117,7 +117,7 @@ def distribution_svg(row: ResultRow, width: int = 500, height: int = 230) -> str
     client, task = samples(row)
     if not client:
         return None
-    frame = _Frame(width, height, nice_top(max(client[-1], task[-1] if task else 0.0)))
+    frame = _Frame(width, height, _nice_top(max(client[-1], task[-1] if task else 0.0)))
     parts = _axes(frame)
     parts.append(_curve(frame, client, CLIENT_COLOUR, dashed=False))
     parts += _marks(frame, row.client_latency, CLIENT_COLOUR, "client end-to-end")
