@@ -6,9 +6,11 @@ The rows here are made by hand (no AIPerf run); tests/test_throughput.py renders
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
+from helpers import run_main
 
 from trtmc_videoqa.report.curve import CurvePoint, CurveSeries, curve_svg, scale, series_of
 from trtmc_videoqa.report.html import render_html
@@ -86,11 +88,13 @@ def test_every_text_is_escaped() -> None:
     assert [level for level, _, _ in _points(svg)] == ['c1"><b>']
 
 
-def test_a_long_legend_line_is_cut_to_the_picture_and_whole_on_hover() -> None:
-    name = "a-profile-name-far-longer-than-the-picture-is-wide " * 4
+def test_a_long_legend_line_is_cut_in_the_middle_to_the_picture_and_whole_on_hover() -> None:
+    name = "a-profile-name " + "far-longer-than-the-picture-is-wide " * 4 + "at 127.0.0.1:8124"
     svg = _svg(curve_svg([CurveSeries(name, (CurvePoint("c1", 1.0, 1.0),))], width=400))
     (legend,) = [t for t in svg.iter(f"{SVG}text") if t.get("class") == "series"]
-    assert _shown(legend).endswith("…") and len(_shown(legend)) * 6.4 <= 400 - 56 - 18 - 30
+    shown = _shown(legend)
+    assert "…" in shown and len(shown) * 6.4 <= 400 - 56 - 18 - 30
+    assert shown.startswith("a-profile-name") and shown.endswith("127.0.0.1:8124")  # both ends: where it was served
     assert legend.findtext(f"{SVG}title") == name
 
 
@@ -268,3 +272,26 @@ def test_series_of_a_sweep_keeps_level_order_and_names_what_it_cannot_draw() -> 
     series = series_of(sweep, "r")
     assert [p.level for p in series.points] == ["c1", "c4"] and series.missing == ("c8",)
     assert series.points[0] == CurvePoint("c1", 16.4, 61.2, pytest.approx(61.2 * 1.3), None)
+
+
+def test_report_of_two_runs_puts_their_curves_on_one_pair_of_axes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = []
+    for name, endpoint, slow in (("a", "http://127.0.0.1:8123", 1.0), ("b", "http://127.0.0.1:8124", 2.0)):
+        levels = [_level(1, 4.0 / slow, 250.0 * slow), _level(2, 7.0 / slow, 300.0 * slow)]
+        row = _swept("model.synthetic", endpoint, levels, runs=1)
+        folder = tmp_path / name / "checkpoints" / row.profile
+        folder.mkdir(parents=True)
+        (folder / "result.json").write_text(row.model_dump_json())
+        runs.append(str(tmp_path / name))
+    done = run_main(capsys, "report", *runs, "--out", str(tmp_path / "ab"))
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "ab" / "report.html").read_text()
+    start = page.index("<svg", page.index("Throughput against latency, row beside row"))
+    svg = _svg(page[start : page.index("</svg>", start) + len("</svg>")])
+    legend = [_shown(t) for t in svg.iter(f"{SVG}text") if t.get("class") == "series"]
+    assert [line.rsplit(":", 1)[1] for line in legend] == ["8123)", "8124)"]
+    assert [level for level, _, _ in _points(svg)] == ["c1", "c2", "c1", "c2"]
+    markdown = (tmp_path / "ab" / "report.md").read_text()
+    assert markdown.count("| level | req/s |") == 2  # each row's own table of levels

@@ -41,7 +41,8 @@ def curves_section(report: Report) -> list[str]:
     if len(rows) < 2:
         return []
     names = [flat(f"{shown_name(row.profile)} ({served_by_short(row)})", 90) for row in rows]
-    svg = curve_svg([series_of(row.sweep, name) for row, name in zip(rows, names, strict=True) if row.sweep])
+    series = [series_of(row.sweep, name) for row, name in zip(rows, names, strict=True) if row.sweep]
+    svg = curve_svg(series, width=720)
     if svg is None:
         return []
     return [f'<h2>Throughput against latency, row beside row</h2>{svg}<p class="legend">{escape(CURVE_LEGEND)}</p>']
