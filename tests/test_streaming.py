@@ -43,6 +43,8 @@ def test_a_streamed_row_has_ttft_itl_graded_answers_and_the_task_time(
         assert request.grade == ("correct" if request.expected == "B" else "wrong"), request
     assert streamed.ttft and streamed.ttft.count == 6
     assert streamed.itl and streamed.itl.count == 6
+    (level,) = streamed.sweep.levels if streamed.sweep else []
+    assert level.ttft == streamed.ttft and level.itl == streamed.itl  # the level's own, its one run's here
     assert streamed.output_tokens_per_s and streamed.output_tokens_per_s > 0
     assert streamed.server_task_time and streamed.server_task_time.count == 6
     assert streamed.task_time_field == "response.trtmc_timing.model_call_ms"  # the stream's last chunk
