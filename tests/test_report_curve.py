@@ -295,3 +295,12 @@ def test_report_of_two_runs_puts_their_curves_on_one_pair_of_axes(
     assert [level for level, _, _ in _points(svg)] == ["c1", "c2", "c1", "c2"]
     markdown = (tmp_path / "ab" / "report.md").read_text()
     assert markdown.count("| level | req/s |") == 2  # each row's own table of levels
+
+
+def test_a_hand_made_level_with_a_negative_rate_is_named_and_the_rest_of_the_page_stands() -> None:
+    bad = _swept("m", "http://a:1", [_level(1, -3.0, 50.0, runs=1), _level(2, 5.0, 60.0, runs=1)], runs=1)
+    good = _swept("n", "http://a:1", [_level(1, 3.0, 50.0, runs=1), _level(2, 5.0, 60.0, runs=1)], runs=1)
+    page = render_html(_report(bad, good))
+    assert "Curves not drawn: m (some server at a:1) c1: x is -3.0, not a finite number &gt;= 0" in page
+    assert "Curve not drawn: m c1: x is -3.0" in page and '<table class="sweep">' in page
+    assert page.count('class="throughput-curve"') == 1  # the good row's own curve

@@ -23,7 +23,10 @@ def sweep_section(row: ResultRow) -> str:
     table = sweep_table(row)
     if table is None:
         return ""
-    svg = row_curve(row, flat(shown_name(row.profile), 80))
+    try:
+        svg = row_curve(row, flat(shown_name(row.profile), 80))
+    except ValueError as refused:  # a hand-made row's figure (a negative rate): named, and the rest still shown
+        svg = f"<p>Curve not drawn: {escape(refused)}</p>"
     curve = f'<div class="panel">{svg}<p class="legend">{escape(CURVE_LEGEND)}</p></div>' if svg else ""
     head = "".join(f"<th>{escape(name)}</th>" for name in table.header)
     body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in line) + "</tr>" for line in table.lines)
@@ -42,7 +45,10 @@ def curves_section(report: Report) -> list[str]:
         return []
     names = [flat(f"{shown_name(row.profile)} ({served_by_short(row)})", 90) for row in rows]
     series = [series_of(row.sweep, name) for row, name in zip(rows, names, strict=True) if row.sweep]
-    svg = curve_svg(series, width=720)
+    try:
+        svg = curve_svg(series, width=720)
+    except ValueError as refused:
+        svg = f"<p>Curves not drawn: {escape(refused)}</p>"
     if svg is None:
         return []
     return [f'<h2>Throughput against latency, row beside row</h2>{svg}<p class="legend">{escape(CURVE_LEGEND)}</p>']
