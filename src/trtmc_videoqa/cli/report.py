@@ -12,6 +12,7 @@ from .console import say
 
 def cmd_report(args: argparse.Namespace) -> int:
     from ..report import build_report, frame_strip, write_report
+    from ..report.difference_view import terminal_lines
 
     if args.check_public:
         return _check_public(args.dirs)
@@ -21,6 +22,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     for path in write_report(report, out, frame_strip(report, args.dirs)):
         print(one_line(f"wrote {path}"))
     print(", ".join(f"{status} {count}" for status, count in report.counts.items()))
+    for line in terminal_lines(report.differences):
+        print(line)
     return EXIT_OK
 
 
