@@ -5,12 +5,13 @@ both-right by Fisher's exact test; one run a side, or too few questions for any 
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import pytest
 from helpers import QUICK, reference, run_main
 from scipy import stats
-from shared_runs import SharedRun
+from shared_runs import SharedRun, tripwire_aiperf
 
 from trtmc_videoqa.cli.run_output import print_outcome
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME
@@ -284,3 +285,31 @@ def test_report_a_b_of_one_run_rows_says_it_cannot_be_judged(
     assert "client p50 at concurrency 1: cannot be judged by Welch's t: 1 run against 1" in done.stdout
     assert "B slower" not in done.stdout and "B faster" not in done.stdout
     assert "A has 1 run and B 1 run with this figure" in (tmp_path / "ab" / "report.md").read_text()
+
+
+@pytest.mark.e2e
+def test_a_runs_terminal_judges_a_comparison_row_beside_its_trtmc_row(
+    quick_http_run: SharedRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A finished run's --out (shared, reused without AIPerf) holding, beside its row, a comparison row that names it:
+    the run's own report and terminal judge the pair, one run a side: cannot be judged."""
+    out = quick_http_run.copy(tmp_path / "out")
+    trtmc = out / "checkpoints" / "reference-self-test.synthetic"
+    upstream = out / "checkpoints" / "reference-self-test.synthetic.transformers-serve"
+    shutil.copytree(trtmc, upstream)
+    facts = ComparisonFacts(
+        server="transformers serve", checkpoint="x", compared_profile=trtmc.name, device="cpu", media_adaptation="none"
+    )
+    row = ResultRow.model_validate_json((trtmc / "result.json").read_bytes())
+    changed = row.model_copy(update={"profile": upstream.name, "comparison": facts})
+    (upstream / "result.json").write_text(changed.model_dump_json())
+    aiperf, launched = tripwire_aiperf(tmp_path / "tripwire")
+    env = dict(quick_http_run.env(), TRTMC_VIDEOQA_AIPERF=str(aiperf))
+    done = run_main(capsys, "qualify", "--out", str(out), *quick_http_run.facts["args"], env=env)
+    assert done.returncode == 0 and not launched.exists(), done.stdout + done.stderr
+    assert f"B {upstream.name} against A {trtmc.name}:" in done.stdout
+    assert "client p50 at concurrency 1: cannot be judged by Welch's t: 1 run against 1" in done.stdout
+    report = Report.model_validate_json((out / "report.json").read_bytes())
+    (pair,) = report.differences
+    assert (pair.a.profile, pair.b.profile) == (trtmc.name, upstream.name)
+    assert "Differences between rows" in (out / "report.html").read_text()
