@@ -195,10 +195,10 @@ def test_report_a_b_says_each_verdict_and_its_test_in_every_format(
     assert "client p50 at concurrency 1: cannot be judged by Welch's t: 1 run against 3, 2 a side needed" in done.stdout
     markdown = (tmp_path / "ab" / "report.md").read_text()
     assert "## Differences between rows" in markdown and "| client p50 | concurrency 1 |" in markdown
-    assert "Welch's t over per-run medians" in markdown and "--num-profile-runs 2 or more" in markdown
-    assert "Fisher's exact test" in markdown and "tiny workloads" in markdown
+    assert "| Welch's t, run medians |" in markdown and "--num-profile-runs 2 or more" in markdown
+    assert "| Fisher's exact |" in markdown and "tiny workloads" in markdown
     html = (tmp_path / "ab" / "report.html").read_text()
-    assert '<table class="differences">' in html and "Welch&#x27;s t over per-run medians" in html
+    assert '<table class="differences">' in html and "<td>Welch&#x27;s t, run medians</td>" in html
 
 
 def test_the_markdown_and_page_give_the_interval_and_the_terminal_the_verdict() -> None:
@@ -215,8 +215,13 @@ def test_the_markdown_and_page_give_the_interval_and_the_terminal_the_verdict() 
     )
     markdown, html = render_markdown(report), render_html(report)
     for text in (markdown, html):
-        assert "B slower" in text and "mean 101 ms over 3 runs: 100 ms, 104 ms, 98 ms" in text
-        assert "+804 ms (95%: 762 to 847 ms)" in text and "the interval excludes 0 (3 runs against 2)" in text
+        assert "B slower" in text and "101 ms mean, 3 runs" in text and "905 ms mean, 2 runs" in text
+        assert "+804 ms (95%: 762 to 847 ms)" in text
+        assert "client p50, task p50, requests/s at concurrency 1: the interval excludes 0 (3 runs against 2)" in text
+        assert "client p50 at concurrency 1, run by run: A 100 ms, 104 ms, 98 ms; B 900 ms, 910 ms" in text
+    # GitHub's tables stay narrow: no cell over 80 characters (the whys go beneath the table)
+    table = [line for line in markdown.splitlines() if line.startswith("| client p50 |")]
+    assert table and all(len(cell.strip()) <= 80 for cell in table[0].split("|"))
     lines = terminal_lines(report.differences)
     assert lines[1] == "  client p50 at concurrency 1: B slower by Welch's t: +804 ms (95%: 762 to 847 ms)"
     assert lines[3] == "  requests/s at concurrency 1: B slower by Welch's t: −7.87 (95%: −8.25 to −7.49)"

@@ -46,7 +46,9 @@ def add_arguments(report: argparse.ArgumentParser) -> None:
     """The `report` command's options; its handler."""
     report.description = (
         "Rebuild the reports from the artifacts alone; several directories (one per CI matrix job, "
-        "or one checkpoint on two servers) merge into one report with the rows side by side."
+        "or one checkpoint on two servers) merge into one report with the rows side by side; one profile in two "
+        "directories (report A B) is compared figure by figure: B faster, slower or no clear difference, by Welch's t "
+        "over per-run medians (Fisher's exact test for both-right), or cannot be judged with one run a side."
     )
     report.add_argument("dirs", type=Path, nargs="+", metavar="DIR", help="artifact directories of qualify runs")
     report.add_argument("--out", type=Path, metavar="DIR", help="where the reports go (default: the first DIR)")

@@ -1,6 +1,7 @@
-"""The report's differences (report/differences.py) in words: the pair's heading, and per figure its cells (figure,
-level, A, B, B - A with its interval, the verdict, the test and why), rendered as report.md's and report.html's
-section and as the terminal's lines; each value escaped as its format escapes it."""
+"""The report's differences (report/differences.py) in words: the pair's heading, per figure its short cells (figure,
+level, A, B, B - A with its interval, the verdict, the test) and beneath the table why each verdict is what it is,
+rendered as report.md's and report.html's section and as the terminal's lines; each value escaped as its format
+escapes it. Table cells stay short (report.md keeps every cell within 80 characters); the whys go below."""
 
 from __future__ import annotations
 
@@ -11,11 +12,19 @@ from ..common.text_escape import html_text, md_text, one_line, shown_name
 from ..results import ComparedRow, FigureDifference, Report, RowDifference
 from .differences import FIGURE_WORDS
 
-HEADER: Final = ("figure", "level", "A", "B", "B − A (interval)", "B against A", "test", "why")
+HEADER: Final = ("figure", "level", "A", "B", "B − A (interval)", "B against A", "test")
 INTRO: Final = (
-    "B read against A, each figure at each load level both rows were measured at: faster, slower (more or fewer "
-    "right) only where the difference lies beyond the test's interval; one run a side cannot be judged."
+    "B read against A, each figure at each load level both rows were measured at: faster or slower only where "
+    "Welch's t interval for the difference, over one value per run (each run's median, or its requests per "
+    "second, as TRTMC's aiperf_qual judges speed), excludes 0; more or fewer right only where Fisher's exact test "
+    "over the questions right both ways says so. One run a side cannot be judged."
 )
+SHORT_TESTS: Final = {
+    "client_p50_ms": "Welch's t, run medians",
+    "task_p50_ms": "Welch's t, run medians",
+    "requests_per_s": "Welch's t, run req/s",
+    "both_right": "Fisher's exact",
+}
 
 
 @dataclass(frozen=True)
@@ -27,10 +36,9 @@ class FigureCells:
     difference: str
     verdict: str
     test: str
-    why: str
 
     def cells(self) -> tuple[str, ...]:
-        return (self.figure, self.level, self.a, self.b, self.difference, self.verdict, self.test, self.why)
+        return (self.figure, self.level, self.a, self.b, self.difference, self.verdict, self.test)
 
 
 def side_text(side: ComparedRow) -> str:
@@ -54,14 +62,21 @@ def _number(figure: FigureDifference, value: float, unit: bool = True) -> str:
 
 
 def _values(figure: FigureDifference, values: list[float], estimate: float | None) -> str:
+    """A side's values in a few words: `k/n` questions, or the runs' mean and how many runs."""
     if figure.figure == "both_right":
         right, questions = (int(v) for v in values)
         return f"{right}/{questions}"
     if not values:
         return "–"
-    mean = f"mean {_number(figure, estimate)} over " if estimate is not None and len(values) > 1 else ""
-    runs = ", ".join(_number(figure, v) for v in values)
-    return f"{mean}{len(values)} run{'s' if len(values) > 1 else ''}: {runs}"
+    if len(values) == 1:
+        return f"{_number(figure, values[0])}, 1 run"
+    mean = estimate if estimate is not None else sum(values) / len(values)
+    return f"{_number(figure, mean)} mean, {len(values)} runs"
+
+
+def run_values(figure: FigureDifference, values: list[float]) -> str:
+    """Every run's value, for the page's hover and the lines beneath the table."""
+    return ", ".join(_number(figure, v) for v in values) if figure.figure != "both_right" else ""
 
 
 def _difference(figure: FigureDifference) -> str:
@@ -108,9 +123,22 @@ def figure_cells(figure: FigureDifference) -> FigureCells:
         b=_values(figure, figure.b_values, figure.b_estimate),
         difference=_difference(figure),
         verdict=verdict_text(figure),
-        test=figure.test,
-        why=figure.why,
+        test=SHORT_TESTS[figure.figure],
     )
+
+
+def why_lines(pair: RowDifference) -> list[str]:
+    """Beneath the table: why each verdict is what it is (figures of one level with the same reason on one line),
+    and every run's value."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for figure in pair.figures:
+        grouped.setdefault((level_text(figure), figure.why), []).append(FIGURE_WORDS[figure.figure])
+    out = [f"{', '.join(names)} at {level}: {why}" for (level, why), names in grouped.items() if why]
+    for figure in pair.figures:
+        if figure.figure != "both_right" and (figure.a_values or figure.b_values):
+            a, b = run_values(figure, figure.a_values) or "none", run_values(figure, figure.b_values) or "none"
+            out.append(f"{FIGURE_WORDS[figure.figure]} at {level_text(figure)}, run by run: A {a}; B {b}")
+    return out
 
 
 def terminal_lines(differences: list[RowDifference], width: int = 100) -> list[str]:
@@ -144,6 +172,7 @@ def markdown_lines(report: Report) -> list[str]:
             out.append("|" + "---|" * len(HEADER))
             out += ["| " + " | ".join(md_text(c) for c in figure_cells(f).cells()) + " |" for f in pair.figures]
             out.append("")
+            out += [f"- {md_text(line)}" for line in why_lines(pair)] + [""]
         out += [f"_{md_text(pair.note)}_", ""]
     return out
 
@@ -155,7 +184,7 @@ def html_section(report: Report) -> list[str]:
     out = ["<h2>Differences between rows</h2>", f"<p>{html_text(INTRO)}</p>"]
     head = "".join(f"<th>{html_text(title)}</th>" for title in HEADER)
     for pair in report.differences:
-        out.append(f"<h3>{html_text(heading(pair))}</h3>")
+        out.append(f"<p><b>{html_text(heading(pair))}</b></p>")  # a p: long paths wrap inside 1,280 px
         if pair.not_compared:
             out.append(f"<p>{html_text(pair.not_compared)}</p>")
         if pair.figures:
@@ -164,5 +193,6 @@ def html_section(report: Report) -> list[str]:
                 for f in pair.figures
             )
             out.append(f'<table class="differences"><tr>{head}</tr>{body}</table>')
+            out.append("<ul>" + "".join(f"<li>{html_text(line)}</li>" for line in why_lines(pair)) + "</ul>")
         out.append(f'<p class="legend">{html_text(pair.note)}</p>')
     return out

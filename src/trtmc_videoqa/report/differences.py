@@ -20,6 +20,7 @@ The tests, and why:
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -66,7 +67,14 @@ def timed_difference(
     test, higher_is_slower = TIMED[figure]
     judged = run_difference(a, b, confidence)
     unjudged = FigureDifference(
-        figure=figure, a_values=list(a), b_values=list(b), confidence=confidence, verdict="cannot be judged", test=test
+        figure=figure,
+        a_values=list(a),
+        b_values=list(b),
+        a_estimate=statistics.fmean(a) if a else None,  # the means are given even where nothing can be judged
+        b_estimate=statistics.fmean(b) if b else None,
+        confidence=confidence,
+        verdict="cannot be judged",
+        test=test,
     )
     if judged.interval is None or judged.estimate is None:
         why = (
@@ -81,8 +89,6 @@ def timed_difference(
     why = "the interval holds 0" if verdict == "no clear difference" else "the interval excludes 0"
     return unjudged.model_copy(
         update=dict(
-            a_estimate=sum(a) / len(a),
-            b_estimate=sum(b) / len(b),
             difference=judged.estimate,
             low=judged.interval.low,
             high=judged.interval.high,
