@@ -136,5 +136,10 @@ def auto_key_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.Shared
 
 
 @pytest.fixture(scope="session")
+def repeated_runs_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
+    return shared_runs.endpoint_repeated_runs(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
 def key_file_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
     return shared_runs.endpoint_with_key_file(tmp_path_factory)

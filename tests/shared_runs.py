@@ -282,6 +282,27 @@ def endpoint_with_native_route(factory: pytest.TempPathFactory) -> SharedRun:
     return shared(factory, "endpoint-native-route", {"extra_body": NUM_FRAMES}, make)
 
 
+REPEATED = ("--num-profile-runs", "3", "--goodput", "request_latency:60000")
+
+
+def endpoint_repeated_runs(factory: pytest.TempPathFactory) -> SharedRun:
+    """The reference endpoint (its own process, its defaults) measured three times over (`--num-profile-runs 3`),
+    with a goodput objective every request meets.
+
+    Read by test_throughput.py (each run's figures, the intervals, goodput) and test_differences.py (the A of
+    `report A B`, against a slower server). Three AIPerf runs."""
+
+    def make(folder: Path) -> dict[str, Any]:
+        with reference(folder, name="repeated") as url:
+            done = qualify(
+                "--url", url, "--model", DEFAULT_MODEL_NAME, *QUICK, "--out", str(folder / "out"), *REPEATED,
+                timeout=RUN_TIMEOUT_S,
+            )  # fmt: skip
+        return {"run": ran(done)}
+
+    return shared(factory, "endpoint-repeated-runs", list(REPEATED), make)
+
+
 SERVE_TOKEN = "sk-test-0123456789abcdef"
 
 

@@ -12,6 +12,7 @@ from xml.etree import ElementTree as ET
 import execution_checks
 import pytest
 from helpers import QUICK, cli, reference, run_main
+from shared_runs import SharedRun
 
 from trtmc_videoqa.aiperf.dataset import PlannedRequest, Prompt, RequestPlan, plan_requests
 from trtmc_videoqa.aiperf_qual.execution import ExecutionBatch, MetricsCapture
@@ -103,8 +104,11 @@ def test_each_level_has_its_command_its_batch_and_the_terminal_names_the_best(
 
 
 @pytest.mark.e2e
-def test_repeated_runs_give_each_runs_figures_and_intervals(tmp_path: Path) -> None:
-    _, row, _ = _measured(tmp_path, "--num-profile-runs", "3", "--goodput", "request_latency:60000")
+def test_repeated_runs_give_each_runs_figures_and_intervals(repeated_runs_run: SharedRun) -> None:
+    done = repeated_runs_run.done()
+    assert done.returncode == 0, done.stdout + done.stderr  # --num-profile-runs 3 --goodput request_latency:60000
+    (result,) = (repeated_runs_run.out / "checkpoints").glob("*/result.json")
+    row = ResultRow.model_validate_json(result.read_bytes())
     assert row.status == "endpoint-qualified" and row.sweep is not None and row.sweep.runs_per_level == 3
     (level,) = row.sweep.levels
     assert [run.run for run in level.runs] == [1, 2, 3] and all(run.completed == 6 for run in level.runs)

@@ -12,6 +12,7 @@ from .console import say
 
 def cmd_report(args: argparse.Namespace) -> int:
     from ..report import build_report, frame_strip, write_report
+    from ..report.difference_view import terminal_lines
 
     if args.check_public:
         return _check_public(args.dirs)
@@ -21,6 +22,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     for path in write_report(report, out, frame_strip(report, args.dirs)):
         print(one_line(f"wrote {path}"))
     print(", ".join(f"{status} {count}" for status, count in report.counts.items()))
+    for line in terminal_lines(report.differences):
+        print(line)
     return EXIT_OK
 
 
@@ -43,7 +46,9 @@ def add_arguments(report: argparse.ArgumentParser) -> None:
     """The `report` command's options; its handler."""
     report.description = (
         "Rebuild the reports from the artifacts alone; several directories (one per CI matrix job, "
-        "or one checkpoint on two servers) merge into one report with the rows side by side."
+        "or one checkpoint on two servers) merge into one report with the rows side by side; one profile in two "
+        "directories (report A B) is compared figure by figure: B faster, slower or no clear difference, by Welch's t "
+        "over per-run medians (Fisher's exact test for both-right), or cannot be judged with one run a side."
     )
     report.add_argument("dirs", type=Path, nargs="+", metavar="DIR", help="artifact directories of qualify runs")
     report.add_argument("--out", type=Path, metavar="DIR", help="where the reports go (default: the first DIR)")

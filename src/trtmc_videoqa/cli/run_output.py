@@ -11,7 +11,7 @@ from collections.abc import Callable
 from ..common.errors import EXIT_OK
 from ..common.progress import Progress
 from ..common.scrub import known_secrets
-from ..common.text_escape import one_line
+from ..common.text_escape import one_line, shown_name
 from ..runs.owner import RunConsole, RunOutcome
 from ..runs.requests import RunRequest
 
@@ -36,12 +36,28 @@ def print_outcome(outcome: RunOutcome) -> int:
     from ..runs.verdict import MEANING
     from .run_table import verdict_lines
 
-    for line in verdict_lines(outcome.rows):
+    for line in [*verdict_lines(outcome.rows), *_difference_lines(outcome)]:
         print(line)
     print(one_line(f"report: {outcome.report}"))
     if outcome.exit_code != EXIT_OK:
         print(f"exit {outcome.exit_code}: {MEANING.get(outcome.exit_code, 'see docs/commands.md, exit codes')}")
     return outcome.exit_code
+
+
+def _difference_lines(outcome: RunOutcome) -> list[str]:
+    """The report's rows compared (a comparison row beside its TRTMC row in --out), and a comparison row whose TRTMC
+    row is not there, with the command that judges them."""
+    from ..report.difference_view import terminal_lines
+
+    compared = {pair.b.profile for pair in outcome.differences}
+    alone = [row for row in outcome.rows if row.comparison and row.comparison.compared_profile]
+    lines = [
+        f"{shown_name(row.profile)}: no row {shown_name(row.comparison.compared_profile)} in --out to compare with; "
+        "`trtmc-videoqa report TRTMC_DIR COMPARE_DIR` judges their difference"
+        for row in alone
+        if row.profile not in compared and row.comparison and row.comparison.compared_profile
+    ]
+    return [*terminal_lines(list(outcome.differences)), *(one_line(line) for line in lines)]
 
 
 def progress_line(quiet: bool, api_key: str | None) -> Callable[[str], None]:

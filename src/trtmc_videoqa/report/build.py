@@ -33,6 +33,7 @@ from ..results.layout import (
     RESULT_FILE,
     workload_dir,
 )
+from .differences import Sourced, report_differences
 from .group import aiperf_qual_group, group_line
 from .html import render_html
 from .junit import render_junit
@@ -120,9 +121,11 @@ def build_report(directories: list[Path], title: str | None = None) -> Report:
     rows: list[ResultRow] = []
     unreadable: list[UnreadableRow] = []
     attempts: list[InterruptedAttempt] = []
+    sourced: list[Sourced] = []  # each row with its folder, in the order given: A before B
     for directory in directories:
         found, damaged = load_rows(directory)
         rows.extend(found)
+        sourced += [Sourced(str(directory), row) for row in found]
         unreadable.extend(damaged)
         kept, damaged = load_interrupted_attempts(directory)
         attempts.extend(kept)
@@ -148,6 +151,7 @@ def build_report(directories: list[Path], title: str | None = None) -> Report:
         variants=_by_status([row for row in rows if row.normal_profile is False]),
         unreadable=unreadable,
         interrupted_attempts=attempts,
+        differences=report_differences(sourced),
     )
 
 

@@ -47,6 +47,7 @@ from .details import (
     transport_line,
     unreadable_lines,
 )
+from .difference_view import html_section as difference_section
 from .grid import ENTRIES, LEGEND, Cell, Given, both_right_cell, both_text, given_text, question_grid
 from .svg import distribution_svg, request_svg
 from .sweep_html import curves_section, sweep_section
@@ -356,6 +357,7 @@ def render_html(report: Report, frames_png: Path | None = None) -> str:
         )
     parts += _aiperf_qual_section(report)
     parts += curves_section(report)
+    parts += difference_section(report)
     if report.unreadable:
         items = "".join(f"<li>{escape(line)}</li>" for line in unreadable_lines(report))
         parts.append(f"<h2>Result files that could not be read</h2><ul>{items}</ul>")

@@ -42,6 +42,7 @@ from .details import (
     transport_line,
     unreadable_lines,
 )
+from .difference_view import markdown_lines as difference_lines
 from .grid import LEGEND, both_right_cell, both_text, cell_text, question_grid
 from .sweep import sweep_table
 
@@ -286,6 +287,7 @@ def render_markdown(report: Report) -> str:
             "",
         ]
     out += _aiperf_qual_lines(report)
+    out += difference_lines(report)
     if report.unreadable:
         out += ["## Result files that could not be read", ""]
         out += [f"- {_cell(line)}" for line in unreadable_lines(report)] + [""]
@@ -301,6 +303,7 @@ def render_step_summary(report: Report) -> str:
     out += [f"**{_cell(line)}**\n" for line in interrupted_lines(report)]
     out += [counts_line(report), ""]
     out += status_table(report) + [""]
+    out += difference_lines(report)
     for row in report.rows:
         body = [*_story_lines(row), *grid_lines(row), *_distribution_lines(row), *sweep_lines(row)]
         out += _details_block(f"{shown_name(row.profile)}: {row.status}", body) + [""]

@@ -21,6 +21,7 @@ from .clips import (  # noqa: F401
     SamplingFacts,
     SamplingWhere,
 )
+from .differences import ComparedFigure, ComparedRow, DifferenceVerdict, FigureDifference, RowDifference  # noqa: F401
 from .levels import TINY_WORKLOAD_NOTE, FigureInterval, LoadAxis, LoadLevel, RunFigures, Sweep  # noqa: F401
 from .reports import (  # noqa: F401
     REPORT_SCHEMA,

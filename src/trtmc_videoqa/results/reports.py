@@ -8,6 +8,7 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from .base import _Model
+from .differences import RowDifference
 from .layout import schema_file
 from .rows import AiperfQualVerdict, Interruption, ResultRow
 
@@ -71,6 +72,11 @@ class Report(_Model):
     unreadable: list[UnreadableRow] = Field(default_factory=list, description="result files that could not be read")
     interrupted_attempts: list[InterruptedAttempt] = Field(
         default_factory=list, description="attempts a stop signal ended over an earlier row, which stands"
+    )
+    differences: list[RowDifference] = Field(
+        default_factory=list,
+        description="rows compared, B against A: one profile in two artifact folders, or a comparison row beside the "
+        "TRTMC row it names; per figure and level, whether they differ beyond their runs' noise (docs/throughput.md)",
     )
     values_made_public: int = Field(
         default=0,

@@ -25,7 +25,7 @@ from ..common.pins import load_pins
 from ..common.recorded_paths import with_absolute_paths
 from ..common.scratch import children_temp_dir
 from ..plan.settings import RunSettings, setting_flag
-from ..results import RecordedCommand, ResultRow
+from ..results import RecordedCommand, ResultRow, RowDifference
 from ..results.layout import (
     CHECKPOINTS_DIR,
     CLIP_SERVER_LOG,
@@ -99,6 +99,7 @@ class RunOutcome:
     rows: list[ResultRow]
     report: Path
     exit_code: int
+    differences: tuple[RowDifference, ...] = ()  # the report's rows compared, B against A (report/differences.py)
 
 
 # The rows of a run, given the workloads it serves and its tools (the command's own ladder or ladders).
@@ -178,8 +179,8 @@ def owned_run(
             if _has_rows(request.out):
                 _report_after_failure(request, workloads, aiperf.executable, api_key, console)
             raise
-        _report_and_publish(request, workloads, aiperf.executable, api_key, console)
-    return RunOutcome(rows, request.out / REPORT_HTML, exit_code(rows, request))
+        differences = _report_and_publish(request, workloads, aiperf.executable, api_key, console)
+    return RunOutcome(rows, request.out / REPORT_HTML, exit_code(rows, request), differences)
 
 
 def _report_and_publish(
@@ -189,16 +190,19 @@ def _report_and_publish(
     api_key: str | None,
     console: RunConsole,
     rebuild: bool = True,
-) -> None:
+) -> tuple[RowDifference, ...]:
     """The artifacts made public-safe (publish/), then every report rendered from the rows made public (unless
     `rebuild` is off: the interrupted report, written again), each value it holds rewritten before any format escapes
-    it, then the check over everything."""
+    it, then the check over everything. Returns the report's differences, for the terminal."""
     from ..publish.rewrite import publish_run
     from ..report import build_report, frame_strip, write_report
+
+    differences: list[RowDifference] = []
 
     def render(public: Callable[[str], str]) -> None:  # from the rows already made public, every value checked too
         if rebuild:
             report = build_report([request.out])
+            differences[:] = report.differences
             write_report(report, request.out, frame_strip(report, [request.out]), public=public)
         else:
             _write_interrupted_report(request.out, public)
@@ -216,6 +220,7 @@ def _report_and_publish(
         programs=_toolchain_programs() if request.trtmc else (),
         render=render,
     )
+    return tuple(differences)
 
 
 def _toolchain_programs() -> list[str | None]:
