@@ -17,11 +17,11 @@ from doubles.toolchain import install_doubles
 from helpers import QUICK, cli, reference, row, run_main
 from shared_runs import FAMILIES, SharedRun
 
+from trtmc_videoqa.climb.protocol import Climb, RowJob, Step, Stop
 from trtmc_videoqa.common.errors import EXIT_FAILED, EXIT_OK, EXIT_TOOL_ERROR
 from trtmc_videoqa.ladders import endpoint as endpoint_ladder
 from trtmc_videoqa.ladders import trtmc as trtmc_ladder
 from trtmc_videoqa.rows import end as row_end
-from trtmc_videoqa.stages.protocol import Climb, RowJob, Step, Stop
 
 RAISED = "a step made to raise on purpose: \ud800 and\na second line"
 

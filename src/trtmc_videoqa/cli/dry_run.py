@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..common.errors import EXIT_OK, BadInput
 from ..common.text_escape import one_line, shown_name
 from ..results import STAGE_ORDER
-from ..results.transports import CHOICES
+from ..transports.table import CHOICES
 
 if TYPE_CHECKING:
     from ..plan.settings import RunSettings

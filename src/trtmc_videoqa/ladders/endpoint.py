@@ -15,6 +15,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..climb.protocol import (
+    Climb,
+    EndpointRow,
+    Gates,
+    Measurement,
+    Served,
+    Step,
+    Stop,
+    served,
+)
 from ..common.atomic_write import write_text_atomic
 from ..plan.cache_keys import cache_key
 from ..plan.job import QualifyJob
@@ -36,16 +46,6 @@ from ..stages.capability import capability
 from ..stages.grading import grading
 from ..stages.identity.live import endpoint_identity_stage, endpoint_mechanics
 from ..stages.output_check import output_check
-from ..stages.protocol import (
-    Climb,
-    EndpointRow,
-    Gates,
-    Measurement,
-    Served,
-    Step,
-    Stop,
-    served,
-)
 from ..stages.timing import timing
 
 if TYPE_CHECKING:

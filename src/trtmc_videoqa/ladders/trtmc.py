@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..climb.checkpoint import Checkpoint
+from ..climb.protocol import Climb, Gates, Measurement, Step
 from ..plan.cache_keys import reusable, trtmc_key
 from ..plan.hub_cache import checkpoint_tokenizer, revision_check
 from ..plan.job import QualifyJob
@@ -20,13 +22,11 @@ from ..rows.end import Earning, climb_and_finish
 from ..rows.provenance import run_provenance
 from ..stages.aiperf import aiperf
 from ..stages.build import build
-from ..stages.checkpoint import Checkpoint
 from ..stages.correctness import correctness
 from ..stages.grading import grading
 from ..stages.identity.trtmc_native import trtmc_identity
 from ..stages.output_check import output_check
 from ..stages.plan_checks import check_plan, planned
-from ..stages.protocol import Climb, Gates, Measurement, Step
 from ..stages.serve import serve
 from ..stages.timing import timing
 from ..stages.trtmc_capability import trtmc_capability

@@ -63,7 +63,7 @@ def crashed_row(
 ) -> ResultRow:
     """`row` ended `failed` at `stage` by an exception of ours raised outside any step (its start, its finishing):
     the exception on the row as a tool error, the traceback in its private folder; written into `row_dir`."""
-    from ..stages.protocol import tool_error
+    from ..climb.protocol import tool_error
 
     facts = tool_error(row_dir, stage, error)
     detail = f"internal error: {facts.type}: {facts.message}"

@@ -203,8 +203,8 @@ class NotServed(Exception):
 def unserved_row(job: QualifyJob, target: EndpointTarget, never: NotServed) -> ResultRow:
     """The row of a comparison whose server never answered, ended at `serve` and finished like any row (written
     whole in its staging folder, then put in place: ladders/endpoint.py `finish_endpoint_stop`)."""
+    from ..climb.protocol import Climb, Stop
     from ..ladders.endpoint import LiveEndpoint, endpoint_key, finish_endpoint_stop, with_server_sampling
-    from ..stages.protocol import Climb, Stop
 
     live = LiveEndpoint(url=never.url or "", serve_command=never.command)
     stage = StageResult(name="serve", status=never.status, detail=never.detail, wall_s=never.wall_s)

@@ -8,7 +8,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ..common.errors import BadInput
-from ..results.transports import body_limit_checked, over_body_limit_refused
+from ..transports.table import body_limit_checked, over_body_limit_refused
 
 if TYPE_CHECKING:
     from ..plan.settings import RunSettings

@@ -34,8 +34,8 @@ from ..results.layout import (
     RUN_SCRATCH_DIR,
     TOKENIZER_DIR,
 )
-from ..results.transports import needs_clip_server
 from ..rows.staging import recover_rows
+from ..transports.table import needs_clip_server
 from .foreign_output import refuse_foreign_output
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class RunTools:
 
         clip_urls: dict[str, str] = {}
         if self.clip_server is not None:
-            from ..stages.capability import clip_urls as urls_of
+            from ..transports.clips import clip_urls as urls_of
 
             clip_urls = urls_of(self.clip_server, workload)
         return QualifyJob(
@@ -271,7 +271,7 @@ def _write_interrupted_report(out: Path, public: Callable[[str], str] | None = N
 def _clip_server(request: RunRequest, workloads: list[Workload]) -> Iterator[str | None]:
     """The run's loopback clip server, serving exactly the workloads' clips, while the rows run (its base URL);
     None when the transport needs none. It stops with the block, on an error or SIGINT too."""
-    from ..stages.capability import clip_routes
+    from ..transports.clips import clip_routes
 
     if not needs_clip_server(request.settings.video_transport):
         yield None

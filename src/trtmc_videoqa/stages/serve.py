@@ -9,13 +9,13 @@ import os
 import time
 from dataclasses import replace
 
+from ..climb.checkpoint import Checkpoint, redacted
+from ..climb.protocol import Climb, Served, Stop, built
 from ..common.progress import watched_log
 from ..common.scrub import SERVER_TOKEN_ENV
 from ..results import StageResult, StageStatus
 from ..results.layout import SERVER_LOG, SERVER_RECORDS
 from ..trtmc.commands import server_argv
-from .checkpoint import Checkpoint, redacted
-from .protocol import Climb, Served, Stop, built
 
 
 def serve(cp: Checkpoint, climb: Climb) -> Climb | Stop:

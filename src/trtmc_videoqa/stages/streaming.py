@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..aiperf.dataset import Prompt, RequestPlan
+from ..climb.protocol import Climb, EndpointRow, RowJob, Served
+from ..climb.stats import latency_stats
 from ..results import RequestRow
-from ..results.transports import used_transport
-from .capability import chat_video_url
-from .protocol import Climb, EndpointRow, RowJob, Served
-from .stats import latency_stats
+from ..transports.clips import chat_video_url
+from ..transports.table import used_transport
 
 STREAM_NOT_USED = (
     "--streaming not used on this row: trtmc-server refused a request with stream=true ({why}); measured unstreamed"

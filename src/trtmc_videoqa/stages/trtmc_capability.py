@@ -13,16 +13,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..climb.prompts import workload_prompts
+from ..climb.protocol import Climb, Stop, built, recorded
 from ..common.atomic_write import write_model_atomic
 from ..results import IdentityAnswer, NativeCapability, StageResult
 from ..results.layout import CAPABILITY_FILE, NATIVE_CAPABILITY_FILE
 from ..trtmc.commands import perf_serving_problem
 from .capability import capability
-from .prompts import workload_prompts
-from .protocol import Climb, Stop, built, recorded
 
 if TYPE_CHECKING:
-    from .checkpoint import Checkpoint
+    from ..climb.checkpoint import Checkpoint
     from .identity.trtmc_native import NativeRoute
 
 AIPERF_UNREACHABLE = (

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...aiperf_qual.execution import EVIDENCE
+from ...climb.prompts import workload_prompts
+from ...climb.protocol import Climb, EndpointRow, Stop, measuring, recorded, served
 from ...results import (
     IdentityAnswer,
     IdentityCheck,
@@ -21,9 +23,7 @@ from ...results import (
     StageResult,
     VideoTransport,
 )
-from ...results.transports import FALLBACK_TRANSPORT, used_transport
-from ..prompts import workload_prompts
-from ..protocol import Climb, EndpointRow, Stop, measuring, recorded, served
+from ...transports.table import FALLBACK_TRANSPORT, used_transport
 from .verdict import identity_stage, not_applicable, write_identity
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def chat_side(
     """Each (question, clip) of the workload once through HTTP chat, greedy, its clip carried by `transport` (the
     one the row's capability check accepted) and with the workload's extra body fields; an answer whose text had
     to be escaped is kept raw under `row_dir`'s private/ folder."""
-    from ..capability import chat_video_url
+    from ...transports.clips import chat_video_url
     from .compare import chat_answers
 
     return chat_answers(

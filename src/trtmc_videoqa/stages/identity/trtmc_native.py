@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...aiperf_qual.execution import EVIDENCE
+from ...climb.join import read_server_records, record_task_time
+from ...climb.protocol import Bundle, Climb, Stop, built, measuring, recorded, served
 from ...results import IdentityAnswer, IdentityCheck, RecordedCommand, ServingMechanics
 from ...results.layout import NATIVE_FRAMES, NATIVE_RECORDS, NATIVE_SCRATCH, NATIVE_SERVER_LOG, PRIVATE_DIR
-from ...results.transports import used_transport
+from ...transports.table import used_transport
 from ...trtmc.commands import (
     PERF_SERVING_PACKAGE,
     PERF_SERVING_ROOT,
@@ -21,8 +23,6 @@ from ...trtmc.commands import (
     perf_serving_env,
     perf_serving_problem,
 )
-from ..join import read_server_records, record_task_time
-from ..protocol import Bundle, Climb, Stop, built, measuring, recorded, served
 from .live import chat_side, compared, identity_written, native_side
 
 TRTMC_CHAT = (
@@ -31,8 +31,8 @@ TRTMC_CHAT = (
 )
 
 if TYPE_CHECKING:
+    from ...climb.checkpoint import Checkpoint
     from ...serving.process import ServerProcess
-    from ..checkpoint import Checkpoint
     from .frame_choice import FrameChoice
     from .video_request import FrameFiles
 
