@@ -204,8 +204,8 @@ def test_the_body_limit_holds_for_data_urls_only(capsys: pytest.CaptureFixture[s
 def test_the_transport_asked_for_joins_both_ladders_cache_keys(tmp_path: Path) -> None:
     from trtmc_videoqa.aiperf.locate import AiperfInstall
     from trtmc_videoqa.inventory import run_inventory
-    from trtmc_videoqa.ladders.endpoint import EndpointTarget, endpoint_key
-    from trtmc_videoqa.plan.cache_keys import trtmc_key
+    from trtmc_videoqa.plan.cache_keys import endpoint_key, trtmc_key
+    from trtmc_videoqa.plan.endpoint_target import EndpointTarget
     from trtmc_videoqa.plan.job import QualifyJob
 
     aiperf = AiperfInstall(executable="aiperf", interpreter="python", version="0.13.0", source="PyPI release")

@@ -259,8 +259,8 @@ def publish_run(
         where its bundles were kept (default: out/bundles), `server_urls` the servers the user named (a host that is not
         loopback is never written), `warn` what hears the check's warnings, `programs` the tools the run found and ran
     (TRTMC's, named by their name alone). The number of public text files scanned."""
-    from ..common.hub_paths import hub_cache_dir
     from ..common.scrub import known_secrets
+    from ..hub.cache import hub_cache_dir
     from ..workloads.artifacts import restamp_prepared, workload_dir
 
     for workload in workloads.values():

@@ -26,7 +26,8 @@ from .owner import RunConsole, RunOutcome, RunTools, owned_run
 from .requests import Adaptation, CompareRequest
 
 if TYPE_CHECKING:
-    from ..ladders.endpoint import EndpointTarget, LiveEndpoint
+    from ..ladders.endpoint import LiveEndpoint
+    from ..plan.endpoint_target import EndpointTarget
     from ..plan.job import QualifyJob
     from ..serving.process import ServerProblem
     from ..workloads import Workload
@@ -160,7 +161,7 @@ def compare_rows(
     """The comparison row on `workload` (the copy made for the server, changed as `adaptation` says): the server
     started only when the row must be measured, qualified as an endpoint, stopped. A server that never answered
     ends the row at `serve`: `blocked` where this machine lacks what it needs, else `failed`."""
-    from ..ladders.endpoint import EndpointTarget
+    from ..plan.endpoint_target import EndpointTarget
     from ..serving.transformers_serve import server_version
     from .qualify import endpoint_rows
 
@@ -204,7 +205,8 @@ def unserved_row(job: QualifyJob, target: EndpointTarget, never: NotServed) -> R
     """The row of a comparison whose server never answered, ended at `serve` and finished like any row (written
     whole in its staging folder, then put in place: ladders/endpoint.py `finish_endpoint_stop`)."""
     from ..climb.protocol import Climb, Stop
-    from ..ladders.endpoint import LiveEndpoint, endpoint_key, finish_endpoint_stop, with_server_sampling
+    from ..ladders.endpoint import LiveEndpoint, finish_endpoint_stop, with_server_sampling
+    from ..plan.cache_keys import endpoint_key
 
     live = LiveEndpoint(url=never.url or "", serve_command=never.command)
     stage = StageResult(name="serve", status=never.status, detail=never.detail, wall_s=never.wall_s)

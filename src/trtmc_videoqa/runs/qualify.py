@@ -18,7 +18,8 @@ from .owner import RunConsole, RunOutcome, RunTools, owned_run
 from .requests import QualifyRequest
 
 if TYPE_CHECKING:
-    from ..ladders.endpoint import EndpointTarget, LiveEndpoint
+    from ..ladders.endpoint import LiveEndpoint
+    from ..plan.endpoint_target import EndpointTarget
     from ..plan.job import QualifyJob
     from ..reference import ReferenceConfig
     from ..workloads import Workload
@@ -56,8 +57,8 @@ def run_qualify(
 def endpoint_rows(pairs: list[tuple[QualifyJob, EndpointTarget]], serve: Serve) -> list[ResultRow]:
     """Each row reused where its inputs are unchanged; the server started only when one must be measured, and the
     others measured through it, in order."""
-    from ..ladders.endpoint import endpoint_key, qualify_endpoint
-    from ..plan.cache_keys import reusable
+    from ..ladders.endpoint import qualify_endpoint
+    from ..plan.cache_keys import endpoint_key, reusable
 
     keyed = [(job, target, endpoint_key(job, target)) for job, target in pairs]
     previous = [reusable(job.row_dir(target.profile), key, job.force) for job, target, key in keyed]
@@ -76,7 +77,8 @@ def endpoint_rows(pairs: list[tuple[QualifyJob, EndpointTarget]], serve: Serve) 
 def _endpoint(request: QualifyRequest, url: str, model: str, workload: Workload, tools: RunTools) -> list[ResultRow]:
     from contextlib import nullcontext
 
-    from ..ladders.endpoint import EndpointTarget, LiveEndpoint
+    from ..ladders.endpoint import LiveEndpoint
+    from ..plan.endpoint_target import EndpointTarget
 
     folder = request.model_dir()  # a local folder's path: the row is named by the folder
     target = EndpointTarget(
@@ -114,7 +116,7 @@ def _self_test(request: QualifyRequest, workloads: list[Workload], tools: RunToo
     """The reference endpoint (a test double), started once when a row must be measured, qualified on every
     self-test workload, stopped. What it is expected to answer, and that its native route is checked too, is the
     self-test plan's (data, not code)."""
-    from ..ladders.endpoint import EndpointTarget
+    from ..plan.endpoint_target import EndpointTarget
     from ..plan.self_test import load_self_test_plan
     from ..reference import DEFAULT_MODEL_NAME, DEFAULT_SAMPLING_POLICY
 

@@ -26,7 +26,7 @@ from ..aiperf.dataset import Prompt
 from ..climb.prompts import workload_prompts
 from ..climb.protocol import Climb, RowJob, Stop, measuring, recorded, served
 from ..common.atomic_write import write_bytes_atomic, write_model_atomic
-from ..common.server_answers import parse_server_json
+from ..common.server_json import parse_server_json
 from ..results import ServedModel, StageResult, StageStatus, TransportAttempt, VideoTransport
 from ..results.layout import CAPABILITY_FILE, raw_answer_file
 from ..transports.clips import chat_video_url
