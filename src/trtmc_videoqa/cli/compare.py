@@ -59,7 +59,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     workloads, notes = compare_inputs(request)
     for note in notes:
         print(f"note: {one_line(note)}", file=sys.stderr)
-    return print_outcome(run_compare(request, comparison, workloads, run_console(request), recorded_argv()))
+    return print_outcome(run_compare(request, comparison, workloads, run_console(request, None), recorded_argv()))
 
 
 def add_arguments(compare: argparse.ArgumentParser) -> None:

@@ -23,7 +23,7 @@ def cmd_qualify(args: argparse.Namespace) -> int:
         return dry_run(request, workloads, notes)
     for note in notes:
         print(f"note: {one_line(note)}", file=sys.stderr)
-    return print_outcome(run_qualify(request, workloads, api_key, run_console(request), recorded_argv()))
+    return print_outcome(run_qualify(request, workloads, api_key, run_console(request, api_key), recorded_argv()))
 
 
 def add_arguments(qualify: argparse.ArgumentParser) -> None:

@@ -16,11 +16,10 @@ from ..runs.owner import RunConsole, RunOutcome
 from ..runs.requests import RunRequest
 
 
-def run_console(request: RunRequest) -> RunConsole:
-    """The run's progress (none with --quiet) and warnings, both on stderr."""
-    quiet = request.settings.quiet
+def run_console(request: RunRequest, api_key: str | None) -> RunConsole:
+    """The run's progress (none with --quiet; the API key scrubbed from it) and warnings, both on stderr."""
     return RunConsole(
-        progress=lambda api_key: progress_line(quiet, api_key),
+        progress=progress_line(request.settings.quiet, api_key),
         warn=lambda message: print(one_line(message), file=sys.stderr),  # one line of ours, not Python's warning
     )
 

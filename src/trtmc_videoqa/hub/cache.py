@@ -9,11 +9,13 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..common.safe_names import plain_revision, safe_name
 from ..common.safe_read import UnreadableInput, read_regular_file
-from ..results import CheckpointEntry
+
+if TYPE_CHECKING:
+    from ..results import CheckpointEntry  # its schemas load on first use: an annotation only
 
 
 def hub_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
