@@ -14,6 +14,8 @@ from ..common.scrub import known_secrets
 from ..common.text_escape import one_line
 from ..runs.owner import RunConsole, RunOutcome
 from ..runs.requests import RunRequest
+from ..runs.verdict import MEANING
+from .run_table import verdict_lines
 
 
 def run_console(request: RunRequest, api_key: str | None) -> RunConsole:
@@ -32,8 +34,6 @@ def recorded_argv() -> list[str]:
 def print_outcome(outcome: RunOutcome) -> int:
     """The run's verdict (cli/run_table.py: the group or run line, the rows' table, a line per row not qualified),
     where the report is, what a non-zero exit code says, and the run's exit code."""
-    from ..runs.verdict import MEANING
-    from .run_table import verdict_lines
 
     for line in verdict_lines(outcome.rows):
         print(line)

@@ -20,6 +20,7 @@ from ..plan.cache_keys import endpoint_key, reusable
 from ..plan.endpoint_target import EndpointTarget
 from ..plan.job import QualifyJob
 from ..plan.self_test import load_self_test_plan
+from ..plan.trtmc_checks import row_names
 from ..reference import DEFAULT_MODEL_NAME
 from ..results import RecordedCommand, ResultRow
 from ..results.layout import INVENTORY_FILE, INVENTORY_MD, REFERENCE_LOG, REFERENCE_RECORDS
@@ -98,7 +99,6 @@ def _trtmc(request: QualifyRequest, trtmc: Path, workload: Workload, tools: RunT
     from ..inventory import run_inventory
     from ..inventory.markdown import render_inventory_markdown
     from ..ladders.trtmc_rows import inventory_digest, qualify_inventory
-    from ..plan.trtmc_checks import row_names
 
     inventory = run_inventory(trtmc)
     written = write_model_atomic(request.out / INVENTORY_FILE, inventory)

@@ -29,6 +29,8 @@ from ..common.atomic_write import write_bytes_atomic, write_model_atomic
 from ..common.server_json import parse_server_json
 from ..results import ServedModel, StageResult, StageStatus, TransportAttempt, VideoTransport
 from ..results.layout import CAPABILITY_FILE, raw_answer_file
+from ..serving.capability import TRANSPORT_WORDS, check_capability, check_text_only, setup_hint
+from ..serving.served_model import judge_served_model, listed_models, same_model
 from ..transports.clips import chat_video_url
 from ..transports.table import CHOICES, TRANSPORTS
 
@@ -125,7 +127,6 @@ def _answered(result: CapabilityResult) -> bool:
 
 
 def _text_only(request: CapabilityRequest, settings: RunSettings) -> CapabilityResult:
-    from ..serving.capability import check_text_only
 
     return check_text_only(
         request.url,
@@ -141,7 +142,6 @@ def _served_model(
 ) -> ServedModel | None:
     """The names the answers gave beside --model; GET /v1/models asked only where they do not settle it (no name,
     another name) or a plain text request was refused too (its list is the hint). None: nothing answered."""
-    from ..serving.served_model import judge_served_model, listed_models, same_model
 
     text_refused = text_only is not None and not _answered(text_only)
     answers = [r for r in results if _answered(r)]
@@ -160,7 +160,6 @@ def _setup_problem(
 ) -> StageResult | None:
     """The stage `failed` where the setup is wrong, whatever the video's fate: a plain text request refused as the
     video was, or answers that name another model than --model. None: no such problem."""
-    from ..serving.capability import setup_hint
 
     capability = outcome.capability
     if capability is None:
@@ -200,7 +199,6 @@ def _try(
 ) -> tuple[CapabilityResult | None, str]:
     """One try: its result, or None and why it was not sent (the clip unreadable, the body over the limit)."""
     from ..media import ClipError
-    from ..serving.capability import check_capability
 
     try:
         result = check_capability(
@@ -256,7 +254,6 @@ def _transport_advice(tried: VideoTransport, attempt: TransportAttempt, attempts
     """A server error on the video request, in the server's words, and a transport to try instead only where its
     words are about the clip's URL or format (or a bare 500 to a clip in the body, as servers that fetch only URLs
     answer one) and the server has not already refused that transport."""
-    from ..serving.capability import TRANSPORT_WORDS
 
     other = TRANSPORTS[tried].instead
     refused = {a.transport for a in attempts if not a.accepted}
