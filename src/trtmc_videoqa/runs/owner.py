@@ -5,10 +5,10 @@
     return run.outcome                                                  # clip server, one job per workload
 
 (`compare` readies its tools itself, `ready=False`, once it has made the workload copy its server is asked about,
-under the lock.) Leaving the block **always** finishes the run (`finish_run` below), then sets its outcome (the
-rows, the report, the exit code): the report rebuilt from every row on disk,
-then the public-safe rewrite and its check; after a row crashed, after Ctrl-C, after a failure outside any row once
-a row exists, and over rows earlier runs left in `--out`.
+under the lock.) Leaving the block **always** finishes the run (`finish_run` below): the report rebuilt from every
+row on disk, then the public-safe rewrite and its check; after a row crashed, after Ctrl-C, after a failure outside
+any row once a row exists, and over rows earlier runs left in `--out`. A run that ends normally then sets its
+outcome: the rows, the report, the exit code.
 
 Runs that may still end without a report: another run holds the output lock (refused before anything is written),
 bad input refused before the lock is taken (a folder of the user's own files as `--out` among it), and a failure
