@@ -20,9 +20,9 @@ from trtmc_videoqa.aiperf.command import (
 from trtmc_videoqa.aiperf.dataset import Prompt, input_file_lines, plan_requests
 from trtmc_videoqa.aiperf.exports import read_client_records, scrub_exports
 from trtmc_videoqa.aiperf.locate import AiperfProblem, locate_aiperf
+from trtmc_videoqa.climb.stats import latency_stats, min_samples, requests_per_second
 from trtmc_videoqa.common.processes import run_in_group
 from trtmc_videoqa.common.shell_quoting import reproducible_command
-from trtmc_videoqa.stages.stats import latency_stats, min_samples, requests_per_second
 
 PROMPTS = [
     Prompt(question_id=q, clip_id=c, clip_path=f"/clips/{c}.mp4", text=f"{q}?")
@@ -237,7 +237,7 @@ def test_locate_refuses_a_source_checkout(tmp_path: Path) -> None:
 
 
 def test_a_request_sent_in_the_wrong_phase_or_twice_is_not_trusted() -> None:
-    from trtmc_videoqa.stages.join import phase_problem
+    from trtmc_videoqa.climb.join import phase_problem
 
     assert phase_problem("profiling", "profiling", 1) is None
     assert "'warmup' phase" in phase_problem("profiling", "warmup", 1)  # warmup never enters steady state
@@ -247,7 +247,7 @@ def test_a_request_sent_in_the_wrong_phase_or_twice_is_not_trusted() -> None:
 
 def test_the_servers_task_time_comes_from_its_response_else_its_records_by_request_id() -> None:
     from trtmc_videoqa.aiperf.exports import ClientRecord
-    from trtmc_videoqa.stages.join import server_task_time
+    from trtmc_videoqa.climb.join import server_task_time
 
     records = {"req-1": {"request_id": "req-1", "handler_ms": 41.5}}
     plain = ClientRecord(session_id="s", x_request_id="req-1", phase="profiling")
@@ -273,7 +273,7 @@ def test_the_servers_task_time_comes_from_its_response_else_its_records_by_reque
 
 
 def test_a_records_file_with_lines_that_are_not_records_is_read_around_them(tmp_path: Path) -> None:
-    from trtmc_videoqa.stages.join import read_server_records
+    from trtmc_videoqa.climb.join import read_server_records
 
     records = tmp_path / "records.jsonl"
     records.write_text('[1, 2]\n"text"\nnot json\n{"request_id": "req-1", "handler_ms": 3.5}\n')

@@ -33,7 +33,7 @@ NOT_OURS: dict[str, set[str]] = {
     "aiperf/locate.py": {"direct_url.json"},
     # Hugging Face's file names: a tokenizer's (ours is written in that format), a checkpoint's in the hub cache.
     "aiperf/tokenizer.py": {"tokenizer.json", "tokenizer_config.json"},
-    "plan/hub_cache.py": {"tokenizer_config.json"},
+    "ladders/trtmc.py": {"tokenizer_config.json"},
     "inventory/declared_support.py": {"config.json"},
     "stages/identity/frame_choice.py": {"preprocessor_config.json", "video_preprocessor_config.json"},
     # A TRTMC checkout's own files, read as text or run as they are, and the bundle files TRTMC builds.

@@ -28,13 +28,13 @@ from helpers import QUICK, qualify, row
 from raw_server import RawServer, aiohttp_posts, chat, response
 
 from trtmc_videoqa.aiperf.exports import CUT_KEY, read_client_records, scrub_export_file
+from trtmc_videoqa.climb.protocol import EndpointRow, RowJob
 from trtmc_videoqa.plan.settings import RunSettings
 from trtmc_videoqa.results import StageResult
 from trtmc_videoqa.serving.bounded_http import BodyMeter, ResponseTooLarge, UnboundedEncoding
 from trtmc_videoqa.serving.capability import FIELDS_KEPT, check_capability
 from trtmc_videoqa.serving.forward_proxy import ForwardProxy, GuardTally
 from trtmc_videoqa.stages.aiperf import GUARD_RAN, _guarded_stage, guarded
-from trtmc_videoqa.stages.protocol import EndpointRow, RowJob
 from trtmc_videoqa.workloads import builtin_workload
 
 MIB = 1 << 20
@@ -121,8 +121,8 @@ def test_request_timeout_is_a_deadline_for_the_whole_answer_not_for_each_read() 
 
 
 def test_the_identity_clients_read_under_the_same_deadline_and_cap() -> None:
+    from trtmc_videoqa.climb.prompts import workload_prompts
     from trtmc_videoqa.stages.identity.compare import ENDPOINT_NATIVE_REQUEST, chat_answers, native_answers
-    from trtmc_videoqa.stages.prompts import workload_prompts
 
     prompts = workload_prompts(builtin_workload("synthetic"))[:1]
     with RawServer(lambda n, request: drip(0.1, 60)) as slow, RawServer(lambda n, r: gzip_bomb(256)) as bomb:

@@ -12,8 +12,8 @@ import pytest
 from helpers import HTTP
 
 from trtmc_videoqa.results.layout import CLIP_SERVER_LOG
-from trtmc_videoqa.serving.clip_server import ClipServer, ServedFile, byte_range
-from trtmc_videoqa.stages.capability import clip_route, clip_routes, clip_urls
+from trtmc_videoqa.serving.clip_server import ClipServer, byte_range
+from trtmc_videoqa.transports.clips import ServedFile, clip_route, clip_routes, clip_urls
 from trtmc_videoqa.workloads import builtin_workload
 
 SYNTHETIC = builtin_workload("synthetic")

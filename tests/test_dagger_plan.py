@@ -59,8 +59,8 @@ def test_the_qualification_key_and_argv() -> None:
 
 def test_the_plan_s_transport_choices_are_the_transport_table_s() -> None:
     """dagger_plan.py may import only common/ and results/layout.py, so it keeps a copy of --video-transport's
-    choices: held equal to results/transports.py here, as is the Dagger module's word for the parameter."""
-    from trtmc_videoqa.results.transports import CHOICES, DEFAULT_CHOICE
+    choices: held equal to transports/table.py here, as is the Dagger module's word for the parameter."""
+    from trtmc_videoqa.transports.table import CHOICES, DEFAULT_CHOICE
 
     assert tuple(CHOICES) == dagger_plan.VIDEO_TRANSPORTS
     assert dagger_plan.DEFAULT_VIDEO_TRANSPORT == DEFAULT_CHOICE

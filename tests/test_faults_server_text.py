@@ -1,5 +1,5 @@
 """Server text is data, never a crash (issue 32, item 4). What a server answers is read through typed, tolerant
-models (common/server_answers.py): an answer of another shape is a named malformed answer that the output check
+models (answers/shapes.py): an answer of another shape is a named malformed answer that the output check
 fails; a lone surrogate in its text is written escaped, the body's raw bytes kept under the row's private/ folder; a
 number that cannot be held is a named invalid value. Each class is shown on the readers first, then end to end
 through the published AIPerf against a loopback server whose every byte the test decides (raw_server.py).
@@ -23,16 +23,17 @@ from helpers import QUICK, qualify, row, run_main
 from raw_server import RawServer, chat, response
 
 from trtmc_videoqa.aiperf.exports import ClientRecord, client_record, read_client_records
-from trtmc_videoqa.common.server_answers import MAX_DEPTH, parse_server_json, read_chat_completion, whole_count
+from trtmc_videoqa.answers.shapes import read_chat_completion
+from trtmc_videoqa.climb.join import keep_raw_answers, read_server_records, server_task_time
+from trtmc_videoqa.climb.prompts import workload_prompts
+from trtmc_videoqa.common.server_json import MAX_DEPTH, parse_server_json, whole_count
 from trtmc_videoqa.plan.settings import RunSettings
 from trtmc_videoqa.results import RequestRow
 from trtmc_videoqa.results.layout import RAW_ANSWERS_DIR, raw_answer_file
 from trtmc_videoqa.serving.process import served_model
 from trtmc_videoqa.stages.capability import CapabilityRequest, check_over_transports
 from trtmc_videoqa.stages.identity.compare import ENDPOINT_NATIVE_REQUEST, chat_answers, native_answers
-from trtmc_videoqa.stages.join import keep_raw_answers, read_server_records, server_task_time
 from trtmc_videoqa.stages.output_check import check_outputs
-from trtmc_videoqa.stages.prompts import workload_prompts
 from trtmc_videoqa.workloads import builtin_workload
 
 Captured = pytest.CaptureFixture[str]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from trtmc_videoqa.aiperf.dataset import Prompt
+from trtmc_videoqa.climb.prompts import workload_prompts
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, FaultKnobs, ReferenceConfig, ReferenceServer
 from trtmc_videoqa.results import Evidence, IdentityAnswer, IdentityCheck, NativeRequest
 from trtmc_videoqa.stages.identity.compare import (
@@ -26,7 +27,6 @@ from trtmc_videoqa.stages.identity.compare import (
     normalised,
 )
 from trtmc_videoqa.stages.identity.verdict import blocked, identity_stage, not_applicable, write_identity
-from trtmc_videoqa.stages.prompts import workload_prompts
 from trtmc_videoqa.workloads import load_workload
 
 MAX_TOKENS = 16

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trtmc_videoqa.climb.protocol import Climb, RowJob, Step, Stop, climb_ladder
 from trtmc_videoqa.ladders.endpoint import ENDPOINT_LADDER
 from trtmc_videoqa.ladders.trtmc import TRTMC_LADDER
 from trtmc_videoqa.results import STAGE_ORDER, ResultRow, StageResult
-from trtmc_videoqa.stages.protocol import Climb, RowJob, Step, Stop, climb_ladder
 
 
 def test_the_trtmc_ladder_is_every_stage_in_order() -> None:

@@ -590,7 +590,7 @@ def test_progress_shows_on_a_terminal_plainly_in_ci_and_not_with_quiet(tmp_path:
 
 
 def test_a_revision_that_is_not_a_plain_name_runs_nothing() -> None:
-    from trtmc_videoqa.plan.hub_cache import hub_snapshot
+    from trtmc_videoqa.hub.cache import hub_snapshot
     from trtmc_videoqa.plan.trtmc_checks import manifest_path_problem
     from trtmc_videoqa.results import CheckpointEntry
 

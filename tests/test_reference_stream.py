@@ -12,7 +12,7 @@ import httpx
 import pytest
 from helpers import HTTP
 
-from trtmc_videoqa.common.server_answers import read_chat_stream
+from trtmc_videoqa.answers.shapes import read_chat_stream
 from trtmc_videoqa.media import chat_request_body, video_data_url
 from trtmc_videoqa.reference import (
     FaultKnobs,

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 from browser import HEIGHT, WIDTH, chromium_or_skip, evaluate, open_page, screenshot
 
+from trtmc_videoqa.climb.stats import latency_stats, requests_per_second
 from trtmc_videoqa.report.build import build_report, frame_strip, write_report
 from trtmc_videoqa.results import (
     Accuracy,
@@ -50,7 +51,6 @@ from trtmc_videoqa.results import (
     Sweep,
     TransportAttempt,
 )
-from trtmc_videoqa.stages.stats import latency_stats, requests_per_second
 
 REPO = Path(__file__).resolve().parent.parent
 TITLE = "Report layout test: rows shaped like the reference self-test's (made-up figures, no model)"

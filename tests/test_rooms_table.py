@@ -2,8 +2,9 @@
 function or under TYPE_CHECKING) must be one the table's "may import" column allows, and a forbidden edge is named.
 
 How the column is read: `nothing of ours`; a list of rooms in backticks; `the rooms above` (every room on an earlier
-row of the table), with more rooms after it; `any room but` the rooms it names. A root module's cell names each
-module with what it may import (`__main__.py`: `cli/`; ...). Every room may import the package itself (its
+row of the table), with more rooms after it; `the rooms above but` the rooms it names before `, and` more rooms;
+`any room but` the rooms it names. A root module's cell names each module with what it may import (`__main__.py`:
+`cli/`; ...). Every room may import the package itself (its
 version) and its own modules."""
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ def rooms_table(page: str) -> dict[str, set[str] | None]:
             rooms: set[str] = set()
         elif rule.startswith("any room but"):
             rooms = set(every) - set(_TICKED.findall(rule)) - {room}
+        elif rule.startswith("the rooms above but"):  # `the rooms above but `x/` (why), and `y/`, ...`
+            excluded, _, added = rule.partition(", and ")
+            rooms = (set(above) - set(_TICKED.findall(excluded))) | set(_TICKED.findall(added))
         elif rule.startswith("the rooms above"):
             rooms = set(above) | set(_TICKED.findall(rule))
         else:

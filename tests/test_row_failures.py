@@ -17,11 +17,11 @@ from doubles.toolchain import install_doubles
 from helpers import QUICK, cli, reference, row, run_main
 from shared_runs import FAMILIES, SharedRun
 
+from trtmc_videoqa.climb.protocol import Climb, RowJob, Step, Stop
 from trtmc_videoqa.common.errors import EXIT_FAILED, EXIT_OK, EXIT_TOOL_ERROR
 from trtmc_videoqa.ladders import endpoint as endpoint_ladder
 from trtmc_videoqa.ladders import trtmc as trtmc_ladder
 from trtmc_videoqa.rows import end as row_end
-from trtmc_videoqa.stages.protocol import Climb, RowJob, Step, Stop
 
 RAISED = "a step made to raise on purpose: \ud800 and\na second line"
 
@@ -97,7 +97,7 @@ def _no_server():  # type: ignore[no-untyped-def]
     """A test double of the compare run's server start: nothing started (the raising step never reaches it)."""
     from trtmc_videoqa.ladders.endpoint import LiveEndpoint
 
-    yield lambda _: LiveEndpoint(url="http://127.0.0.1:9")
+    yield LiveEndpoint(url="http://127.0.0.1:9")
 
 
 def test_a_compare_that_raises_into_an_out_with_an_earlier_row_reports_both(
@@ -107,10 +107,9 @@ def test_a_compare_that_raises_into_an_out_with_an_earlier_row_reports_both(
     earlier = run_main(capsys, "qualify", "--endpoint", "http://127.0.0.1:9", "--model", "m", "--out", str(out), *QUICK)
     assert earlier.returncode == EXIT_FAILED and row(out, "m").status == "failed"  # nothing listens there: honest
     from trtmc_videoqa.runs import compare as compare_run
-    from trtmc_videoqa.serving import transformers_serve
 
     monkeypatch.setattr(compare_run, "find_transformers", lambda _: Path("/bin/true"))  # test double: never run
-    monkeypatch.setattr(transformers_serve, "server_version", lambda _: "5.24.0")
+    monkeypatch.setattr(compare_run, "server_version", lambda _: "5.24.0")
     monkeypatch.setattr(compare_run, "_served", lambda *_: _no_server())
     _with_raising_step(monkeypatch, endpoint_ladder, "ENDPOINT_LADDER", "plan")
     done = run_main(capsys, "compare", "--checkpoint", "org/name", "--out", str(out), *QUICK, "--quiet")

@@ -16,13 +16,13 @@ from doubles.pinned_server import PinnedServer
 from helpers import QUICK, row, run_main
 from raw_server import RawServer, response
 
+from trtmc_videoqa.climb.prompts import workload_prompts
 from trtmc_videoqa.plan.settings import RunSettings
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, ReferenceConfig, ReferenceServer
 from trtmc_videoqa.report.markdown import render_markdown
 from trtmc_videoqa.results import Report, ResultRow
 from trtmc_videoqa.serving.served_model import judge_served_model, same_model
 from trtmc_videoqa.stages.capability import CapabilityRequest, check_over_transports
-from trtmc_videoqa.stages.prompts import workload_prompts
 from trtmc_videoqa.workloads import builtin_workload
 
 WRONG = "not-the-model-you-asked-for"

@@ -17,10 +17,10 @@ from doubles.pinned_server import PinnedServer
 from helpers import QUICK, row, run_main
 from raw_server import RawServer, response
 
+from trtmc_videoqa.climb.prompts import workload_prompts
 from trtmc_videoqa.plan.settings import RunSettings
 from trtmc_videoqa.serving.capability import setup_hint
 from trtmc_videoqa.stages.capability import CapabilityRequest, check_over_transports
-from trtmc_videoqa.stages.prompts import workload_prompts
 from trtmc_videoqa.workloads import builtin_workload
 
 PINNED = "org/the-control-model"
@@ -71,7 +71,8 @@ def test_the_reference_endpoint_refusing_a_clip_it_cannot_decode_is_still_a_reje
     decode stays `rejected` after the text-only request; the same run naming another model is `failed`."""
     from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, ReferenceConfig, ReferenceServer
     from trtmc_videoqa.reference.app import TEXT_ONLY_ANSWER
-    from trtmc_videoqa.serving.clip_server import ClipServer, ServedFile
+    from trtmc_videoqa.serving.clip_server import ClipServer
+    from trtmc_videoqa.transports.clips import ServedFile
 
     junk = tmp_path / "junk.mp4"
     junk.write_bytes(b"not a video at all" * 50)

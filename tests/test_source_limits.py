@@ -128,6 +128,65 @@ def printing_modules(modules: dict[str, Path], root: Path = REPO) -> list[str]:
     return found
 
 
+# The package's own modules sit at the top of each module; a function imports one only to keep something heavy off
+# a run that never uses it, and says why (`# lazy: ...` on its line, or on the comment line just above its group).
+MAX_LAZY_OWN_IMPORTS = 40
+# The rooms the architecture page makes lazy on purpose (each loads its heavy names on first use): not counted.
+LAZY_ROOMS = ("media", "inventory", "results.inventory")
+
+
+def lazy_own_imports(modules: dict[str, Path], root: Path = REPO) -> tuple[list[str], list[str]]:
+    """Every import of the package's own modules inside a function body (the lazy rooms aside), as `path:line
+    target`; and those of them that give no reason."""
+    found, unexplained = [], []
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        lines = path.read_text().splitlines()
+        inside: set[int] = set()
+        for node in _nodes(path):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                inside |= {id(child) for child in ast.walk(node) if child is not node}
+        for node in _nodes(path):
+            if id(node) not in inside or not isinstance(node, ast.ImportFrom | ast.Import):
+                continue
+            targets = [_import_source(node, package)] if isinstance(node, ast.ImportFrom) else []
+            targets += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            own = [t for t in targets if t == PACKAGE.name or t.startswith(PACKAGE.name + ".")]
+            if not own or any(_in_lazy_room(t) for t in own):
+                continue
+            where = f"{path.relative_to(root)}:{node.lineno} {own[0]}"
+            found.append(where)
+            if not _gives_reason(lines, node.lineno):
+                unexplained.append(where)
+    return found, unexplained
+
+
+def _import_source(node: ast.ImportFrom, package: str) -> str:
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[: len(base) - node.level + 1]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _in_lazy_room(target: str) -> bool:
+    inner = target.removeprefix(PACKAGE.name + ".")
+    return any(inner == room or inner.startswith(room + ".") for room in LAZY_ROOMS)
+
+
+def _gives_reason(lines: list[str], lineno: int) -> bool:
+    """`# lazy:` on the import's line, or above it through the imports and comments of its group."""
+    index = lineno - 1
+    while index >= 0:
+        line = lines[index].strip()
+        if "# lazy:" in line:
+            return True
+        if not (line.startswith(("from ", "import ", "#")) or line.endswith((",", "(")) or line == ")"):
+            return False
+        index -= 1
+    return False
+
+
 def root_modules(package: Path) -> list[str]:
     return sorted(path.name for path in package.glob("*.py"))
 
@@ -258,6 +317,16 @@ def test_the_architecture_page_names_every_module() -> None:
     assert not found, f"modules {ARCHITECTURE.name} does not name: describe them there\n" + "\n".join(found)
 
 
+def test_the_package_imports_its_own_modules_at_the_top() -> None:
+    """At most MAX_LAZY_OWN_IMPORTS imports of the package's own modules in function bodies (the lazy rooms and
+    TYPE_CHECKING blocks aside), each with its reason."""
+    found, unexplained = lazy_own_imports(MODULES)
+    assert len(found) <= MAX_LAZY_OWN_IMPORTS, (
+        f"{len(found)} imports of our own modules inside functions: import them at the top\n" + "\n".join(found)
+    )
+    assert not unexplained, "a lazy import without its reason (# lazy: ...):\n" + "\n".join(unexplained)
+
+
 # --- the measures themselves, on small made-up packages --------------------------------------------------------
 
 
@@ -321,3 +390,27 @@ def test_a_sixth_root_module_a_namespace_parameter_and_an_unnamed_module_are_ref
     assert namespace_parameters(modules, tmp_path) == ["src/pkg/room/deep.py:3 f(a)"]
     page = "cli/run.py, room/deep.py and " + " ".join(f"m{i}.py" for i in range(6))
     assert unnamed_modules(package, page) == ["room/__init__.py"]  # an empty or docstring-only one needs no mention
+
+
+def test_a_lazy_import_of_our_own_is_counted_and_its_reason_asked_for(tmp_path: Path) -> None:
+    modules = _package(
+        tmp_path,
+        {
+            f"{PACKAGE.name}/__init__.py": "",
+            f"{PACKAGE.name}/room/__init__.py": "",
+            f"{PACKAGE.name}/room/a.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from .b import B\n"  # a type: not counted
+                "def f():\n    import json\n    from . import b\n"  # json is not ours; `from . import b` is
+                "def g():\n    # lazy: b loads something heavy\n    from .b import h\n"
+                "def m():\n    from ..media import clip\n"  # a lazy room: not counted
+            ),
+            f"{PACKAGE.name}/room/b.py": "",
+        },
+    )
+    found, unexplained = lazy_own_imports(modules, root=tmp_path)
+    assert found == [
+        f"{PACKAGE.name}/room/a.py:6 {PACKAGE.name}.room",
+        f"{PACKAGE.name}/room/a.py:9 {PACKAGE.name}.room.b",
+    ]
+    assert unexplained == [found[0]]

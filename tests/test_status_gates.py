@@ -70,9 +70,9 @@ def test_a_gate_that_does_not_apply_is_named_in_the_reason_never_passed_silently
 
 def test_a_row_with_no_outcome_for_a_gate_is_never_qualified() -> None:
     """Whatever its stages say, a measured row that lacks a gate's outcome (a ladder that ended early) fails there."""
+    from trtmc_videoqa.climb.protocol import Measurement
     from trtmc_videoqa.results import Provenance, ResultRow
     from trtmc_videoqa.rows.status import measured_row
-    from trtmc_videoqa.stages.protocol import Measurement
 
     row = ResultRow(profile="p", status="planned", status_reason="planned")
     provenance = Provenance(tool_versions={}, workload="w", workload_digest="d", mode="trtmc")

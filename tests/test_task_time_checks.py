@@ -18,16 +18,16 @@ import pytest
 
 from trtmc_videoqa.aiperf.dataset import PlannedRequest, RequestPlan
 from trtmc_videoqa.aiperf.exports import ClientRecord
-from trtmc_videoqa.results import RequestRow
-from trtmc_videoqa.rows.status import status_from_stages
-from trtmc_videoqa.stages.join import (
+from trtmc_videoqa.climb.join import (
     TASK_TIME_TOLERANCE_MS,
     join_requests,
     read_server_records,
     record_task_time,
     server_task_time,
 )
-from trtmc_videoqa.stages.stats import latency_stats, percentile, requests_per_second
+from trtmc_videoqa.climb.stats import latency_stats, percentile, requests_per_second
+from trtmc_videoqa.results import RequestRow
+from trtmc_videoqa.rows.status import status_from_stages
 from trtmc_videoqa.stages.timing import timing_stage
 from trtmc_videoqa.workloads import builtin_workload
 

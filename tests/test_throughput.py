@@ -17,6 +17,9 @@ from shared_runs import SharedRun
 from trtmc_videoqa.aiperf.dataset import PlannedRequest, Prompt, RequestPlan, plan_requests
 from trtmc_videoqa.aiperf_qual.execution import ExecutionBatch, MetricsCapture
 from trtmc_videoqa.aiperf_qual.execution_file import AiperfEvidence, next_lines
+from trtmc_videoqa.climb.levels import LevelRun, Load
+from trtmc_videoqa.climb.stats import latency_stats
+from trtmc_videoqa.climb.sweep import sweep_of
 from trtmc_videoqa.plan.settings import RunSettings
 from trtmc_videoqa.publish.evidence import is_file_reference_file, is_measured
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME
@@ -30,9 +33,6 @@ from trtmc_videoqa.results import (
     Sweep,
 )
 from trtmc_videoqa.rows.status import failing_level
-from trtmc_videoqa.stages.levels import LevelRun, Load
-from trtmc_videoqa.stages.stats import latency_stats
-from trtmc_videoqa.stages.sweep import sweep_of
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -332,8 +332,8 @@ def test_without_a_native_video_request_the_chat_refusal_stands(monkeypatch: pyt
     from types import SimpleNamespace
 
     import trtmc_videoqa.stages.trtmc_capability as stage
+    from trtmc_videoqa.climb.protocol import Stop
     from trtmc_videoqa.results import StageResult
-    from trtmc_videoqa.stages.protocol import Stop
 
     refusal = Stop(at=None, stage=StageResult(name="capability", status="rejected", detail="HTTP 400"))  # type: ignore[arg-type]
     monkeypatch.setattr(stage, "capability", lambda cp, climb: refusal)  # a TEST DOUBLE of the chat check's outcome

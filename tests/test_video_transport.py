@@ -17,6 +17,7 @@ from helpers import QUICK, qualify, reference, row, run_main
 from shared_runs import NUM_FRAMES, SharedRun, with_extra_body
 
 from trtmc_videoqa.aiperf.dataset import input_file_lines, plan_requests
+from trtmc_videoqa.climb.prompts import workload_prompts
 from trtmc_videoqa.plan.settings import Flag, RunSettings
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME, FaultKnobs, ReferenceConfig, ReferenceServer
 from trtmc_videoqa.reference.video_url import DATA_URL_REFUSAL
@@ -24,21 +25,20 @@ from trtmc_videoqa.report.html import render_html
 from trtmc_videoqa.report.junit import render_junit
 from trtmc_videoqa.report.markdown import render_markdown
 from trtmc_videoqa.results import Report, ResultRow, StageResult, TransportAttempt
-from trtmc_videoqa.results.transports import (
+from trtmc_videoqa.results.transports import TransportChoice, VideoTransport
+from trtmc_videoqa.serving.clip_server import ClipServer
+from trtmc_videoqa.stages.capability import CapabilityRequest, check_over_transports
+from trtmc_videoqa.transports.clips import ServedFile, clip_routes, clip_urls
+from trtmc_videoqa.transports.table import (
     CHOICES,
     DEFAULT_CHOICE,
     FALLBACK_TRANSPORT,
     TRANSPORTS,
-    TransportChoice,
-    VideoTransport,
     body_limit_checked,
     needs_clip_server,
     over_body_limit_refused,
     used_transport,
 )
-from trtmc_videoqa.serving.clip_server import ClipServer, ServedFile
-from trtmc_videoqa.stages.capability import CapabilityRequest, check_over_transports, clip_routes, clip_urls
-from trtmc_videoqa.stages.prompts import workload_prompts
 from trtmc_videoqa.workloads import WorkloadError, builtin_workload, load_workload
 from trtmc_videoqa.workloads.model import Generation
 
@@ -58,7 +58,7 @@ def endpoint(url: str, out: Path, *extra: str):
 
 
 def test_one_table_holds_every_transport_and_every_choice() -> None:
-    """results/transports.py: its rows are the types' values, each choice tries transports of it, the option's help
+    """transports/table.py: its rows are the types' values, each choice tries transports of it, the option's help
     is its words, and what a choice needs (a clip server, the body limit) is read off its tries."""
     assert tuple(TRANSPORTS) == get_args(VideoTransport) and tuple(CHOICES) == get_args(TransportChoice)
     assert all(transport in TRANSPORTS for choice in CHOICES.values() for transport in choice.tries)
@@ -204,8 +204,8 @@ def test_the_body_limit_holds_for_data_urls_only(capsys: pytest.CaptureFixture[s
 def test_the_transport_asked_for_joins_both_ladders_cache_keys(tmp_path: Path) -> None:
     from trtmc_videoqa.aiperf.locate import AiperfInstall
     from trtmc_videoqa.inventory import run_inventory
-    from trtmc_videoqa.ladders.endpoint import EndpointTarget, endpoint_key
-    from trtmc_videoqa.plan.cache_keys import trtmc_key
+    from trtmc_videoqa.plan.cache_keys import endpoint_key, trtmc_key
+    from trtmc_videoqa.plan.endpoint_target import EndpointTarget
     from trtmc_videoqa.plan.job import QualifyJob
 
     aiperf = AiperfInstall(executable="aiperf", interpreter="python", version="0.13.0", source="PyPI release")

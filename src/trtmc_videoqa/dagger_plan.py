@@ -40,7 +40,7 @@ GPU_LOCK = "/run/trtmc-videoqa-gpu"  # a LOCKED cache volume: one qualification 
 DEFAULT_CUDA_ARCH = "90"  # sm_90: the H200
 DEFAULT_WORKLOAD = "bigbuckbunny"
 DEFAULT_STEP_LIMIT_S = 6 * 3600  # one checkpoint's whole chain: build, correctness, serve, AIPerf
-# `qualify --video-transport`'s default and choices: results/transports.py's, copied (this module may import only
+# `qualify --video-transport`'s default and choices: transports/table.py's, copied (this module may import only
 # common/ and results/layout.py) and held equal to that table by tests/test_dagger_plan.py.
 DEFAULT_VIDEO_TRANSPORT = "data-url"
 VIDEO_TRANSPORTS = ("data-url", "http", "auto")

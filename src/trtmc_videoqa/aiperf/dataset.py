@@ -73,7 +73,7 @@ def plan_requests(
     """Warmup rows (real requests, kept apart) cycle over the prompts; then every prompt `repeats` times.
 
     `videos` maps a clip id to the URL its rows carry instead of the clip's path: a transport that carries the clip
-    by URL (results/transports.py; stages/capability.py's `aiperf_videos`). `id_prefix` starts every request id: a
+    by URL (transports/table.py; transports/clips.py's `aiperf_videos`). `id_prefix` starts every request id: a
     row's further AIPerf runs (a sweep's levels, repeats) keep their ids apart from the first run's."""
     if not prompts:
         raise ValueError("a request plan needs at least one prompt")

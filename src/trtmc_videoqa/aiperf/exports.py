@@ -25,14 +25,9 @@ from typing import Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..answers.shapes import ChatAnswer, read_chat_completion, read_chat_stream
 from ..common.atomic_write import check_target
-from ..common.server_answers import (
-    ChatAnswer,
-    escaped_text,
-    read_chat_completion,
-    read_chat_stream,
-    shape_problem,
-)
+from ..common.server_json import escaped_text, shape_problem
 
 RAW_EXPORT = "profile_export_raw.jsonl"
 RECORDS_EXPORT = "profile_export.jsonl"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ..common.errors import EXIT_OK
 from ..common.text_escape import one_line, shown_name
-from .qualify_args import add_run_arguments
+from ..runs.compare import compare_inputs, comparison_run, run_compare
+from .qualify_args import add_run_arguments, settings_options
 from .requests import compare_request
 from .run_output import print_outcome, recorded_argv, run_console
 
@@ -44,7 +45,6 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Check every input, then print the plan (--dry-run) or serve, qualify and report."""
-    from ..runs.compare import compare_inputs, comparison_run, run_compare
 
     request = compare_request(args)
     comparison = comparison_run(request)
@@ -59,12 +59,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     workloads, notes = compare_inputs(request)
     for note in notes:
         print(f"note: {one_line(note)}", file=sys.stderr)
-    return print_outcome(run_compare(request, comparison, workloads, run_console(request), recorded_argv()))
+    return print_outcome(run_compare(request, comparison, workloads, run_console(request, None), recorded_argv()))
 
 
 def add_arguments(compare: argparse.ArgumentParser) -> None:
     """The `compare` command's options; its handler."""
-    from .qualify_args import settings_options
 
     compare.description = (
         "Start `transformers serve` on a checkpoint (a hub id, or the checkpoint of a TRTMC profile "

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 
 from ..common.errors import EXIT_OK, UserError
+from ..controls.shipped import CONTROL, TWINS
 
 
 def cmd_control_model(args: argparse.Namespace) -> int:
-    from ..controls.shipped import CONTROL, TWINS
 
     model = TWINS[args.twin] if args.twin else CONTROL
     if not (model.path / "config.json").is_file():
@@ -23,7 +23,6 @@ def cmd_control_model(args: argparse.Namespace) -> int:
 
 def add_arguments(control_model: argparse.ArgumentParser) -> None:
     """The `control-model` command's options; its handler."""
-    from ..controls.shipped import TWINS
 
     control_model.description = (
         "Print the folder of the shipped control model (a tiny Qwen2.5-VL that memorised the shipped workloads), "

@@ -8,14 +8,15 @@ import json
 import sys
 from pathlib import Path
 
+from ..aiperf_qual.reader_check import check_with_reader, reader_problem, row_folders
 from ..common.errors import EXIT_FAILED, EXIT_OK, BadInput
 from ..common.text_escape import one_line, shown_name
+from ..machine.doctor import run_checks
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     if args.aiperf_qual:
         return _aiperf_qual(args)
-    from ..machine.doctor import run_checks
 
     checks = run_checks()
     if args.json:
@@ -29,7 +30,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _aiperf_qual(args: argparse.Namespace) -> int:
-    from ..aiperf_qual.reader_check import check_with_reader, reader_problem, row_folders
 
     if args.trtmc is None:
         raise BadInput("--aiperf-qual needs --trtmc PATH: a TRTMC checkout holding apps/aiperf_qual")

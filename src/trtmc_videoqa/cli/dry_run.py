@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 from ..common.errors import EXIT_OK, BadInput
 from ..common.text_escape import one_line, shown_name
+from ..plan.trtmc_checks import named_by, row_names, variant_hold
 from ..results import STAGE_ORDER
-from ..results.transports import CHOICES
+from ..transports.table import CHOICES
 
 if TYPE_CHECKING:
     from ..plan.settings import RunSettings
@@ -59,7 +60,6 @@ def _checkout_plan(trtmc: Path, profiles: list[str] | None) -> None:
     """The steps each in-group checkpoint of the --trtmc checkout would go through, or why it would not, under the
     name of its row."""
     from ..inventory import run_inventory
-    from ..plan.trtmc_checks import named_by, row_names, variant_hold
 
     inventory = run_inventory(trtmc)
     names = row_names(inventory.entries)

@@ -11,7 +11,9 @@ from pydantic import ValidationError
 
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.errors import EXIT_OK, BadInput
+from ..common.safe_read import UnreadableInput, read_regular_file
 from ..common.text_escape import one_line, shown_name
+from ..results import Inventory
 from ..results.layout import INVENTORY_FILE, INVENTORY_MD
 
 if TYPE_CHECKING:
@@ -19,8 +21,6 @@ if TYPE_CHECKING:
 
 
 def _load_inventory_file(path: Path) -> Inventory:
-    from ..common.safe_read import UnreadableInput, read_regular_file
-    from ..results import Inventory
     from ..results.inventory import MAX_INVENTORY_BYTES
 
     if not path.exists():

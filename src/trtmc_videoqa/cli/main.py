@@ -75,7 +75,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        from .. import __version__
+        from .. import __version__  # lazy: reading it loads the package metadata
 
         print(f"trtmc-videoqa {__version__}")
         parser.exit()

@@ -6,14 +6,16 @@ import argparse
 from pathlib import Path
 
 from ..common.errors import EXIT_OK, BadInput
+from ..common.scrub import known_secrets
 from ..common.text_escape import one_line
+from ..publish.check import check_public, run_sentinels
+from ..publish.rewrite import source_tree
+from ..report import build_report, frame_strip, write_report
+from ..report.difference_view import terminal_lines
 from .console import say
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..report import build_report, frame_strip, write_report
-    from ..report.difference_view import terminal_lines
-
     if args.check_public:
         return _check_public(args.dirs)
 
@@ -29,9 +31,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _check_public(directories: list[Path]) -> int:
     """Each directory's public files scanned for this machine's paths, user and host names and known secrets."""
-    from ..common.scrub import known_secrets
-    from ..publish.check import check_public, run_sentinels
-    from ..publish.rewrite import source_tree
 
     for directory in directories:
         if not directory.is_dir():

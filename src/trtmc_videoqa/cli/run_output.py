@@ -12,15 +12,17 @@ from ..common.errors import EXIT_OK
 from ..common.progress import Progress
 from ..common.scrub import known_secrets
 from ..common.text_escape import one_line, shown_name
+from ..report.difference_view import terminal_lines
 from ..runs.owner import RunConsole, RunOutcome
 from ..runs.requests import RunRequest
+from ..runs.verdict import MEANING
+from .run_table import verdict_lines
 
 
-def run_console(request: RunRequest) -> RunConsole:
-    """The run's progress (none with --quiet) and warnings, both on stderr."""
-    quiet = request.settings.quiet
+def run_console(request: RunRequest, api_key: str | None) -> RunConsole:
+    """The run's progress (none with --quiet; the API key scrubbed from it) and warnings, both on stderr."""
     return RunConsole(
-        progress=lambda api_key: progress_line(quiet, api_key),
+        progress=progress_line(request.settings.quiet, api_key),
         warn=lambda message: print(one_line(message), file=sys.stderr),  # one line of ours, not Python's warning
     )
 
@@ -33,8 +35,6 @@ def recorded_argv() -> list[str]:
 def print_outcome(outcome: RunOutcome) -> int:
     """The run's verdict (cli/run_table.py: the group or run line, the rows' table, a line per row not qualified),
     where the report is, what a non-zero exit code says, and the run's exit code."""
-    from ..runs.verdict import MEANING
-    from .run_table import verdict_lines
 
     for line in [*verdict_lines(outcome.rows), *_difference_lines(outcome)]:
         print(line)
@@ -47,8 +47,6 @@ def print_outcome(outcome: RunOutcome) -> int:
 def _difference_lines(outcome: RunOutcome) -> list[str]:
     """The report's rows compared (a comparison row beside its TRTMC row in --out), and a comparison row whose TRTMC
     row is not there, with the command that judges them."""
-    from ..report.difference_view import terminal_lines
-
     compared = {pair.b.profile for pair in outcome.differences}
     alone = [row for row in outcome.rows if row.comparison and row.comparison.compared_profile]
     lines = [

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from ..common.atomic_write import write_text_atomic
 from ..common.errors import EXIT_OK
+from ..results import json_schemas
 
 
 def cmd_schemas(args: argparse.Namespace) -> int:
-    from ..results import json_schemas
 
     for name, schema in json_schemas().items():
         path = write_text_atomic(args.out / name, json.dumps(schema, indent=2, sort_keys=True) + "\n")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..workloads import Workload
+from ..workloads.silent_audio_copy import silent_audio_workload
 from .server_inputs import Order, chat_messages, server_inputs
 from .shipped import ControlModel
 
@@ -49,7 +50,6 @@ def examples(workloads: Sequence[Workload], training: dict[str, Any], model: Con
 
 def clip_paths(workloads: Sequence[Workload], scratch: Path) -> dict[tuple[str, str, bool], Path]:
     """(workload, clip id, silent audio) -> the clip file; the silent-audio copies are written under `scratch`."""
-    from ..workloads.silent_audio_copy import silent_audio_workload
 
     found = {}
     for workload in workloads:

@@ -38,6 +38,7 @@ from .cards import write_card
 from .examples import Example, taught_requests
 from .server_inputs import inputs_digest
 from .shipped import CONTROL, RECORD_FILE, TWINS, ControlModel
+from .verify import answer_all
 
 
 def _corpus(workloads: Sequence[Workload]) -> list[str]:
@@ -199,8 +200,6 @@ def _train(control: ControlModel, out: Path, device_name: str, stack: contextlib
     import torch
     import transformers
     from transformers import Qwen2_5_VLForConditionalGeneration
-
-    from .verify import answer_all
 
     if device_name.startswith("cuda") and not torch.cuda.is_available():
         raise UserError(f"--device {device_name}: torch sees no GPU here; leave --device out to train on the CPU")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..workloads import Workload, builtin_workload
 from .build import base_config
-from .examples import Example, taught_requests
+from .examples import Example, examples, taught_requests
 from .shipped import ControlModel
 
 MAX_NEW_TOKENS = 16  # the workloads' own token limit
@@ -38,8 +38,6 @@ def answer_all(
     them (making them is most of the work: decoding and resizing up to 32 frames)."""
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
-
-    from .examples import examples
 
     training = base_config()["training"]
     chosen = list(workloads) or [builtin_workload(name) for name in training["workloads"]]

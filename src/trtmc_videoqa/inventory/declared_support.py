@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..common.hub_paths import json_object, snapshot_dir
+from ..hub.cache import json_object, snapshot_dir
 from ..results import Evidence
 from .family_declarations import Declared, FamilyDeclaration, read_family_declaration
 from .runtime_bindings import Binding, bound_tasks, read_runtime_bindings

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..common.text_escape import md_code, md_text
 from ..results import CheckpointEntry, GroupChange, GroupChangeKind, GroupReconciliation, Inventory, OutsideCounts
 from .reconcile import keyed
 from .tasks import VIDEO_TO_TEXT_TASKS
@@ -141,7 +142,6 @@ def _line(pinned: str, main: str, changes: list[GroupChange], new_capable: list[
 
 def render_reconciliation_markdown(reconciliation: GroupReconciliation) -> str:
     """reconciliation.md: the one line first, then the group's changes, then the count of the rest."""
-    from ..common.text_escape import md_code, md_text
 
     r = reconciliation
     out = [

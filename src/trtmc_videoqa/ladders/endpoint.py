@@ -11,16 +11,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..climb.protocol import (
+    Climb,
+    EndpointRow,
+    Gates,
+    Measurement,
+    Served,
+    Step,
+    Stop,
+    served,
+)
 from ..common.atomic_write import write_text_atomic
-from ..plan.cache_keys import cache_key
+from ..plan.endpoint_target import EndpointTarget
 from ..plan.job import QualifyJob
 from ..plan.row_start import with_workload_facts
 from ..results import (
-    ComparisonFacts,
     OutputCheck,
     Provenance,
     RecordedCommand,
@@ -36,16 +45,6 @@ from ..stages.capability import capability
 from ..stages.grading import grading
 from ..stages.identity.live import endpoint_identity_stage, endpoint_mechanics
 from ..stages.output_check import output_check
-from ..stages.protocol import (
-    Climb,
-    EndpointRow,
-    Gates,
-    Measurement,
-    Served,
-    Step,
-    Stop,
-    served,
-)
 from ..stages.timing import timing
 
 if TYPE_CHECKING:
@@ -72,25 +71,6 @@ ENDPOINT_LADDER: tuple[Step[EndpointRow], ...] = (
 
 
 @dataclass(frozen=True, kw_only=True)
-class EndpointTarget:
-    """A server as the run names it, fixed before it runs: what makes the row's cache key. `identity` names the
-    server (its URL where the user gave one; what it is where its URL changes every run: the self-test's, a
-    comparison's); `native_key` names the native Task route checked against, if any; `declared_no_answer` is the
-    run plan's own declaration that this server answers "cannot tell" here (the self-test's test double on a real
-    clip), so such answers pass the output check and the row says it is about transport and timing only;
-    `comparison` marks an upstream server this run starts (`trtmc-videoqa compare`), never counted as TRTMC."""
-
-    profile: str
-    model: str
-    identity: str
-    stated: dict[str, str] = field(default_factory=dict)
-    native_key: str | None = None
-    declared_no_answer: DeclaredNoAnswer | None = None
-    reference_self_test: bool = False
-    comparison: ComparisonFacts | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
 class LiveEndpoint:
     """The server once it runs: its URL, per-request records, whether it still runs, its native Task route (if
     any) and how this run started it (None: the user did)."""
@@ -102,18 +82,10 @@ class LiveEndpoint:
     serve_command: RecordedCommand | None = None
 
 
-def endpoint_key(job: QualifyJob, target: EndpointTarget) -> str:
-    """The row's cache key, made here only: the server, the model, its stated settings, the native route checked
-    against and the no-answer the plan declares."""
-    declared = target.declared_no_answer
-    extra = {"native_url": target.native_key or "", "declared": declared.phrase if declared else ""}
-    identity = {"mode": "endpoint", "endpoint": target.identity, "model": target.model, "stated": target.stated | extra}
-    return cache_key(identity, job)
-
-
 def qualify_endpoint(job: QualifyJob, target: EndpointTarget, live: LiveEndpoint, key: str) -> ResultRow:
     """An already running OpenAI-compatible video chat server: planned -> endpoint-qualified; `key` is the row's
-    `endpoint_key`. Whatever raises while the row is measured is the row's `failed` at the stage it reached."""
+    `endpoint_key` (plan/cache_keys.py). Whatever raises while the row is measured is the row's `failed` at the
+    stage it reached."""
     planned = _planned_row(target, live, key)
     commands = {"trtmc-videoqa": job.command, **({"serve": live.serve_command} if live.serve_command else {})}
     served = Served(url=live.url, model=target.model, records=live.records, alive=live.alive)

@@ -12,21 +12,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..aiperf.tokenizer import LOCAL_TOKENIZER_NAME, has_tokenizer
+from ..climb.checkpoint import Checkpoint
+from ..climb.protocol import Climb, Gates, Measurement, Step
+from ..hub.cache import hub_snapshot, revision_check
 from ..plan.cache_keys import reusable, trtmc_key
-from ..plan.hub_cache import checkpoint_tokenizer, revision_check
 from ..plan.job import QualifyJob
 from ..results import CheckpointEntry, Inventory, Provenance, ResultRow
 from ..rows.end import Earning, climb_and_finish
 from ..rows.provenance import run_provenance
 from ..stages.aiperf import aiperf
 from ..stages.build import build
-from ..stages.checkpoint import Checkpoint
 from ..stages.correctness import correctness
 from ..stages.grading import grading
 from ..stages.identity.trtmc_native import trtmc_identity
 from ..stages.output_check import output_check
 from ..stages.plan_checks import check_plan, planned
-from ..stages.protocol import Climb, Gates, Measurement, Step
 from ..stages.serve import serve
 from ..stages.timing import timing
 from ..stages.trtmc_capability import trtmc_capability
@@ -112,3 +113,18 @@ def _provenance(
         effective_precision=climb.precision[0],
         bundle_digest=climb.bundle.digest if climb.bundle else None,
     )
+
+
+def checkpoint_tokenizer(job: QualifyJob, entry: CheckpointEntry) -> tuple[Path, str]:
+    """The row's tokenizer: one given with --tokenizer, else the checkpoint's own from the hub cache at its pinned
+    revision, else the run's small local one. Token counts only; never a download."""
+    snapshot = hub_snapshot(entry)
+    if (
+        job.tokenizer_label.startswith(LOCAL_TOKENIZER_NAME)
+        and snapshot is not None
+        and has_tokenizer(snapshot)
+        and "auto_map" not in (snapshot / "tokenizer_config.json").read_text(errors="replace")
+    ):
+        # (a tokenizer that needs the checkpoint's own code would need trust_remote_code: AIPerf is not given it)
+        return snapshot, f"the checkpoint's own tokenizer ({entry.checkpoint}@{entry.revision}, hub cache)"
+    return job.tokenizer, job.tokenizer_label

@@ -1,5 +1,6 @@
 """Content-addressed result reuse: a row's cache key is made from everything that shapes its result, and a finished
-row with the same key is reused instead of measured again."""
+row with the same key is reused instead of measured again. Both ladders' keys are made here, side by side:
+`trtmc_key` for a TRTMC row, `endpoint_key` for a server we did not build."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..results.layout import RESULT_FILE
 
 if TYPE_CHECKING:
     from ..results import CheckpointEntry, Inventory
+    from .endpoint_target import EndpointTarget
     from .job import QualifyJob
 
 # The statuses a row ends with when everything that could run here ran; only those are reused.
@@ -52,6 +54,15 @@ def trtmc_key(job: QualifyJob, entry: CheckpointEntry, inventory: Inventory, tok
         "revision": entry.revision,
         "tokenizer": tokenizer_label,
     }
+    return cache_key(identity, job)
+
+
+def endpoint_key(job: QualifyJob, target: EndpointTarget) -> str:
+    """The row's cache key, made here only: the server, the model, its stated settings, the native route checked
+    against and the no-answer the plan declares."""
+    declared = target.declared_no_answer
+    extra = {"native_url": target.native_key or "", "declared": declared.phrase if declared else ""}
+    identity = {"mode": "endpoint", "endpoint": target.identity, "model": target.model, "stated": target.stated | extra}
     return cache_key(identity, job)
 
 

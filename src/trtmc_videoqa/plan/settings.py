@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..common.sizes import MIB
 from ..results import TransportChoice
-from ..results.transports import CHOICES
+from ..transports.table import CHOICES
 
 # The ways into a run: qualify's self-test (neither --trtmc nor --url), qualify --trtmc, qualify --url, and compare.
 Way = Literal["self-test", "trtmc", "url", "compare"]

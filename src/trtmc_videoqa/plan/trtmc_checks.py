@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from ..common.safe_names import plain_revision, safe_name
-from ..results import CheckpointEntry, ResultRow
+from ..results import ResultRow
 from ..results.layout import CORRECTNESS_DIR, CORRECTNESS_LOG, FAMILY_RESULT_FILE, JUNIT_FILE
 from ..trtmc.commands import (
     bundles_built_by,
@@ -18,6 +19,9 @@ from ..trtmc.commands import (
     file_digest,
 )
 from .row_start import unsupported_row
+
+if TYPE_CHECKING:
+    from ..results import CheckpointEntry  # its schemas load on first use: an annotation only
 
 # Smoke, random-weight and partial profiles answer nothing worth grading: listed, run only when named.
 _NOT_BY_DEFAULT = ("l0", "random", "partial", "regression")

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
+from ..common.errors import UserError
+from ..common.safe_read import read_regular_file
 from ..results.layout import (
     AIPERF_DIR,
     AIPERF_EXPORT_DIR,
@@ -161,9 +163,6 @@ def users_own_values(root: Path) -> list[str]:
     local folder's absolute path (`transformers serve` names a local model by its path, and the request bodies,
     measured evidence, carry it), as its row recorded it (SERVED_MODEL_FILE)."""
     import json
-
-    from ..common.errors import UserError
-    from ..common.safe_read import read_regular_file
 
     values: list[str] = []
     for path in sorted((root / CHECKPOINTS_DIR).glob(f"*/{SERVED_MODEL_FILE}")):

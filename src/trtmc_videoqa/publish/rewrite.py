@@ -35,7 +35,9 @@ from ..common.atomic_write import check_inside, copy_file_atomic, write_bytes_at
 from ..common.digests import file_sha256
 from ..common.net import is_loopback_host
 from ..common.safe_read import UnreadableInput, read_regular_file
+from ..common.scrub import known_secrets
 from ..common.shell_quoting import reproducible_command
+from ..hub.cache import hub_cache_dir
 from ..results.layout import (
     BUNDLES_DIR,
     COMMAND_FILE,
@@ -44,6 +46,8 @@ from ..results.layout import (
     WORKLOAD_FILES_DIR,
     workload_dir,
 )
+from ..workloads import artifacts
+from ..workloads.artifacts import restamp_prepared
 from .boundaries import PATH_AFTER, PATH_BEFORE, WORD_AFTER, led_by
 from .check import (
     BINARY_SUFFIXES,
@@ -259,9 +263,6 @@ def publish_run(
         where its bundles were kept (default: out/bundles), `server_urls` the servers the user named (a host that is not
         loopback is never written), `warn` what hears the check's warnings, `programs` the tools the run found and ran
     (TRTMC's, named by their name alone). The number of public text files scanned."""
-    from ..common.hub_paths import hub_cache_dir
-    from ..common.scrub import known_secrets
-    from ..workloads.artifacts import restamp_prepared, workload_dir
 
     for workload in workloads.values():
         files = {clip.file for clip in workload.spec.clips} | {clip.attribution for clip in workload.spec.clips}
@@ -284,7 +285,7 @@ def publish_run(
     )
     scanned = publish(out, mapping, run_public_sentinels(out, mapping, known_secrets(api_key)), warn, render)
     for workload in workloads.values():  # the clip manifests now name the published copy: a re-run reuses them
-        restamp_prepared(workload_dir(out, workload))
+        restamp_prepared(artifacts.workload_dir(out, workload))
     return scanned
 
 

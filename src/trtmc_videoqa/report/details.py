@@ -15,7 +15,7 @@ EXAMPLES: Final = 5
 _ANSWER_CHARS: Final = 200
 # A summary cell's longest text: the full value is in the row's section (and on hover in the HTML).
 SHORT_CHARS: Final = 56
-# Samples a percentile needs before the row's figures give it (at least one sample above it), as stages/stats.py says.
+# Samples a percentile needs before the row's figures give it (at least one sample above it), as climb/stats.py says.
 MIN_SAMPLES: Final = {"p50": 2, "p90": 10, "p99": 100}
 
 

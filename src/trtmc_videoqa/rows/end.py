@@ -20,18 +20,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from ..aiperf_qual.execution_file import read_execution
+from ..climb.protocol import Climb, RowJob, Step, Stop, climb_ladder, crashed, measured_end, reached, signal_name
 from ..common.stop_signals import stop_signals_ignored
 from ..results import Provenance, RecordedCommand, ResultRow
 from ..results.layout import EXECUTION_FILE
-from ..stages.protocol import Climb, RowJob, Step, Stop, climb_ladder, crashed, measured_end, reached, signal_name
 from .finish import Carried, crashed_row, write_row
 from .staging import Staging, begin, settle
 from .status import Qualified, interrupted_while_finishing, measured_row, stopped_row
 
 if TYPE_CHECKING:
     from ..aiperf_qual.execution_file import AiperfEvidence
+    from ..climb.protocol import Measurement
     from ..plan.job import QualifyJob
-    from ..stages.protocol import Measurement
 
 
 Row = TypeVar("Row", bound=RowJob)

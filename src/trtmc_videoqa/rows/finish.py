@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..aiperf_qual.execution_file import write_execution
 from ..aiperf_qual.verdicts import with_verdict
+from ..climb.protocol import tool_error
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.scrub import known_secrets, scrub_secrets, scrubbed_model
 from ..common.shell_quoting import UNSAFE_IN_COMMAND, reproducible_command
@@ -63,7 +64,6 @@ def crashed_row(
 ) -> ResultRow:
     """`row` ended `failed` at `stage` by an exception of ours raised outside any step (its start, its finishing):
     the exception on the row as a tool error, the traceback in its private folder; written into `row_dir`."""
-    from ..stages.protocol import tool_error
 
     facts = tool_error(row_dir, stage, error)
     detail = f"internal error: {facts.type}: {facts.message}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..climb.sweep import sweep_of
 from ..results import (
     STAGE_ORDER,
     Interruption,
@@ -27,11 +28,10 @@ from ..results.layout import (
     OUTPUT_CHECK_FILE,
     RESULT_FILE,
 )
-from ..stages.sweep import sweep_of
 from ..stages.timing import NOT_REPORTED
 
 if TYPE_CHECKING:
-    from ..stages.protocol import Measurement, Stop
+    from ..climb.protocol import Measurement, Stop
 
 Qualified = Literal["aiperf-qualified", "endpoint-qualified"]
 

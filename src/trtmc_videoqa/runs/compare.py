@@ -10,24 +10,45 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from .. import inventory, serving  # rooms that load on first use: the audit's schemas, the supervisor's http client
+from ..climb.protocol import Climb, Stop
 from ..common.errors import BadInput
+from ..common.progress import watched_log
 from ..common.safe_names import safe_name
+from ..common.scrub import known_secrets
+from ..ladders.endpoint import LiveEndpoint, finish_endpoint_stop, with_server_sampling
+from ..plan.cache_keys import endpoint_key
+from ..plan.endpoint_target import EndpointTarget
+from ..plan.job import QualifyJob
 from ..results import ComparisonFacts, RecordedCommand, ResultRow, StageName, StageResult
 from ..results.layout import COMPARISON_SERVER_LOG, COMPARISON_WORKLOAD_DIR
-from ..serving.transformers_serve import ServeTarget, find_transformers, serve_target
+from ..serving.transformers_serve import (
+    HEALTH_PATH,
+    ServeTarget,
+    error_line,
+    find_transformers,
+    lack_in_log,
+    log_tail,
+    machine_lacks,
+    public_line,
+    serve_argv,
+    serve_notes,
+    serve_target,
+    server_version,
+)
+from ..workloads.silent_audio_copy import adaptation_note, frame_count, silent_audio_workload
 from .inputs import LONGEST_MODEL_NAME, checked_run_inputs
 from .owner import RunConsole, RunOutcome, RunTools, owned_run
+from .qualify import endpoint_rows
 from .requests import Adaptation, CompareRequest
 
 if TYPE_CHECKING:
-    from ..ladders.endpoint import EndpointTarget, LiveEndpoint
-    from ..plan.job import QualifyJob
     from ..serving.process import ServerProblem
     from ..workloads import Workload
 
@@ -56,8 +77,6 @@ class ComparisonRun:
         """The workload the server is asked about, and the row's words for what was changed in it."""
         if self.adaptation == "none":
             return original, "none: the workload's clips and requests as they are"
-        from ..workloads.silent_audio_copy import adaptation_note, frame_count, silent_audio_workload
-
         copy = silent_audio_workload(
             original,
             out / COMPARISON_WORKLOAD_DIR / original.name,
@@ -98,9 +117,7 @@ def _target(request: CompareRequest) -> tuple[ServeTarget, str | None]:
     if trtmc is not None:
         if profile is None:
             raise BadInput("--trtmc needs --profile NAME: the profile whose checkpoint is served")
-        from ..inventory import run_inventory
-
-        entries = {entry.profile: entry for entry in run_inventory(trtmc).entries}
+        entries = {entry.profile: entry for entry in inventory.run_inventory(trtmc).entries}
         entry = entries.get(profile)
         if entry is None or not entry.checkpoint:
             raise BadInput(
@@ -140,18 +157,14 @@ def run_compare(
     console: RunConsole,
     argv: list[str],
 ) -> RunOutcome:
-    """Serve (unless the row is reused), qualify and report."""
-    adaptations: list[str] = []
-
-    def adapt(originals: list[Workload]) -> list[Workload]:  # under the output lock: the copy made for the server
-        adapted, adaptation = comparison.workload(request.out, originals[0])
-        adaptations.append(adaptation)
-        return [adapted]
-
-    def make_rows(adapted: list[Workload], tools: RunTools) -> list[ResultRow]:
-        return compare_rows(request, adapted[0], tools, comparison, adaptations[0])
-
-    return owned_run(request, workloads, None, make_rows, console, argv=argv, adapt=adapt)
+    """The run opened, the workload copy made for the server (under the output lock), the row measured (the server
+    started only when it must be), and the run's finish (always)."""
+    with owned_run(request, workloads, None, console, argv=argv, ready=False) as run:
+        adapted, adaptation = comparison.workload(request.out, workloads[0])
+        with run.tools_for([adapted]) as tools:
+            run.rows = compare_rows(request, adapted, tools, comparison, adaptation)
+    assert run.outcome is not None  # set as the run finished; an exception would have left the block
+    return run.outcome
 
 
 def compare_rows(
@@ -160,10 +173,6 @@ def compare_rows(
     """The comparison row on `workload` (the copy made for the server, changed as `adaptation` says): the server
     started only when the row must be measured, qualified as an endpoint, stopped. A server that never answered
     ends the row at `serve`: `blocked` where this machine lacks what it needs, else `failed`."""
-    from ..ladders.endpoint import EndpointTarget
-    from ..serving.transformers_serve import server_version
-    from .qualify import endpoint_rows
-
     tools.progress(f"{comparison.profile}: reading transformers serve's version")
     facts = comparison.facts(server_version(comparison.executable), adaptation)
     stated = {"sampling_where": "server", "media_adaptation": facts.media_adaptation, "device": comparison.device}
@@ -177,9 +186,9 @@ def compare_rows(
         stated=stated,
         comparison=facts,
     )
-    job = tools.job(request, workload)
+    job = tools.jobs[workload.name]
     try:
-        return endpoint_rows([(job, target)], lambda: _served(request, comparison, tools))
+        return endpoint_rows([(job, target)], _served(request, comparison, tools))
     except NotServed as never:
         return [unserved_row(job, target, never)]
 
@@ -203,9 +212,6 @@ class NotServed(Exception):
 def unserved_row(job: QualifyJob, target: EndpointTarget, never: NotServed) -> ResultRow:
     """The row of a comparison whose server never answered, ended at `serve` and finished like any row (written
     whole in its staging folder, then put in place: ladders/endpoint.py `finish_endpoint_stop`)."""
-    from ..ladders.endpoint import LiveEndpoint, endpoint_key, finish_endpoint_stop, with_server_sampling
-    from ..stages.protocol import Climb, Stop
-
     live = LiveEndpoint(url=never.url or "", serve_command=never.command)
     stage = StageResult(name="serve", status=never.status, detail=never.detail, wall_s=never.wall_s)
     failed: StageName | None = "serve" if never.status == "failed" else None
@@ -218,21 +224,14 @@ def unserved_row(job: QualifyJob, target: EndpointTarget, never: NotServed) -> R
 
 
 @contextmanager
-def _served(
-    request: CompareRequest, comparison: ComparisonRun, tools: RunTools
-) -> Iterator[Callable[[EndpointTarget], LiveEndpoint]]:
+def _served(request: CompareRequest, comparison: ComparisonRun, tools: RunTools) -> Iterator[LiveEndpoint]:
     """`transformers serve` on loopback (it fetches the clips from this run's loopback clip server too), watched
     while it loads; what this machine lacks for it is found first, where that is quick, and nothing is started."""
-    from ..common.progress import watched_log
-    from ..ladders.endpoint import LiveEndpoint
-    from ..serving.process import ServerProblem, ServerProcess, free_loopback_port
-    from ..serving.transformers_serve import HEALTH_PATH, machine_lacks, serve_argv, serve_notes
-
     profile, target = comparison.profile, comparison.target
     lacks = machine_lacks(target, comparison.device)
     if lacks:
         raise NotServed("blocked", "; ".join(f"{lack.what}: {lack.hint}" for lack in lacks))
-    port = free_loopback_port()
+    port = serving.free_loopback_port()
     url = f"http://127.0.0.1:{port}"
     argv = serve_argv(
         comparison.executable, target, host="127.0.0.1", port=port, device=comparison.device, dtype=comparison.dtype
@@ -242,7 +241,7 @@ def _served(
         f"{profile}: starting transformers serve on {url} ({target.model}, {comparison.device}); "
         "it loads the model before it answers"
     )
-    process = ServerProcess(
+    process = serving.ServerProcess(
         argv,
         url=url,
         log_path=log,
@@ -256,12 +255,11 @@ def _served(
         try:
             with watched_log(tools.progress, f"{profile}: transformers serve loading", log):  # until it answers
                 server = stack.enter_context(process)
-        except ServerProblem as problem:
+        except serving.ServerProblem as problem:
             wall = round(time.monotonic() - started, 3)
             raise _not_started(problem, comparison, log, url, wall, command) from None
         tools.progress(f"{profile}: transformers serve ready after {server.ready_after_s or 0:.1f} s")
-        live = LiveEndpoint(url=url, alive=lambda: server.alive, serve_command=command)
-        yield lambda _: live
+        yield LiveEndpoint(url=url, alive=lambda: server.alive, serve_command=command)
 
 
 def _not_started(
@@ -269,9 +267,6 @@ def _not_started(
 ) -> NotServed:
     """Why the server never answered, from its exit and its log: `blocked` where the log says this machine lacks
     what it needs (a CUDA device, the checkpoint), else `failed`; the log's last error line, public-safe, and a hint."""
-    from ..common.scrub import known_secrets
-    from ..serving.transformers_serve import error_line, lack_in_log, log_tail, public_line
-
     secrets = known_secrets()
     if problem.exit_code is not None:
         what = f"transformers serve exited with code {problem.exit_code} before it was ready"

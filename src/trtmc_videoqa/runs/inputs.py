@@ -7,8 +7,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from .. import media  # PyAV loads on first use of what needs it
 from ..common.errors import BadInput
-from ..results.transports import body_limit_checked, over_body_limit_refused
+from ..plan.self_test import load_self_test_plan
+from ..transports.table import body_limit_checked, over_body_limit_refused
+from ..workloads import load_workload
+from ..workloads.seal import aiperf_clip_problem
 
 if TYPE_CHECKING:
     from ..plan.settings import RunSettings
@@ -31,9 +35,6 @@ def checked_run_inputs(
 
 def _workloads(workload: str | None, self_test: bool) -> list[Workload]:
     """The workloads to run; a file or name that cannot be used is a WorkloadError naming it and the fix."""
-    from ..plan.self_test import load_self_test_plan
-    from ..workloads import load_workload
-
     names = [workload] if workload else (load_self_test_plan().workloads() if self_test else ["bigbuckbunny"])
     return [load_workload(name) for name in names]
 
@@ -41,8 +42,6 @@ def _workloads(workload: str | None, self_test: bool) -> list[Workload]:
 def _check_clip_formats(workloads: list[Workload]) -> None:
     """Every clip is a file AIPerf 0.13.0 sends (mp4 or webm): refused here, before anything runs, rather than
     after a run in which AIPerf sent nothing."""
-    from ..workloads.seal import aiperf_clip_problem
-
     for workload in workloads:
         for clip in workload.spec.clips:
             problem = aiperf_clip_problem(workload.clip_path(clip.id))
@@ -72,8 +71,6 @@ def _check_bodies(workloads: list[Workload], settings: RunSettings, model: str) 
     """With data URLs every clip's request body must fit the server's body limit: refused here, before anything is
     sent. An http URL carries no clip bytes, so `http` is not checked; `auto` tries data-url first and falls back to
     http, so a clip over the limit is a note on the plan (its data-url try is not sent), not a refusal."""
-    from ..media import ClipError, check_body_limit, predicted_body_size
-
     notes: list[str] = []
     if not body_limit_checked(settings.video_transport):
         return notes
@@ -81,7 +78,7 @@ def _check_bodies(workloads: list[Workload], settings: RunSettings, model: str) 
         max_tokens = settings.max_tokens or workload.spec.generation.max_tokens
         longest = max((p.text for p in workload.spec.prompts), key=len)
         for clip in workload.spec.clips:
-            size = predicted_body_size(
+            size = media.predicted_body_size(
                 model,
                 longest,
                 clip.bytes,
@@ -91,8 +88,8 @@ def _check_bodies(workloads: list[Workload], settings: RunSettings, model: str) 
                 extra=dict(workload.spec.generation.extra_body) or None,
             )
             try:
-                check_body_limit(size, settings.body_limit, clip=workload.clip_path(clip.id))
-            except ClipError as error:
+                media.check_body_limit(size, settings.body_limit, clip=workload.clip_path(clip.id))
+            except media.ClipError as error:
                 if not over_body_limit_refused(settings.video_transport):
                     notes.append(
                         f"workload {workload.name!r}: clip {clip.id!r} as a data URL would be a {size:,}-byte body, "

@@ -1,8 +1,14 @@
-"""The owner of one run, whichever command asked for it: find aiperf, then under the output lock the tokenizer, the
-workloads' artifacts and the clip server; the rows (made by the command's own function, each row's failure kept in
-its row); and **always** the report, rebuilt from every row on disk, then the public-safe rewrite and its check:
-after a row crashed, after Ctrl-C, after a failure outside any row once a row exists, and over rows earlier runs
-left in `--out`.
+"""The owner of one run, whichever command asked for it, as a straight sequence its command reads top to bottom:
+
+    with owned_run(request, workloads, api_key, console, argv) as run:  # aiperf found, the output locked, the
+        run.rows = <the command's row source>(request, run.tools)        # tools readied: tokenizer, artifacts,
+    return run.outcome                                                  # clip server, one job per workload
+
+(`compare` readies its tools itself, `ready=False`, once it has made the workload copy its server is asked about,
+under the lock.) Leaving the block **always** finishes the run (`finish_run` below): the report rebuilt from every
+row on disk, then the public-safe rewrite and its check; after a row crashed, after Ctrl-C, after a failure outside
+any row once a row exists, and over rows earlier runs left in `--out`. A run that ends normally then sets its
+outcome: the rows, the report, the exit code.
 
 Runs that may still end without a report: another run holds the output lock (refused before anything is written),
 bad input refused before the lock is taken (a folder of the user's own files as `--out` among it), and a failure
@@ -13,83 +19,56 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from .. import __version__
 from ..aiperf.command import API_KEY_PLACEHOLDER
 from ..aiperf.locate import locate_aiperf
 from ..aiperf.tokenizer import choose_tokenizer
+from ..common.output_lock import OutputLock
 from ..common.pins import load_pins
 from ..common.recorded_paths import with_absolute_paths
 from ..common.scratch import children_temp_dir
+from ..common.stop_signals import interrupted_by, stop_signals_ignored
+from ..plan.job import QualifyJob
 from ..plan.settings import RunSettings, setting_flag
-from ..results import RecordedCommand, ResultRow, RowDifference
-from ..results.layout import (
-    CHECKPOINTS_DIR,
-    CLIP_SERVER_LOG,
-    REPORT_HTML,
-    RESULT_FILE,
-    RUN_SCRATCH_DIR,
-    TOKENIZER_DIR,
-)
-from ..results.transports import needs_clip_server
+from ..publish.rewrite import publish_run
+from ..report import build_report, frame_strip, write_report
+from ..results import GroupLine, RecordedCommand, Report, ResultRow, RowDifference
+from ..results.layout import CHECKPOINTS_DIR, CLIP_SERVER_LOG, REPORT_HTML, RESULT_FILE, RUN_SCRATCH_DIR, TOKENIZER_DIR
 from ..rows.staging import recover_rows
+from ..transports.clips import clip_routes, clip_urls
+from ..transports.table import needs_clip_server
+from ..trtmc.commands import find_toolchain
+from ..workloads.artifacts import prepare_workload_artifacts
 from .foreign_output import refuse_foreign_output
+from .verdict import run_exit_code
 
 if TYPE_CHECKING:
     from ..aiperf.locate import AiperfInstall
-    from ..plan.job import QualifyJob
     from ..workloads import Workload
-    from ..workloads.artifacts import WorkloadFacts
     from .requests import RunRequest
 
 
 @dataclass(frozen=True)
 class RunConsole:
-    """How a run speaks, given by the command line (core rooms never print): `progress(api_key)` makes the run's
-    progress callback (the key is scrubbed from what it shows), `warn` says one line on stderr."""
+    """How a run speaks, given by the command line (core rooms never print): `progress` shows one line of the
+    run's progress (the API key already scrubbed from it), `warn` says one line on stderr."""
 
-    progress: Callable[[str | None], Callable[[str], None]]
+    progress: Callable[[str], None]
     warn: Callable[[str], None]
 
 
 @dataclass(frozen=True)
 class RunTools:
-    """What every job of one run is given besides the request: the tools found and how the run reports itself."""
+    """What the rows of one run are given: one job per workload (by its name), built once, whole, before the first
+    row, and how the run reports its progress."""
 
-    aiperf: AiperfInstall
-    tokenizer: Path
-    tokenizer_label: str
-    command: RecordedCommand  # our own command line, the API key replaced by a placeholder
+    jobs: dict[str, QualifyJob]
     progress: Callable[[str], None]
-    api_key: str | None
-    facts: dict[str, WorkloadFacts]  # by workload name: the clip manifests and sampling its rows carry
-    clip_server: str | None = None  # the base URL of the run's loopback clip server (http transport), if any
-
-    def job(self, settings_of: RunRequest, workload: Workload, inventory_digest: str | None = None) -> QualifyJob:
-        """The job every row on `workload` shares: built once, whole, before its first row."""
-        from ..plan.job import QualifyJob
-
-        clip_urls: dict[str, str] = {}
-        if self.clip_server is not None:
-            from ..stages.capability import clip_urls as urls_of
-
-            clip_urls = urls_of(self.clip_server, workload)
-        return QualifyJob(
-            workload=workload,
-            facts=self.facts[workload.name],
-            settings=settings_of.settings,
-            aiperf=self.aiperf,
-            tokenizer=self.tokenizer,
-            tokenizer_label=self.tokenizer_label,
-            command=self.command,
-            api_key=self.api_key,
-            progress=self.progress,
-            inventory_digest=inventory_digest,
-            clip_urls=MappingProxyType(clip_urls),
-        )
 
 
 @dataclass(frozen=True)
@@ -102,19 +81,48 @@ class RunOutcome:
     differences: tuple[RowDifference, ...] = ()  # the report's rows compared, B against A (report/differences.py)
 
 
-# The rows of a run, given the workloads it serves and its tools (the command's own ladder or ladders).
-MakeRows = Callable[[list["Workload"], RunTools], list[ResultRow]]
-# Before anything else under the output lock: the workloads the server is asked about, made from the given ones.
-Adapt = Callable[[list["Workload"]], list["Workload"]]
+@dataclass
+class OwnedRun:
+    """A run opened from its request: the output locked, aiperf found, then its tools readied for the workloads its
+    rows run on; the command's row source puts its rows in `rows`, the run's end its `outcome`."""
 
+    request: RunRequest
+    workloads: list[Workload]  # what the finish publishes: the ones given, then the ones the rows ran on
+    api_key: str | None
+    console: RunConsole
+    aiperf: AiperfInstall
+    command: RecordedCommand
+    tools: RunTools  # no job until `tools_for` readies them
+    rows: list[ResultRow] = field(default_factory=list)
+    outcome: RunOutcome | None = None  # once the run has finished
 
-def exit_code(rows: list[ResultRow], request: RunRequest) -> int:
-    """The run's verdict as its exit code (runs/verdict.py): the rows named with --profile, if any, are those asked
-    about."""
-    from .verdict import run_exit_code
-
-    named = bool(getattr(request, "profiles", None))
-    return run_exit_code(rows, named=named, exit_zero=request.settings.exit_zero)
+    @contextlib.contextmanager
+    def tools_for(self, workloads: list[Workload]) -> Iterator[RunTools]:
+        """The tokenizer, the workloads' artifacts and, where the transport needs it, the clip server serving
+        exactly their clips while the rows run (it stops with the block, on an error or SIGINT too); then one job
+        per workload."""
+        self.workloads = workloads
+        settings, out = self.request.settings, self.request.out
+        tokenizer, label = choose_tokenizer([settings.tokenizer] if settings.tokenizer else [], out / TOKENIZER_DIR)
+        facts = {workload.name: prepare_workload_artifacts(out, workload) for workload in workloads}
+        with _clip_server(self.request, workloads) as clip_server:
+            jobs = {
+                workload.name: QualifyJob(
+                    workload=workload,
+                    facts=facts[workload.name],
+                    settings=settings,
+                    aiperf=self.aiperf,
+                    tokenizer=tokenizer,
+                    tokenizer_label=label,
+                    command=self.command,
+                    api_key=self.api_key,
+                    progress=self.console.progress,
+                    clip_urls=MappingProxyType(clip_urls(clip_server, workload) if clip_server is not None else {}),
+                )
+                for workload in workloads
+            }
+            self.tools = RunTools(jobs, self.console.progress)
+            yield self.tools
 
 
 # The options of qualify and compare whose value is a path: the run settings' (by their metavar) and the commands'
@@ -133,69 +141,69 @@ def recorded_command(argv: list[str], api_key: str | None) -> RecordedCommand:
     return RecordedCommand.of([part.replace(api_key, API_KEY_PLACEHOLDER) for part in typed] if api_key else typed)
 
 
+@contextlib.contextmanager
 def owned_run(
     request: RunRequest,
     workloads: list[Workload],
     api_key: str | None,
-    make_rows: MakeRows,
     console: RunConsole,
     *,
     argv: list[str],
-    adapt: Adapt | None = None,
-) -> RunOutcome:
-    """Find aiperf, then under the output lock: the tokenizer, the workloads' artifacts, the rows, and always the
-    reports and the public check. `argv` is our own command line as typed, recorded in command.txt."""
-    from ..common.output_lock import OutputLock
-    from ..common.stop_signals import stop_signals_ignored
-
-    settings = request.settings
-    pins = load_pins()
-    aiperf = locate_aiperf(settings.aiperf, expected_version=pins.aiperf.version)
-    progress = console.progress(api_key)
+    ready: bool = True,
+) -> Iterator[OwnedRun]:
+    """Find aiperf, then under the output lock: the run opened for its rows, its tools readied for `workloads`
+    (unless `ready` is off), and on leaving, always the reports and the public check, then the run's outcome.
+    `argv` is our own command line as typed, recorded in command.txt."""
+    aiperf = locate_aiperf(request.settings.aiperf, expected_version=load_pins().aiperf.version)
     command = recorded_command(argv, api_key)
     refuse_foreign_output(request.out)  # before the lock: nothing is written into a folder of the user's own
     with OutputLock(request.out), children_temp_dir(request.out / RUN_SCRATCH_DIR):
         recover_rows(request.out)  # a run that died between a row's two renames: its earlier row put back
+        run = OwnedRun(request, workloads, api_key, console, aiperf, command, RunTools({}, console.progress))
         try:
-            if adapt is not None:  # the server is asked about the copy made for it
-                workloads = adapt(workloads)
-            candidates = [settings.tokenizer] if settings.tokenizer else []
-            tokenizer, label = choose_tokenizer(candidates, request.out / TOKENIZER_DIR)
-            from ..workloads.artifacts import prepare_workload_artifacts
-
-            facts = {workload.name: prepare_workload_artifacts(request.out, workload) for workload in workloads}
-            with _clip_server(request, workloads) as clip_server:
-                tools = RunTools(aiperf, tokenizer, label, command, progress, api_key, facts, clip_server)
-                rows = make_rows(workloads, tools)
+            with run.tools_for(workloads) if ready else contextlib.nullcontext(run.tools):
+                yield run
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP: every child is stopped; report what exists
             with stop_signals_ignored():  # a row the signal cut short is already in place, `interrupted`
-                if not _has_rows(request.out):  # before the first row was written: a report that says so
-                    _write_interrupted_report(request.out)
-                _report_and_publish(
-                    request, workloads, aiperf.executable, api_key, console, rebuild=_has_rows(request.out)
-                )
+                finish_interrupted(run)
             raise
         except Exception:  # outside any row (a server that never got ready, ...): the rows on disk still reported
-            if _has_rows(request.out):
-                _report_after_failure(request, workloads, aiperf.executable, api_key, console)
+            if has_rows(request.out):
+                finish_after_failure(run)
             raise
-        differences = _report_and_publish(request, workloads, aiperf.executable, api_key, console)
-    return RunOutcome(rows, request.out / REPORT_HTML, exit_code(rows, request), differences)
+        differences = finish_run(run)
+        # The run's verdict as its exit code (runs/verdict.py): the rows named with --profile, if any, are those
+        # asked about.
+        named = bool(getattr(request, "profiles", None))
+        code = run_exit_code(run.rows, named=named, exit_zero=request.settings.exit_zero)
+        run.outcome = RunOutcome(run.rows, request.out / REPORT_HTML, code, differences)
 
 
-def _report_and_publish(
-    request: RunRequest,
-    workloads: list[Workload],
-    aiperf_executable: str,
-    api_key: str | None,
-    console: RunConsole,
-    rebuild: bool = True,
-) -> tuple[RowDifference, ...]:
+@contextlib.contextmanager
+def _clip_server(request: RunRequest, workloads: list[Workload]) -> Iterator[str | None]:
+    """The run's loopback clip server, serving exactly the workloads' clips, while the rows run (its base URL);
+    None when the transport needs none."""
+    if not needs_clip_server(request.settings.video_transport):
+        yield None
+        return
+    from ..serving.clip_server import ClipServer  # lazy: only a run that serves its clips loads an http server
+
+    with ClipServer(clip_routes(workloads), log_path=request.out / CLIP_SERVER_LOG) as server:
+        yield server.base_url
+
+
+# --- the end of every run ----------------------------------------------------------------------------------------
+
+
+def has_rows(out: Path) -> bool:
+    return any((out / CHECKPOINTS_DIR).glob(f"*/{RESULT_FILE}"))
+
+
+def finish_run(end: OwnedRun, rebuild: bool = True) -> tuple[RowDifference, ...]:
     """The artifacts made public-safe (publish/), then every report rendered from the rows made public (unless
     `rebuild` is off: the interrupted report, written again), each value it holds rewritten before any format escapes
     it, then the check over everything. Returns the report's differences, for the terminal."""
-    from ..publish.rewrite import publish_run
-    from ..report import build_report, frame_strip, write_report
+    request = end.request
 
     differences: list[RowDifference] = []
 
@@ -205,56 +213,51 @@ def _report_and_publish(
             differences[:] = report.differences
             write_report(report, request.out, frame_strip(report, [request.out]), public=public)
         else:
-            _write_interrupted_report(request.out, public)
+            write_interrupted_report(request.out, public)
 
     publish_run(
         request.out,
-        {workload.name: workload for workload in workloads},
-        aiperf_executable,
-        api_key,
+        {workload.name: workload for workload in end.workloads},
+        end.aiperf.executable,
+        end.api_key,
         trtmc=request.trtmc,
         bundle_cache=request.settings.bundle_cache,
         server_urls=request.server_urls(),
         model_dir=request.model_dir(),
-        warn=console.warn,
+        warn=end.console.warn,
         programs=_toolchain_programs() if request.trtmc else (),
         render=render,
     )
     return tuple(differences)
 
 
+def finish_interrupted(end: OwnedRun) -> None:
+    """A stop signal ended the run: a row it cut short is already in place, `interrupted`; before the first row
+    was written, a report that says so."""
+    if not has_rows(end.request.out):
+        write_interrupted_report(end.request.out)
+    finish_run(end, rebuild=has_rows(end.request.out))
+
+
+def finish_after_failure(end: OwnedRun) -> None:
+    """The report and the public check after a failure outside any row; one that fails too is said in one line, so
+    the failure that ended the run stays the one reported."""
+    try:
+        finish_run(end)
+    except Exception as error:
+        end.console.warn(f"the report could not be rebuilt after the failure below: {type(error).__name__}: {error}")
+
+
 def _toolchain_programs() -> list[str | None]:
     """The TRTMC tools a --trtmc run found on PATH: the publish step names each by its name alone."""
-    from ..trtmc.commands import find_toolchain
-
     tools = find_toolchain()
     return [tools.trtmc, tools.trtmc_server, tools.benchmark_worker, tools.python]
 
 
-def _report_after_failure(
-    request: RunRequest, workloads: list[Workload], aiperf_executable: str, api_key: str | None, console: RunConsole
-) -> None:
-    """The report and the public check after a failure outside any row; one that fails too is said in one line, so
-    the failure that ended the run stays the one reported."""
-    try:
-        _report_and_publish(request, workloads, aiperf_executable, api_key, console)
-    except Exception as error:
-        console.warn(f"the report could not be rebuilt after the failure below: {type(error).__name__}: {error}")
-
-
-def _has_rows(out: Path) -> bool:
-    return any((out / CHECKPOINTS_DIR).glob(f"*/{RESULT_FILE}"))
-
-
-def _write_interrupted_report(out: Path, public: Callable[[str], str] | None = None) -> None:
+def write_interrupted_report(out: Path, public: Callable[[str], str] | None = None) -> None:
     """A run stopped (SIGINT, SIGTERM, SIGHUP) before its first row was written: every report format says so. A
     row the signal cut short once it had started is written `interrupted` (rows/end.py), so no row here means
     nothing was measured; the exit code is the signal's (128 + its number), as documented."""
-    from .. import __version__
-    from ..common.stop_signals import interrupted_by
-    from ..report import write_report
-    from ..results import GroupLine, Report
-
     by = interrupted_by()
     line = (
         f"Interrupted ({'SIGINT' if by == 'interrupted' else by}) before any row was written: nothing was "
@@ -270,18 +273,3 @@ def _write_interrupted_report(out: Path, public: Callable[[str], str] | None = N
         counts={},
     )
     write_report(report, out, public=public)
-
-
-@contextlib.contextmanager
-def _clip_server(request: RunRequest, workloads: list[Workload]) -> Iterator[str | None]:
-    """The run's loopback clip server, serving exactly the workloads' clips, while the rows run (its base URL);
-    None when the transport needs none. It stops with the block, on an error or SIGINT too."""
-    from ..stages.capability import clip_routes
-
-    if not needs_clip_server(request.settings.video_transport):
-        yield None
-        return
-    from ..serving.clip_server import ClipServer
-
-    with ClipServer(clip_routes(workloads), log_path=request.out / CLIP_SERVER_LOG) as server:
-        yield server.base_url

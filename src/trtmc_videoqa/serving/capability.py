@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..common.server_answers import read_chat_completion
+from ..answers.shapes import read_chat_completion
 from ..media.payload import chat_request_body, check_body_limit, encode_body, video_data_url
 from ..results import ServedModel, TransportAttempt, VideoTransport
 from .bounded_http import (

@@ -22,7 +22,6 @@ import stat
 import threading
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import TracebackType
@@ -30,18 +29,13 @@ from typing import IO, Any
 from urllib.parse import unquote, urlsplit
 
 from ..common.atomic_write import open_for_appending
+from ..transports.clips import ServedFile
 
 LOOPBACK = "127.0.0.1"
 _CHUNK = 64 * 1024
 _ALLOWED = "GET, HEAD"
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 _STOP_TIMEOUT_S = 10.0
-
-
-@dataclass(frozen=True)
-class ServedFile:
-    path: Path
-    mime: str  # the Content-Type it is served with, e.g. video/mp4
 
 
 def byte_range(header: str | None, size: int) -> tuple[int, int] | None | str:

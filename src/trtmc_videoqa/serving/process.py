@@ -16,7 +16,7 @@ import httpx
 from ..common import child_groups
 from ..common.atomic_write import open_for_writing
 from ..common.net import verified_tls
-from ..common.server_answers import parse_server_json
+from ..common.server_json import parse_server_json
 
 READY_PATH = "/health/ready"
 

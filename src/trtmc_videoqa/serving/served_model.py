@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..common.server_answers import parse_server_json
+from ..common.server_json import parse_server_json
 from ..results import ServedModel, ServedModelVerdict
 from .bounded_http import (
     REQUEST_ERRORS,

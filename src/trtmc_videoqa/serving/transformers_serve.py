@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..common.errors import UserError
-from ..common.hub_paths import hub_cache_dir
 from ..common.safe_names import safe_name
 from ..common.scrub import REDACTED
 from ..common.text_escape import one_line
+from ..hub.cache import hub_cache_dir
 
 SERVER_NAME = "transformers serve"
 HEALTH_PATH = "/health"

@@ -1,7 +1,7 @@
 """The `aiperf` stage: the published AIPerf client over the workload's planned requests, under our own wall limit.
 
 Warmup rows are kept apart from the profiling ones; every planned request is then matched to AIPerf's record of it
-and to the server's own task time (stages/join.py). AIPerf's exports are scrubbed of secrets; its raw logs are kept
+and to the server's own task time (climb/join.py). AIPerf's exports are scrubbed of secrets; its raw logs are kept
 under the row's private/ folder, never published.
 
 A row measuring a server this run did not start (`guarded`) sends AIPerf's requests through the loopback guard
@@ -28,6 +28,11 @@ from ..aiperf.progress import AiperfCount
 from ..aiperf.runner import RunOutcome, run_with_wall_limit
 from ..aiperf.tokenizer import aiperf_environment
 from ..aiperf_qual.execution_file import AiperfEvidence, RunFacts, aiperf_evidence
+from ..climb.join import join_requests, keep_raw_answers, read_server_records, with_server_text_notes
+from ..climb.levels import LevelRun, Load, combined, loads
+from ..climb.prompts import workload_prompts
+from ..climb.protocol import Climb, EndpointRow, RowJob, Served, Stop, measuring, recorded, served, signal_name
+from ..climb.stats import latency_stats, requests_per_second
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.progress import watching
 from ..common.scrub import known_secrets
@@ -51,15 +56,10 @@ from ..results.layout import (
     aiperf_run_log,
     aiperf_run_logs,
 )
-from ..results.transports import TRANSPORTS, used_transport
 from ..serving.forward_proxy import GRACE_S, ForwardProxy, GuardTally
+from ..transports.clips import aiperf_videos
+from ..transports.table import TRANSPORTS, used_transport
 from ..workloads import Workload
-from .capability import aiperf_videos
-from .join import join_requests, keep_raw_answers, read_server_records, with_server_text_notes
-from .levels import LevelRun, Load, combined, loads
-from .prompts import workload_prompts
-from .protocol import Climb, EndpointRow, RowJob, Served, Stop, measuring, recorded, served, signal_name
-from .stats import latency_stats, requests_per_second
 from .streaming import stream_figures, streaming_choice
 
 # Over http the input file names the run's own loopback clip server, which lives only as long as the run.
@@ -88,7 +88,7 @@ class AiperfRun:
 def aiperf(row: RowJob, climb: Climb) -> Climb | Stop:
     """The `aiperf` stage: the published client over every planned request (warmup kept apart), each request joined
     to its record and the server's task time, `requests.jsonl` written; passed only when every request is
-    accounted for. A sweep or repeated runs (stages/levels.py) make one AIPerf run each, judged alike; the row's
+    accounted for. A sweep or repeated runs (climb/levels.py) make one AIPerf run each, judged alike; the row's
     top-level figures are the first run's."""
     climb, result = measuring(climb)
     target, job = served(climb), row.job

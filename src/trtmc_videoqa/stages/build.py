@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from ..climb.checkpoint import Checkpoint, redacted, run_step
+from ..climb.protocol import Bundle, Climb, Stop
 from ..common.progress import watched_log
 from ..results import StageResult
 from ..results.layout import BUILD_LOG, BUNDLES_DIR
 from ..trtmc.commands import build_argv, bundle_header, bundle_path, effective_precision, file_digest, partial_path
-from .checkpoint import Checkpoint, redacted, run_step
-from .protocol import Bundle, Climb, Stop
 
 
 def build(cp: Checkpoint, climb: Climb) -> Climb | Stop:

@@ -1,10 +1,9 @@
-"""The capability check tried over the video transports, and what a request carries by each.
+"""The capability check tried over the video transports.
 
-The transports, the choices of --video-transport and what each choice tries are one table, results/transports.py.
-Here: the routes and URLs of the run's loopback clip server (serving/clip_server.py), the video part of a chat body
-and of AIPerf's rows by transport (a data URL, or the clip's URL on that server), and the check: one request per
-transport the choice tries, in order, until one is accepted. The first accepted transport is the row's for the rest
-of it (AIPerf, identity), and every try is evidence on the row.
+The transports, the choices of --video-transport and what each choice tries are one table, transports/table.py;
+what carries a clip by each (a data URL, or the clip's URL on the run's clip server) is transports/clips.py. Here:
+the check, one request per transport the choice tries, in order, until one is accepted. The first accepted
+transport is the row's for the rest of it (AIPerf, identity), and every try is evidence on the row.
 
 When no transport is accepted, a refusal of the video content (a 4xx, see serving/capability.py) on any try is
 followed by one text-only request to the same model with the same key: answered, the stage is `rejected` (the row
@@ -18,62 +17,26 @@ stage, naming both; the names are on capability.json and on the row (`served_mod
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..aiperf.dataset import Prompt
+from ..climb.prompts import workload_prompts
+from ..climb.protocol import Climb, RowJob, Stop, measuring, recorded, served
 from ..common.atomic_write import write_bytes_atomic, write_model_atomic
-from ..common.server_answers import parse_server_json
+from ..common.server_json import parse_server_json
 from ..results import ServedModel, StageResult, StageStatus, TransportAttempt, VideoTransport
 from ..results.layout import CAPABILITY_FILE, raw_answer_file
-from ..results.transports import CHOICES, TRANSPORTS
-from .prompts import workload_prompts
-from .protocol import Climb, RowJob, Stop, measuring, recorded, served
+from ..serving.capability import TRANSPORT_WORDS, check_capability, check_text_only, setup_hint
+from ..serving.served_model import judge_served_model, listed_models, same_model
+from ..transports.clips import chat_video_url
+from ..transports.table import CHOICES, TRANSPORTS
 
 if TYPE_CHECKING:
     from ..plan.settings import RunSettings
     from ..serving.capability import CapabilityResult
-    from ..serving.clip_server import ServedFile
-    from ..workloads import Workload
-
-
-def clip_route(workload: Workload, clip_id: str) -> str:
-    """`/clips/<workload>/<clip id><suffix>`: both names are lowercase slugs by the workload schema."""
-    return f"/clips/{workload.name}/{clip_id}{Path(workload.clip(clip_id).file).suffix}"
-
-
-def clip_routes(workloads: Iterable[Workload]) -> dict[str, ServedFile]:
-    """Every clip of every workload, by its URL path, with the MIME type the workload records for it."""
-    from ..serving.clip_server import ServedFile  # here: only a run that serves its clips loads an http server
-
-    return {
-        clip_route(workload, clip.id): ServedFile(workload.clip_path(clip.id), clip.mime)
-        for workload in workloads
-        for clip in workload.spec.clips
-    }
-
-
-def clip_urls(base_url: str, workload: Workload) -> dict[str, str]:
-    """Clip id -> the clip's URL on the clip server at `base_url`."""
-    return {clip.id: base_url + clip_route(workload, clip.id) for clip in workload.spec.clips}
-
-
-def chat_video_url(transport: VideoTransport, prompt: Prompt, urls: Mapping[str, str]) -> str:
-    """What a chat body's video part carries: the clip as a data URL, or its http URL (ClipError, OSError)."""
-    if TRANSPORTS[transport].by_url:
-        if prompt.clip_id not in urls:
-            raise ValueError(f"no clip server URL for clip {prompt.clip_id!r}: the {transport} transport needs one")
-        return urls[prompt.clip_id]
-    from ..media.payload import video_data_url  # PyAV comes with it
-
-    return video_data_url(Path(prompt.clip_path))
-
-
-def aiperf_videos(transport: VideoTransport, urls: Mapping[str, str]) -> dict[str, str]:
-    """Clip id -> what AIPerf's `video` field carries instead of the clip's path: the http URLs, or nothing."""
-    return dict(urls) if TRANSPORTS[transport].by_url else {}
 
 
 @dataclass
@@ -164,7 +127,6 @@ def _answered(result: CapabilityResult) -> bool:
 
 
 def _text_only(request: CapabilityRequest, settings: RunSettings) -> CapabilityResult:
-    from ..serving.capability import check_text_only
 
     return check_text_only(
         request.url,
@@ -180,7 +142,6 @@ def _served_model(
 ) -> ServedModel | None:
     """The names the answers gave beside --model; GET /v1/models asked only where they do not settle it (no name,
     another name) or a plain text request was refused too (its list is the hint). None: nothing answered."""
-    from ..serving.served_model import judge_served_model, listed_models, same_model
 
     text_refused = text_only is not None and not _answered(text_only)
     answers = [r for r in results if _answered(r)]
@@ -199,7 +160,6 @@ def _setup_problem(
 ) -> StageResult | None:
     """The stage `failed` where the setup is wrong, whatever the video's fate: a plain text request refused as the
     video was, or answers that name another model than --model. None: no such problem."""
-    from ..serving.capability import setup_hint
 
     capability = outcome.capability
     if capability is None:
@@ -239,7 +199,6 @@ def _try(
 ) -> tuple[CapabilityResult | None, str]:
     """One try: its result, or None and why it was not sent (the clip unreadable, the body over the limit)."""
     from ..media import ClipError
-    from ..serving.capability import check_capability
 
     try:
         result = check_capability(
@@ -295,7 +254,6 @@ def _transport_advice(tried: VideoTransport, attempt: TransportAttempt, attempts
     """A server error on the video request, in the server's words, and a transport to try instead only where its
     words are about the clip's URL or format (or a bare 500 to a clip in the body, as servers that fetch only URLs
     answer one) and the server has not already refused that transport."""
-    from ..serving.capability import TRANSPORT_WORDS
 
     other = TRANSPORTS[tried].instead
     refused = {a.transport for a in attempts if not a.accepted}

@@ -8,13 +8,13 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+from ..climb.checkpoint import Checkpoint, redacted, run_step
+from ..climb.protocol import Climb, Stop, built
 from ..common.progress import watched_log
 from ..plan.trtmc_checks import correctness_problem
 from ..results import StageResult
 from ..results.layout import CORRECTNESS_DIR, CORRECTNESS_LOG
 from ..trtmc.commands import correctness_argv, correctness_env, correctness_test, family_test_outcome
-from .checkpoint import Checkpoint, redacted, run_step
-from .protocol import Climb, Stop, built
 
 
 def correctness(cp: Checkpoint, climb: Climb) -> Climb | Stop:

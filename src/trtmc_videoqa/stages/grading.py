@@ -5,13 +5,13 @@ row here."""
 
 from __future__ import annotations
 
+from ..climb.levels import LevelRun, judged
+from ..climb.protocol import Climb, RowJob, Stop, measuring, recorded
 from ..common.atomic_write import write_model_atomic
 from ..results import Accuracy, StageResult
 from ..results.layout import GRADING_FILE
 from ..workloads import Workload
 from ..workloads.grading import GradedAnswer, WorkloadGrade, grade_workload
-from .levels import LevelRun, judged
-from .protocol import Climb, RowJob, Stop, measuring, recorded
 
 
 def grading(row: RowJob, climb: Climb) -> Climb | Stop:

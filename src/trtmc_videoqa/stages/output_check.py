@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from ..climb.levels import combined
+from ..climb.protocol import Climb, RowJob, Stop, measuring, recorded
 from ..common.atomic_write import write_model_atomic
 from ..common.scrub import known_secrets
 from ..results import AnswerExample, AnswerOutcome, OutputCheck, RequestRow, StageResult
 from ..results.layout import OUTPUT_CHECK_FILE, REQUESTS_FILE
 from ..workloads.grading import GradedAnswer
-from .levels import combined
-from .protocol import Climb, RowJob, Stop, measuring, recorded
 
 if TYPE_CHECKING:
     from ..plan.self_test import DeclaredNoAnswer

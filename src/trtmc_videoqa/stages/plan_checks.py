@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
+from ..climb.checkpoint import Checkpoint
+from ..climb.protocol import Climb, Stop
 from ..plan.row_start import unsupported_row, with_workload_facts
 from ..plan.trtmc_checks import manifest_path_problem
 from ..results import StageResult
-from .checkpoint import Checkpoint
 from .identity.trtmc_native import trtmc_mechanics
-from .protocol import Climb, Stop
 
 
 def planned(cp: Checkpoint, key: str) -> Climb:

@@ -9,18 +9,18 @@ import os
 import time
 from dataclasses import replace
 
+from ..climb.checkpoint import Checkpoint, redacted
+from ..climb.protocol import Climb, Served, Stop, built
 from ..common.progress import watched_log
 from ..common.scrub import SERVER_TOKEN_ENV
 from ..results import StageResult, StageStatus
 from ..results.layout import SERVER_LOG, SERVER_RECORDS
+from ..serving.process import ServerProblem, ServerProcess, free_loopback_port, served_model
 from ..trtmc.commands import server_argv
-from .checkpoint import Checkpoint, redacted
-from .protocol import Climb, Served, Stop, built
 
 
 def serve(cp: Checkpoint, climb: Climb) -> Climb | Stop:
     """trtmc-server started on a free loopback port; the climb then knows where it answers and under which name."""
-    from ..serving.process import ServerProblem, ServerProcess, free_loopback_port, served_model
 
     job = cp.job
     port = free_loopback_port()

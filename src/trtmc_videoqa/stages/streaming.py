@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from ..aiperf.dataset import Prompt, RequestPlan
+from ..climb.protocol import Climb, EndpointRow, RowJob, Served
+from ..climb.stats import latency_stats
 from ..results import RequestRow
-from ..results.transports import used_transport
-from .capability import chat_video_url
-from .protocol import Climb, EndpointRow, RowJob, Served
-from .stats import latency_stats
+from ..serving.capability import check_capability
+from ..transports.clips import chat_video_url
+from ..transports.table import used_transport
 
 STREAM_NOT_USED = (
     "--streaming not used on this row: trtmc-server refused a request with stream=true ({why}); measured unstreamed"
@@ -42,7 +43,6 @@ def streaming_choice(row: RowJob, climb: Climb, target: Served, plan: RequestPla
 def _stream_refusal(row: RowJob, climb: Climb, target: Served, plan: RequestPlan) -> str | None:
     """None where the server answers a streamed request with HTTP 200; else what it said (or why none was sent)."""
     from ..media import ClipError
-    from ..serving.capability import check_capability
 
     if not plan.requests:
         return "no planned request to try it with"

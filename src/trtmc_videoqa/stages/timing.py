@@ -5,17 +5,17 @@ On trtmc-server (TRTMC mode) it is a gate: a row whose task times are missing or
 qualified, because its figures would mix the server's boundary with nothing (or with nonsense). A server we did not
 build (`--endpoint`) may not report one at all: that is stated, never failed, and client latency stands alone.
 
-A task time is invalid when it is no finite number from zero up to the request's own client latency (stages/join.py
+A task time is invalid when it is no finite number from zero up to the request's own client latency (climb/join.py
 checks it, issue 26): it never enters a figure, each request carries why (`server_task_invalid`), and this stage
 counts the invalid ones and names the first, in either mode; in TRTMC mode they fail the row here.
 """
 
 from __future__ import annotations
 
+from ..climb.levels import judged
+from ..climb.protocol import Climb, RowJob, Stop, measuring, recorded
 from ..results import RequestRow, StageResult
 from ..results.layout import REQUESTS_FILE
-from .levels import judged
-from .protocol import Climb, RowJob, Stop, measuring, recorded
 
 NOT_REPORTED = "not reported by this server"
 

@@ -13,16 +13,20 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..climb.prompts import workload_prompts
+from ..climb.protocol import Climb, Stop, built, recorded
 from ..common.atomic_write import write_model_atomic
 from ..results import IdentityAnswer, NativeCapability, StageResult
 from ..results.layout import CAPABILITY_FILE, NATIVE_CAPABILITY_FILE
+from ..serving.process import ServerProblem
 from ..trtmc.commands import perf_serving_problem
 from .capability import capability
-from .prompts import workload_prompts
-from .protocol import Climb, Stop, built, recorded
+from .identity.compare import clip_request_problem, native_answers, request_source
+from .identity.live import max_tokens
+from .identity.trtmc_native import NativeRoute
 
 if TYPE_CHECKING:
-    from .checkpoint import Checkpoint
+    from ..climb.checkpoint import Checkpoint
     from .identity.trtmc_native import NativeRoute
 
 AIPERF_UNREACHABLE = (
@@ -37,7 +41,6 @@ def trtmc_capability(cp: Checkpoint, climb: Climb) -> Climb | Stop:
     request = cp.entry.native_request
     if not isinstance(outcome, Stop) or outcome.stage.status != "rejected" or request is None:
         return outcome
-    from .identity.compare import clip_request_problem
 
     if request.template is None or perf_serving_problem(cp.toolchain, cp.checkout) or clip_request_problem(request):
         return outcome  # no video Task route to try: the refusal stands as it is
@@ -45,8 +48,6 @@ def trtmc_capability(cp: Checkpoint, climb: Climb) -> Climb | Stop:
 
 
 def _native_only(cp: Checkpoint, refused: Stop) -> Stop:
-    from .identity.compare import request_source
-    from .identity.trtmc_native import NativeRoute
 
     climb = refused.at
     assert climb.measurement is not None and cp.entry.native_request is not None
@@ -94,9 +95,6 @@ def _stopped(end: Climb | Stop) -> Stop:
 
 def _one_native_answer(cp: Checkpoint, native: NativeRoute) -> IdentityAnswer:
     """The workload's first (question, clip) once through the native route, as the chat capability check asks it."""
-    from ..serving.process import ServerProblem
-    from .identity.compare import native_answers
-    from .identity.live import max_tokens
 
     request = native.request
     try:

@@ -10,12 +10,15 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from ..common.digests import file_sha256
-from ..results import CheckpointEntry
 from ..results.layout import FAMILY_RESULT_FILE, JUNIT_FILE
+
+if TYPE_CHECKING:
+    from ..results import CheckpointEntry  # its schemas load on first use: an annotation only
 
 TRTMC_TOOLS = ("trtmc", "trtmc-server")
 GPU_PROBE = ("nvidia-smi", "-L")

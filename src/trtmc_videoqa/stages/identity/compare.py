@@ -15,7 +15,7 @@ is taken to have perf_serving's request shape, ``ENDPOINT_NATIVE_REQUEST`` (``pr
 
 Both clients read each answer under ``--max-response-bytes`` (decoded) and ``--request-timeout`` for the whole
 request, and never follow a redirect (serving/bounded_http.py). Each body is read through a typed, tolerant model
-(common/server_answers.py): a body of another shape is the pair's named error, and an answer whose text had to be
+(answers/shapes.py): a body of another shape is the pair's named error, and an answer whose text had to be
 escaped (a lone surrogate) keeps its raw bytes under the row's private/ folder.
 """
 
@@ -32,8 +32,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ...aiperf.dataset import Prompt
 from ...aiperf_qual.execution import request_sha
+from ...answers.shapes import ChatAnswer, NativeAnswer, read_chat_completion, read_native_answer
 from ...common.atomic_write import write_bytes_atomic
-from ...common.server_answers import ChatAnswer, NativeAnswer, read_chat_completion, read_native_answer
 from ...media.errors import ClipError
 from ...media.payload import chat_request_body, check_body_limit, encode_body, video_data_url
 from ...results import IdentityAnswer, IdentityCheck, IdentityPair, IdentityVerdict, NativeRequest

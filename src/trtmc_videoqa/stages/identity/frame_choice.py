@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...common.hub_paths import json_object
+from ...hub.cache import hub_snapshot, json_object
 from ...media.sampling import SamplingPolicy
-from ...plan.hub_cache import hub_snapshot
 
 if TYPE_CHECKING:
     from ...results import CheckpointEntry

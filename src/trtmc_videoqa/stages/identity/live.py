@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...aiperf_qual.execution import EVIDENCE
+from ...climb.prompts import workload_prompts
+from ...climb.protocol import Climb, EndpointRow, Stop, measuring, recorded, served
 from ...results import (
     IdentityAnswer,
     IdentityCheck,
@@ -21,9 +23,8 @@ from ...results import (
     StageResult,
     VideoTransport,
 )
-from ...results.transports import FALLBACK_TRANSPORT, used_transport
-from ..prompts import workload_prompts
-from ..protocol import Climb, EndpointRow, Stop, measuring, recorded, served
+from ...transports.clips import chat_video_url
+from ...transports.table import FALLBACK_TRANSPORT, used_transport
 from .verdict import identity_stage, not_applicable, write_identity
 
 if TYPE_CHECKING:
@@ -44,8 +45,7 @@ def chat_side(
     """Each (question, clip) of the workload once through HTTP chat, greedy, its clip carried by `transport` (the
     one the row's capability check accepted) and with the workload's extra body fields; an answer whose text had
     to be escaped is kept raw under `row_dir`'s private/ folder."""
-    from ..capability import chat_video_url
-    from .compare import chat_answers
+    from .compare import chat_answers  # lazy: identity's comparison loads the inventory's schemas (NativeRequest)
 
     return chat_answers(
         url,
@@ -67,7 +67,7 @@ def native_side(
 ) -> list[IdentityAnswer]:
     """The same pairs once through the native Task route, greedy, with only the fields the Task defines (a
     video-to-text Task's frames from `frames`); raw answers kept as `chat_side` keeps them."""
-    from .compare import native_answers
+    from .compare import native_answers  # lazy: as chat_side's
 
     return native_answers(
         native_url,
@@ -85,7 +85,7 @@ def native_side(
 def compared(
     job: QualifyJob, chat: list[IdentityAnswer], native: list[IdentityAnswer], route: str, request: NativeRequest
 ) -> IdentityCheck:
-    from .compare import compare
+    from .compare import compare  # lazy: as chat_side's
 
     return compare(workload_prompts(job.workload), chat, native, native_route=route, request=request)
 
@@ -139,9 +139,10 @@ def endpoint_identity(
 ) -> IdentityCheck:
     """A server we did not build: identity against the native route the user named, else not-applicable (the
     clients and the native request's reader are not loaded for that)."""
+    from .compare import ENDPOINT_NATIVE_REQUEST  # lazy: as chat_side's
+
     if not native_url:
         return not_applicable(NO_NATIVE_URL)
-    from .compare import ENDPOINT_NATIVE_REQUEST
 
     job.progress("identity: each question and clip once through chat and once through the native route")
     chat = chat_side(job, url, model, transport, row_dir=row_dir)

@@ -10,9 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...aiperf_qual.execution import EVIDENCE
+from ...climb.join import read_server_records, record_task_time
+from ...climb.protocol import Bundle, Climb, Stop, built, measuring, recorded, served
 from ...results import IdentityAnswer, IdentityCheck, RecordedCommand, ServingMechanics
 from ...results.layout import NATIVE_FRAMES, NATIVE_RECORDS, NATIVE_SCRATCH, NATIVE_SERVER_LOG, PRIVATE_DIR
-from ...results.transports import used_transport
+from ...serving.process import ServerProblem, ServerProcess, free_loopback_port
+from ...transports.table import used_transport
 from ...trtmc.commands import (
     PERF_SERVING_PACKAGE,
     PERF_SERVING_ROOT,
@@ -21,9 +24,11 @@ from ...trtmc.commands import (
     perf_serving_env,
     perf_serving_problem,
 )
-from ..join import read_server_records, record_task_time
-from ..protocol import Bundle, Climb, Stop, built, measuring, recorded, served
+from .compare import clip_request_problem
+from .frame_choice import frame_choice
 from .live import chat_side, compared, identity_written, native_side
+from .verdict import blocked
+from .video_request import FrameFiles, asks_for_frames, sampling_source
 
 TRTMC_CHAT = (
     "trtmc-server POST /v1/chat/completions, started with --records; each task time joined by X-Request-ID "
@@ -31,8 +36,8 @@ TRTMC_CHAT = (
 )
 
 if TYPE_CHECKING:
+    from ...climb.checkpoint import Checkpoint
     from ...serving.process import ServerProcess
-    from ..checkpoint import Checkpoint
     from .frame_choice import FrameChoice
     from .video_request import FrameFiles
 
@@ -53,9 +58,6 @@ def trtmc_identity(cp: Checkpoint, climb: Climb) -> Climb | Stop:
 def native_identity(cp: Checkpoint, bundle: Bundle, chat: list[IdentityAnswer]) -> tuple[IdentityCheck, dict]:
     """perf_serving on the same bundle file with its own worker, the Task's own request fields, the comparison;
     blocked, with the reason, where the checkout or this machine lacks what that needs."""
-    from ...serving.process import ServerProblem
-    from .compare import clip_request_problem
-    from .verdict import blocked
 
     job, entry, request = cp.job, cp.entry, cp.entry.native_request
     problem = perf_serving_problem(cp.toolchain, cp.checkout) or clip_request_problem(request)
@@ -79,7 +81,6 @@ class NativeRoute:
     video-to-text Task, the frames its requests carry (each clip decoded once)."""
 
     def __init__(self, cp: Checkpoint, bundle: Bundle) -> None:
-        from ...serving.process import free_loopback_port
 
         request = cp.entry.native_request
         assert request is not None, "a native route needs the Task's native request"
@@ -105,8 +106,6 @@ class NativeRoute:
         self.choice: FrameChoice | None = None
         if request.template is not None:
             from ...media.frames import FrameBudget
-            from .frame_choice import frame_choice
-            from .video_request import FrameFiles, asks_for_frames
 
             self.choice = frame_choice(cp.entry, cp.job.workload) if asks_for_frames(request) else None
             settings = cp.job.settings
@@ -115,7 +114,6 @@ class NativeRoute:
 
     def process(self) -> ServerProcess:
         """The server, to be entered (ServerProblem while it starts)."""
-        from ...serving.process import ServerProcess
 
         return ServerProcess(
             self.argv,
@@ -126,7 +124,6 @@ class NativeRoute:
         )
 
     def sampling(self) -> str | None:
-        from .video_request import sampling_source
 
         return None if self.frames is None else sampling_source(self.request, self.frames.sent(), self.choice)
 

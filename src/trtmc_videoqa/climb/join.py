@@ -21,7 +21,7 @@ from ..aiperf.dataset import PlannedRequest, RequestPlan
 from ..aiperf.exports import ClientRecord
 from ..common.atomic_write import write_bytes_atomic
 from ..common.safe_read import UnreadableInput, regular_file_lines
-from ..common.server_answers import parse_server_json
+from ..common.server_json import parse_server_json
 from ..results import RequestRow, StageResult
 from ..results.layout import RAW_ANSWERS_DIR, raw_answer_file
 from ..workloads import Workload

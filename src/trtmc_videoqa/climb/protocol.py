@@ -84,7 +84,7 @@ class Measurement:
     aiperf_exit: int | None = None
     aiperf: AiperfEvidence | None = None  # what execution.jsonl needs of the AIPerf run, taken by the stage
     figures: dict[str, Any] = field(default_factory=dict)
-    levels: list[LevelRun] = field(default_factory=list)  # every AIPerf run (stages/levels.py); the first is above
+    levels: list[LevelRun] = field(default_factory=list)  # every AIPerf run (climb/levels.py); the first is above
     settings: RunSettings | None = None  # what the runs were made with: the sweep's confidence and objective
     video_transport: VideoTransport | None = None  # the one the capability check accepted, used from then on
     transport_attempts: list[TransportAttempt] = field(default_factory=list)

@@ -1,4 +1,4 @@
-"""The row's sweep (results/levels.py) from its AIPerf runs (stages/levels.py): one entry per level, each run's own
+"""The row's sweep (results/levels.py) from its AIPerf runs (climb/levels.py): one entry per level, each run's own
 figures, and over repeated runs a confidence interval for client p50, task p50 and throughput (Student t over the
 runs' values) and for both-right (Clopper-Pearson over the questions); the goodput level and the best level.
 

@@ -2,7 +2,7 @@
 
 No value crashes them (issue 26): a value that is not a finite number (NaN, infinity) is left out, since it has no
 place in an order; sums and interpolations are computed so that no intermediate overflows, so 1e308 and -1e308
-are figures like any other. The join (stages/join.py) already keeps a server's invalid task times out of the
+are figures like any other. The join (climb/join.py) already keeps a server's invalid task times out of the
 figures; this is the floor under it.
 """
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..common.processes import run_in_group
 from ..results import CheckpointEntry, Inventory, RecordedCommand
 from ..trtmc.commands import Toolchain
 from .protocol import RowJob
@@ -27,7 +28,6 @@ def run_step(
     argv: list[str], *, log: Path, timeout_s: float, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> tuple[int | None, float]:
     """(exit code, or None when it overstayed its wall limit; wall seconds)."""
-    from ..common.processes import run_in_group
 
     run = run_in_group(argv, wall_limit_s=timeout_s, log_path=log, cwd=cwd, env=env)
     return (None if run.timed_out else run.exit_code), run.wall_s

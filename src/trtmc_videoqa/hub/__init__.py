@@ -1,0 +1,1 @@
+"""The local Hugging Face hub cache: looked up, never downloaded from."""
