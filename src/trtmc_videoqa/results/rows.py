@@ -319,6 +319,11 @@ class Interruption(_Model):
     stage: StageName = Field(description="the stage running when it came (the last one reached, while finishing)")
 
 
+# The timing scope of a row whose server gave no task time: the stage records it, the reports say it.
+TASK_TIME_NOT_REPORTED = "not reported by this server"
+TASK_TIME_NOT_REPORTED_LINE = f"server task time: {TASK_TIME_NOT_REPORTED}; client latency stands alone"
+
+
 class ResultRow(_Model):
     schema_version: Literal["trtmc-videoqa.result/v1"] = RESULT_SCHEMA
     profile: str
@@ -359,7 +364,7 @@ class ResultRow(_Model):
     timing_scope: str | None = Field(
         default=None,
         description="what the task time measures: the server's own word where it gives one, else the boundary "
-        "its field measures; 'not reported by this server' when it gave none",
+        f"its field measures; '{TASK_TIME_NOT_REPORTED}' when it gave none",
     )
     requests_per_s: float | None = None
     sweep: Sweep | None = Field(

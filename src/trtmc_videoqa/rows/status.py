@@ -28,7 +28,7 @@ from ..results.layout import (
     OUTPUT_CHECK_FILE,
     RESULT_FILE,
 )
-from ..stages.timing import NOT_REPORTED
+from ..results.rows import TASK_TIME_NOT_REPORTED as NOT_REPORTED
 
 if TYPE_CHECKING:
     from ..climb.protocol import Measurement, Stop

@@ -16,8 +16,8 @@ from ..climb.levels import judged
 from ..climb.protocol import Climb, RowJob, Stop, measuring, recorded
 from ..results import RequestRow, StageResult
 from ..results.layout import REQUESTS_FILE
-
-NOT_REPORTED = "not reported by this server"
+from ..results.rows import TASK_TIME_NOT_REPORTED as NOT_REPORTED
+from ..results.rows import TASK_TIME_NOT_REPORTED_LINE
 
 
 def timing(row: RowJob, climb: Climb) -> Climb | Stop:
@@ -73,7 +73,7 @@ def timing_stage(
         detail = "; ".join([*parts, f"{joined} joined{where}"])
         return StageResult(name="timing", status="failed", detail=detail, evidence=evidence)
     if not joined and not invalid:
-        detail = f"server task time: {NOT_REPORTED}; client latency stands alone"
+        detail = TASK_TIME_NOT_REPORTED_LINE
         return StageResult(name="timing", status="skipped", detail=detail, evidence=evidence)
     detail = f"server task time for {joined} of {len(completed)} profiling requests{where}"
     if missing:
