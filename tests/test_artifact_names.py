@@ -11,6 +11,8 @@ import functools
 import re
 from pathlib import Path
 
+from source_scan import parsed, walked
+
 from trtmc_videoqa.aiperf import exports
 from trtmc_videoqa.results import layout
 
@@ -86,13 +88,13 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return found
 
 
-@functools.cache  # both tests read every module: each is parsed once
-def literals(source: str) -> tuple[tuple[int, str], ...]:
+@functools.cache  # both tests read every module: each is parsed once (source_scan.py, shared with the other scans)
+def literals(source: str, filename: str = "<source>") -> tuple[tuple[int, str], ...]:
     """(line, text) of every string literal but docstrings; an f-string whole, each field as `{}`."""
-    tree = ast.parse(source)
+    tree = parsed(source, filename)
     skipped = _docstrings(tree)
     found = []
-    nodes = list(ast.walk(tree))
+    nodes = walked(source, filename)
     for node in nodes:
         if isinstance(node, ast.JoinedStr):
             skipped |= {id(value) for value in node.values}
@@ -110,7 +112,7 @@ def artifact_names(package: Path, allowed: dict[str, set[str]]) -> list[str]:
         module = path.relative_to(package).as_posix()
         if module == LAYOUT:
             continue
-        for line, text in literals(path.read_text()):
+        for line, text in literals(path.read_text(), str(path)):
             if FILE_NAME.fullmatch(text) and text not in allowed.get(module, set()):
                 found.append(f"{module}:{line}: {text}")
     return sorted(found)
@@ -127,7 +129,7 @@ def test_every_artifact_name_lives_in_the_layout() -> None:
 def test_each_name_listed_as_not_ours_is_still_there() -> None:
     """The list shrinks with the code: an entry nothing uses any more is dropped."""
     present = {
-        path.relative_to(PACKAGE).as_posix(): {text for _, text in literals(path.read_text())}
+        path.relative_to(PACKAGE).as_posix(): {text for _, text in literals(path.read_text(), str(path))}
         for path in PACKAGE.rglob("*.py")
     }
     stale = sorted(f"{module}: {name}" for module, names in NOT_OURS.items() for name in names - present[module])

@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 import shutil
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from helpers import QUICK, reference, run_main
-from scipy import stats
 from shared_runs import SharedRun, tripwire_aiperf
 
 from trtmc_videoqa.cli.run_output import print_outcome
@@ -42,7 +42,14 @@ from trtmc_videoqa.runs.owner import RunOutcome
 # --- the tests on known numbers ---------------------------------------------------------------------------------
 
 
-def test_welchs_interval_is_scipys_and_a_higher_latency_is_slower() -> None:
+@pytest.fixture(scope="module")
+def stats() -> ModuleType:  # scipy.stats, imported here, not at collection: about 1.5 s of CPU in every worker
+    from scipy import stats
+
+    return stats
+
+
+def test_welchs_interval_is_scipys_and_a_higher_latency_is_slower(stats: ModuleType) -> None:
     a, b = [101.0, 104.0, 99.0], [180.0, 171.0, 190.0, 176.0]
     judged = timed_difference("client_p50_ms", a, b)
     expected = stats.ttest_ind(b, a, equal_var=False).confidence_interval(0.95)
@@ -56,7 +63,7 @@ def test_welchs_interval_is_scipys_and_a_higher_latency_is_slower() -> None:
     assert timed_difference("requests_per_s", b, a, confidence=0.9).verdict == "slower"
 
 
-def test_an_interval_that_holds_zero_is_no_clear_difference() -> None:
+def test_an_interval_that_holds_zero_is_no_clear_difference(stats: ModuleType) -> None:
     a, b = [100.0, 140.0, 95.0], [120.0, 98.0, 130.0]
     judged = timed_difference("task_p50_ms", a, b)
     expected = stats.ttest_ind(b, a, equal_var=False).confidence_interval(0.95)
@@ -72,7 +79,7 @@ def test_one_run_a_side_cannot_be_judged_however_far_apart(a: list[float], b: li
     assert "--num-profile-runs 2" in judged.why and "2 runs a side" in judged.why
 
 
-def test_both_right_uses_fishers_exact_test_and_says_when_no_outcome_could_count() -> None:
+def test_both_right_uses_fishers_exact_test_and_says_when_no_outcome_could_count(stats: ModuleType) -> None:
     # 3 questions a side (synthetic): even 3/3 against 0/3 gives p = 2/C(6,3) = 0.1, never below 0.05
     tiny = both_right_difference(0, 3, 3, 3)
     assert tiny.verdict == "cannot be judged" and tiny.p_value is None and "p = 0.1" in tiny.why

@@ -11,7 +11,6 @@ import json
 import zlib
 from pathlib import Path
 
-import aiohttp
 import pytest
 from helpers import QUICK, qualify, row
 from raw_server import RawServer, aiohttp_posts, chat, response
@@ -41,6 +40,8 @@ def _zeros_gzip(mib: int) -> bytes:
 
 async def _inflated(url: str) -> tuple[int, str]:
     """How many bytes aiohttp inflated from one answer, counted as they come (never held), and how it ended."""
+    import aiohttp  # here, as raw_server.py does: not at collection, in every worker
+
     inflated = 0
     async with aiohttp.ClientSession() as session:
         try:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
+
+from helpers import run_main
 
 from trtmc_videoqa.inventory import run_inventory, skipped_manifests
 from trtmc_videoqa.inventory.manifest import MAX_MANIFEST_BYTES
@@ -60,21 +60,7 @@ def test_every_broken_manifest_is_an_invalid_row_and_the_audit_goes_on(tmp_path:
     skipped = {item.path: item.reason for item in inventory.skipped}
     assert "broken symlink" in skipped["families/vlm/tests/manifests/gone.json"]
 
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trtmc_videoqa",
-            "inventory",
-            "--trtmc",
-            str(tree),
-            "--out",
-            str(tmp_path / "inventory"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_main(None, "inventory", "--trtmc", str(tree), "--out", str(tmp_path / "inventory"))
     assert done.returncode == 0 and "Traceback" not in done.stderr
     assert "invalid" in done.stdout and (tmp_path / "inventory" / "inventory.json").is_file()
 
@@ -105,21 +91,7 @@ def test_a_manifest_path_that_is_not_a_regular_file_is_recorded_never_dropped(tm
     ]
     assert "- Skipped: 5 manifest(s) without a row, 1 other path(s)" in render_inventory_markdown(inventory)
 
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trtmc_videoqa",
-            "inventory",
-            "--trtmc",
-            str(tree),
-            "--out",
-            str(tmp_path / "inventory"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_main(None, "inventory", "--trtmc", str(tree), "--out", str(tmp_path / "inventory"))
     assert done.returncode == 0 and "Traceback" not in done.stderr
     assert "skipped 5 manifest(s), so no row" in done.stdout
     assert "skipped 1 other path(s)" in done.stdout

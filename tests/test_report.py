@@ -8,7 +8,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-from helpers import cli, run_main
+from helpers import run_main
 
 from trtmc_videoqa.report import build_report
 from trtmc_videoqa.report.build import MEASURED
@@ -556,7 +556,7 @@ def test_a_hand_made_row_with_a_non_finite_number_is_named_not_drawn(tmp_path: P
     bad = out / "checkpoints" / "bad" / "result.json"
     bad.write_text(bad.read_text().replace('"client_latency_ms":10.0', f'"client_latency_ms":{value}', 1))
     assert value in bad.read_text()
-    done = cli("report", str(out), "--out", str(tmp_path / "report"))
+    done = run_main(None, "report", str(out), "--out", str(tmp_path / "report"))
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     assert [row["profile"] for row in report["rows"]] == ["good"]

@@ -13,6 +13,7 @@ import pytest
 from doubles.toolchain import install_doubles
 from helpers import QUICK, one_message, row, run_main
 from shared_runs import FILE_KEY, REQUIRED_KEY_ENV, SharedRun
+from source_scan import walked
 
 from trtmc_videoqa.reference import (
     DEFAULT_MODEL_NAME,
@@ -126,7 +127,7 @@ def test_no_shell_strings_anywhere_in_src() -> None:
         for forbidden in ("shell=True", "os.system(", "os.popen(", "getoutput(", "getstatusoutput("):
             assert forbidden not in text, f"{path.relative_to(REPO)} uses {forbidden}"
         # Every subprocess call takes an argv list, never one string for a shell to split.
-        for node in ast.walk(ast.parse(text)):
+        for node in walked(text, str(path)):  # parsed once per process with the other scans (source_scan.py)
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)

@@ -4,9 +4,10 @@ between its modules at module level. Measured with `ast` on the files under src/
 from __future__ import annotations
 
 import ast
-import functools
 import textwrap
 from pathlib import Path
+
+from source_scan import nodes, parsed
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "trtmc_videoqa"
 MAX_MODULE_LINES = 450
@@ -29,20 +30,8 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-# Each file parsed and walked once per test run, whichever tests read it (keyed by its text: a file a test writes
-# is read afresh).
-@functools.cache
-def _parsed(text: str, filename: str) -> ast.Module:
-    return ast.parse(text, filename)
-
-
-@functools.cache
-def _walked(text: str, filename: str) -> tuple[ast.AST, ...]:
-    return tuple(ast.walk(_parsed(text, filename)))
-
-
-def _nodes(path: Path) -> tuple[ast.AST, ...]:
-    return _walked(path.read_text(), str(path))
+# Each file parsed and walked once per test process, whichever test module reads it (source_scan.py).
+_parsed, _nodes = parsed, nodes
 
 
 REPO = PACKAGE.parents[1]  # paths are shown relative to it: src/trtmc_videoqa/...
