@@ -57,12 +57,16 @@ if __name__ == "__main__":
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):  # xdist workers inherit the controller's environment
         return
-    config.stash[VIEW] = aiperf_view.install()  # AIPerf without torch (aiperf_view.py says why)
+    view = config.stash[VIEW] = aiperf_view.install()  # AIPerf without torch (aiperf_view.py says why)
     log = os.environ.get(COUNT_ENV)
     if not log:
         return
-    python = aiperf_view.python_of(os.environ[AIPERF_ENV]) if os.environ.get(AIPERF_ENV) else sys.executable
-    wrapper = Path(log).resolve().with_name(Path(log).name + ".bin") / "aiperf"
+    # In the view, the wrapper takes the place of its aiperf script: the run then records one environment for
+    # aiperf and its interpreter, which the publish step names $AIPERF_VENV (a wrapper elsewhere left the view's
+    # interpreter as a path of this machine in the public files).
+    beside_log = Path(log).resolve().with_name(Path(log).name + ".bin") / "aiperf"
+    wrapper = Path(os.environ[AIPERF_ENV]) if view else beside_log
+    python = aiperf_view.python_of(str(wrapper)) if view else sys.executable
     wrapper.parent.mkdir(parents=True, exist_ok=True)
     wrapper.write_text(COUNTING_AIPERF.format(python=python, count_env=COUNT_ENV, log=str(Path(log).resolve())))
     wrapper.chmod(0o755)

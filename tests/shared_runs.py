@@ -292,8 +292,9 @@ def endpoint_auto_with_key(factory: pytest.TempPathFactory) -> SharedRun:
 
     Read by test_qualify.py (the key reaches no artifact; the sampling the server applied), test_gates.py (no
     native route: identity not-applicable, and the row still qualifies), test_video_transport.py (auto falls
-    back to http after the refusal) and test_row_failures.py (the earlier run of an out that a second run with
-    another model adds its row to, on a copy). One AIPerf run."""
+    back to http after the refusal), test_row_failures.py (the earlier run of an out that a second run with
+    another model adds its row to, on a copy) and test_staged_rows.py (the earlier row that an interrupted `--force`
+    re-run leaves byte for byte, on a copy). One AIPerf run."""
 
     def make(folder: Path) -> dict[str, Any]:
         config = ReferenceConfig(records_path=folder / "server-records.jsonl", faults=FaultKnobs(refuse_data_urls=True))
