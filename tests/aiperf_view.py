@@ -28,6 +28,7 @@ from pathlib import Path
 
 AIPERF_ENV = "TRTMC_VIDEOQA_AIPERF"
 SWITCH_ENV = "TRTMC_TEST_AIPERF_VIEW"
+MADE_ENV = "TRTMC_TEST_AIPERF_VIEW_DIR"  # set by the controller once it made the view: the workers read it
 # What the real-server extra installs that transformers would import: torch and its companions (their packages,
 # dist-info folders and bundled libraries). torch's CUDA wheels (nvidia-*) are loaded only by torch.
 LEFT_OUT = re.compile(r"^(torch|torchvision|torchcodec|torchgen|functorch|triton)([-.].*)?$")
@@ -71,12 +72,14 @@ def install() -> Path | None:
         return None
     folder = Path(tempfile.mkdtemp(prefix="trtmc-aiperf-view-"))
     os.environ[AIPERF_ENV] = str(make_view(folder))
+    os.environ[MADE_ENV] = str(folder)
     return folder
 
 
 def remove(folder: Path | None) -> None:
     if folder is not None:
         os.environ.pop(AIPERF_ENV, None)
+        os.environ.pop(MADE_ENV, None)
         shutil.rmtree(folder, ignore_errors=True)
 
 
