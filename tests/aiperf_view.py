@@ -43,9 +43,21 @@ if __name__ == '__main__':
 """
 
 
-def wanted() -> bool:
-    """A view is worth making: torch is importable here, and nothing has chosen AIPerf's place already."""
-    if os.environ.get(SWITCH_ENV, "1") == "0" or os.environ.get(AIPERF_ENV):
+def launches_aiperf(markexpr: str) -> bool:
+    """Whether `-m markexpr` lets a test marked e2e alone run (every test that launches AIPerf is marked e2e). The
+    fast lane's leaves none, and there the view only costs: the package reads a separate interpreter's aiperf
+    metadata in a child process, where its own it reads in process."""
+    if not markexpr:
+        return True
+    from _pytest.mark.expression import Expression
+
+    return Expression.compile(markexpr).evaluate(lambda name, **_: name == "e2e")
+
+
+def wanted(markexpr: str = "") -> bool:
+    """A view is worth making: torch is importable here, nothing has chosen AIPerf's place already, and a test
+    that launches AIPerf may run."""
+    if os.environ.get(SWITCH_ENV, "1") == "0" or os.environ.get(AIPERF_ENV) or not launches_aiperf(markexpr):
         return False
     beside = Path(sys.executable).with_name("aiperf")
     return beside.is_file() and importlib.util.find_spec("torch") is not None
@@ -65,10 +77,10 @@ def make_view(folder: Path) -> Path:
     return script
 
 
-def install() -> Path | None:
+def install(markexpr: str = "") -> Path | None:
     """In the controller, before the workers start: make the view and point $TRTMC_VIDEOQA_AIPERF at it (the
     workers and every process the tests start inherit it); its folder, to remove at the end, or None."""
-    if not wanted():
+    if not wanted(markexpr):
         return None
     folder = Path(tempfile.mkdtemp(prefix="trtmc-aiperf-view-"))
     os.environ[AIPERF_ENV] = str(make_view(folder))

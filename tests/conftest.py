@@ -57,7 +57,8 @@ if __name__ == "__main__":
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):  # xdist workers inherit the controller's environment
         return
-    view = config.stash[VIEW] = aiperf_view.install()  # AIPerf without torch (aiperf_view.py says why)
+    # AIPerf without torch, where a test that launches it may run (aiperf_view.py says why)
+    view = config.stash[VIEW] = aiperf_view.install(config.option.markexpr)
     log = os.environ.get(COUNT_ENV)
     if not log:
         return
