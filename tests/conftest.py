@@ -1,10 +1,11 @@
 """Fixtures shared by the test modules (plain helper functions are in helpers.py; the runs made once per test run,
-whatever the number of xdist workers, are in shared_runs.py), and the AIPerf launch counter.
+whatever the number of xdist workers, are in shared_runs.py), AIPerf's interpreter without torch (aiperf_view.py),
+and the AIPerf launch counter.
 
 `TRTMC_TEST_COUNT_AIPERF=FILE .venv/bin/python -m pytest ...` puts a wrapper in aiperf's place
 ($TRTMC_VIDEOQA_AIPERF) that appends one JSON line per launch to FILE (the test that launched it, its arguments)
-before it runs the real aiperf, and the summary at the end counts them by test module. Off unless asked for: it
-changes the aiperf path the runs record.
+before it runs the real aiperf (under the view's interpreter where there is one), and the summary at the end
+counts them by test module. Off unless asked for: it changes the aiperf path the runs record.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import aiperf_view
 import pytest
 import restore_bytecode  # noqa: F401 - before any test module is imported
 import shared_runs
@@ -34,7 +36,8 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 COUNT_ENV = "TRTMC_TEST_COUNT_AIPERF"
-AIPERF_ENV = "TRTMC_VIDEOQA_AIPERF"
+AIPERF_ENV = aiperf_view.AIPERF_ENV
+VIEW = pytest.StashKey[Path | None]()
 
 COUNTING_AIPERF = """#!{python}
 # TEST WRAPPER for aiperf (tests/conftest.py, {count_env}): one JSON line per launch to {log}, then aiperf itself
@@ -52,12 +55,21 @@ if __name__ == "__main__":
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    log = os.environ.get(COUNT_ENV)
-    if not log or hasattr(config, "workerinput"):  # xdist workers inherit the controller's environment
+    if hasattr(config, "workerinput"):  # xdist workers inherit the controller's environment
         return
-    wrapper = Path(log).resolve().with_name(Path(log).name + ".bin") / "aiperf"
+    # AIPerf without torch, where a test that launches it may run (aiperf_view.py says why)
+    view = config.stash[VIEW] = aiperf_view.install(config.option.markexpr)
+    log = os.environ.get(COUNT_ENV)
+    if not log:
+        return
+    # In the view, the wrapper takes the place of its aiperf script: the run then records one environment for
+    # aiperf and its interpreter, which the publish step names $AIPERF_VENV (a wrapper elsewhere left the view's
+    # interpreter as a path of this machine in the public files).
+    beside_log = Path(log).resolve().with_name(Path(log).name + ".bin") / "aiperf"
+    wrapper = Path(os.environ[AIPERF_ENV]) if view else beside_log
+    python = aiperf_view.python_of(str(wrapper)) if view else sys.executable
     wrapper.parent.mkdir(parents=True, exist_ok=True)
-    wrapper.write_text(COUNTING_AIPERF.format(python=sys.executable, count_env=COUNT_ENV, log=str(Path(log).resolve())))
+    wrapper.write_text(COUNTING_AIPERF.format(python=python, count_env=COUNT_ENV, log=str(Path(log).resolve())))
     wrapper.chmod(0o755)
     os.environ[AIPERF_ENV] = str(wrapper)
 
@@ -73,6 +85,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """Each process's objects are left to its exit, as the command line leaves its own (cli/main.py): Python's
     exit would otherwise walk every object a worker still holds in its last garbage collections, about a second
     for each worker while the run waits for the last of them."""
+    aiperf_view.remove(config.stash.get(VIEW, None))
     gc.freeze()
 
 

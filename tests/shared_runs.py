@@ -8,8 +8,9 @@ one works on a copy (`SharedRun.copy`). A run that ended badly is kept as it end
 facts like any other), so every test that reads it fails on the same evidence and nothing launches it again.
 
 Each run says which tests read it. Together with the runs the tests make themselves, the end-to-end tests outside
-the container and real-server modules launch AIPerf 46 times (47 before test_row_failures.py read one of these);
-`TRTMC_TEST_COUNT_AIPERF=FILE` counts them (conftest.py).
+the container and real-server modules launch AIPerf 59 times (60 before test_staged_rows.py read one of these;
+counted on 2026-12-07, after the throughput, server-capacity and streaming modules came); `TRTMC_TEST_COUNT_AIPERF=FILE`
+counts them (conftest.py).
 """
 
 from __future__ import annotations
@@ -313,8 +314,9 @@ def endpoint_auto_with_key(factory: pytest.TempPathFactory) -> SharedRun:
 
     Read by test_qualify.py (the key reaches no artifact; the sampling the server applied), test_gates.py (no
     native route: identity not-applicable, and the row still qualifies), test_video_transport.py (auto falls
-    back to http after the refusal) and test_row_failures.py (the earlier run of an out that a second run with
-    another model adds its row to, on a copy). One AIPerf run."""
+    back to http after the refusal), test_row_failures.py (the earlier run of an out that a second run with
+    another model adds its row to, on a copy) and test_staged_rows.py (the earlier row that an interrupted `--force`
+    re-run leaves byte for byte, on a copy). One AIPerf run."""
 
     def make(folder: Path) -> dict[str, Any]:
         config = ReferenceConfig(records_path=folder / "server-records.jsonl", faults=FaultKnobs(refuse_data_urls=True))

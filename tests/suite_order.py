@@ -2,8 +2,8 @@
 
 Under `--dist loadfile` a module is one unit of work, and the workers take units in collection order as they
 drain. pytest-xdist's own default (`--loadscope-reorder`) puts the modules with the most tests first, which sent the
-container test (4 minutes, five tests) and the real-server module (about 2 minutes, eight tests) near the end, where
-each ran alone while the other workers had nothing left. pyproject's addopts turns that off
+container test (4 to 16 minutes, five tests) and the real-server module (2 to 10 minutes, eight tests) near the end,
+where each ran alone while the other workers had nothing left. pyproject's addopts turns that off
 (`--no-loadscope-reorder`) and `conftest.py` orders the collection here instead:
 
 1. the modules of `SLOWEST_FIRST`, in its order (measured: bench/README.md, "Suite timings");
@@ -23,34 +23,39 @@ from collections.abc import Sequence
 import pytest
 
 # The container and real-server modules lead: each takes minutes on one worker and cannot be split (the image's
-# build and three AIPerf runs in it; four `transformers serve` starts and five AIPerf runs). Then the end-to-end
-# modules by the CPU their tests took (their own process and the processes they waited for; a shared run counts for
-# the module that made it), then the fast lane's heaviest. Measured on 2026-12-07 under load: bench/README.md.
+# build and three AIPerf runs in it; four `transformers serve` starts and six AIPerf runs). Then the end-to-end
+# modules by the time their tests took in a whole suite (`--durations=0`, setup, call and teardown summed per module;
+# a shared run counts for the module that made it), with their AIPerf launches, then the fast lane's heaviest.
+# Measured on 2026-12-07 under load (bench/README.md, "Suite timings"): compare the figures with each other only.
 SLOWEST_FIRST: tuple[str, ...] = (
-    "test_container_run.py",
-    "test_real_server.py",
-    "test_gates.py",  # 292 s: nine runs, seven of its own (each failing a gate)
-    "test_qualify.py",  # 210 s: makes the README's self-test (two runs) and three more shared runs; --force
-    "test_faults.py",  # 111 s: two faults, each resumed (four runs)
-    "test_faults_answers.py",  # 91 s
-    "test_faults_server_text.py",  # 87 s
-    "test_staged_rows.py",  # 70 s
-    "test_row_failures.py",  # 89 s with three runs; one of its tests now reads a shared run
-    "test_accuracy_gate.py",  # 57 s
-    "test_hostile_input.py",  # 57 s: makes the shared key-file run, two runs stopped by a signal
-    "test_no_orphans.py",  # 36 s
-    "test_video_transport.py",  # 34 s
-    "test_faults_fs.py",  # 31 s
-    "test_evidence_untouched.py",  # 31 s
-    "test_bounded_reads.py",  # 31 s
-    "test_video_task_request.py",  # 29 s
-    "test_reproduce_commands.py",  # 25 s
-    "test_qualify_options.py",  # 25 s
-    "test_guard_parser.py",  # 25 s
-    "test_secret_forms.py",  # 24 s
-    "test_cli.py",  # 14 s, the fast lane's heaviest module: CLI processes, a terminal, serve-reference
-    "test_exit_codes_round3.py",  # 6 s: the 64 MiB --against read, signals
-    "test_dagger_module.py",  # 6 s: the Dagger SDK's client
+    "test_container_run.py",  # 948 s: the image's build, the self-test in it, the engine's stop
+    "test_real_server.py",  # 630 s: six AIPerf runs
+    "test_gates.py",  # 566 s: ten runs, eight of its own (each failing a gate)
+    "test_faults.py",  # 336 s: five runs (three faults, each resumed, one shared)
+    "test_qualify.py",  # 321 s: makes the README's self-test (two runs) and more shared runs; --force
+    "test_throughput.py",  # 225 s: five runs (a sweep's levels, repeated runs)
+    "test_server_capacity.py",  # 218 s: five runs
+    "test_streaming.py",  # 160 s: three runs
+    "test_staged_rows.py",  # 140 s: three runs (now two: one starts from a shared run's copy)
+    "test_faults_answers.py",  # 124 s: three runs
+    "test_video_task_request.py",  # 114 s
+    "test_hostile_input.py",  # 112 s: makes the shared key-file run, two runs stopped by a signal
+    "test_no_orphans.py",  # 105 s: three runs
+    "test_faults_server_text.py",  # 102 s: three runs
+    "test_row_failures.py",  # 91 s
+    "test_faults_fs.py",  # 75 s
+    "test_guard_parser.py",  # 73 s
+    "test_run_scratch.py",  # 65 s
+    "test_video_transport.py",  # 62 s
+    "test_accuracy_gate.py",  # 62 s: two runs
+    "test_reproduce_commands.py",  # 60 s
+    "test_qualify_options.py",  # 58 s
+    "test_bounded_reads.py",  # 53 s
+    "test_evidence_untouched.py",  # 53 s
+    "test_secret_forms.py",  # 44 s
+    "test_cli.py",  # 36 s, the fast lane's heaviest module: CLI processes, a terminal, serve-reference
+    "test_exit_codes_round3.py",  # 23 s: the 64 MiB --against read, signals
+    "test_dagger_module.py",  # 23 s: the Dagger SDK's client
 )
 
 SLOW_MARKERS = ("container", "real_server", "e2e")

@@ -26,8 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fault_helpers import MODEL, endpoint, server_records
+from fault_helpers import MODEL, server_records
 from helpers import QUICK, building, no_traceback, reference, row, run_main
+from shared_runs import SharedRun
 
 from trtmc_videoqa.common.errors import EXIT_TOOL_ERROR
 from trtmc_videoqa.results import InterruptedAttempt, Interruption
@@ -107,11 +108,13 @@ def test_sigterm_while_identity_runs_keeps_the_measured_row_interrupted(tmp_path
 
 
 @pytest.mark.e2e
-def test_a_force_rerun_interrupted_during_aiperf_leaves_the_earlier_row_byte_for_byte(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    with reference(tmp_path, name="first") as url:
-        first = endpoint(url, out)
-    assert first.returncode == 0, first.stderr
+def test_a_force_rerun_interrupted_during_aiperf_leaves_the_earlier_row_byte_for_byte(
+    tmp_path: Path, auto_key_run: SharedRun
+) -> None:
+    # The earlier run: the reference endpoint qualified (shared_runs.endpoint_auto_with_key, made once per test
+    # run), copied: its out is this test's own, as if the run had written it here.
+    out = auto_key_run.copy(tmp_path / "out")
+    assert auto_key_run.done().returncode == 0, auto_key_run.done().stderr
     row_dir = out / "checkpoints" / MODEL
     assert row(out, MODEL).status == "endpoint-qualified"
     before = _hashes(row_dir)
