@@ -6,8 +6,12 @@ torchcodec raises on import without its libraries).
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import json
 import shutil
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -58,8 +62,6 @@ def test_a_torchcodec_built_for_an_ffmpeg_this_machine_lacks_names_the_missing_l
 ) -> None:
     """torchcodec's own core library for FFmpeg 9 alone (copied from the installed torchcodec into a test double of
     the package): `ldd` finds none of its FFmpeg libraries here, so the check names them, without importing torch."""
-    import importlib.util
-
     spec = importlib.util.find_spec("torchcodec")
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("torchcodec is not installed (the real-server extra)")
@@ -71,6 +73,12 @@ def test_a_torchcodec_built_for_an_ffmpeg_this_machine_lacks_names_the_missing_l
     (double / "__init__.py").write_text(TORCHCODEC_WITHOUT_FFMPEG)  # never imported: its files tell
     shutil.copy(real, double / real.name)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    # The installed torchcodec, imported already by this process (a model built in process, another test), is not
+    # the one a server started now would find on the path: the check reads the path, not this process's modules
+    imported = types.ModuleType("torchcodec")
+    imported.__spec__ = importlib.machinery.ModuleSpec("torchcodec", None, is_package=True)
+    imported.__spec__.submodule_search_locations = [str(real.parent)]
+    monkeypatch.setitem(sys.modules, "torchcodec", imported)
     check = _checks(capsys)["torchcodec"]
     assert check["level"] == "warn" and "its FFmpeg libraries are missing: libavutil.so.61" in check["detail"]
     assert "apt-get install -y ffmpeg" in check["fix"]

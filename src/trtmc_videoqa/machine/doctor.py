@@ -7,6 +7,7 @@ The checks of what `compare` needs (transformers, torch, torchcodec with the FFm
 from __future__ import annotations
 
 import ctypes.util
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import json
@@ -204,7 +205,9 @@ def _torchcodec() -> Check:
     version = _package("torchcodec", "torchcodec")
     if version is None:
         return _for_compare("torchcodec", "warn", "not installed", COMPARE_EXTRA)
-    spec = importlib.util.find_spec("torchcodec")
+    # The package on the path, as the server's process will find it: not one this process imported already
+    # (importlib.util.find_spec would return that module's spec).
+    spec = importlib.machinery.PathFinder.find_spec("torchcodec", sys.path)
     folders = list(spec.submodule_search_locations or []) if spec else []
     linked = _linked_ffmpeg(Path(folders[0])) if folders else None
     if linked is None:  # not to be told from its files: import it (and torch), as the server will
