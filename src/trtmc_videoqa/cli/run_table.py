@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from ..common.text_escape import one_line, shown_name
+from ..common.text_escape import cut, cut_middle, one_line, shown_name
 from ..report.grid import question_grid
 from ..report.group import group_line
 from ..results import LoadLevel, ResultRow
@@ -42,19 +42,6 @@ COLUMNS: Final = (
 )
 # What the row's name may take at least: the rest of WIDTH when every column is as wide as it may be.
 NAME_WIDTH: Final = WIDTH - sum(c.width for c in COLUMNS) - len(GAP) * len(COLUMNS)
-
-
-def cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
-
-
-def cut_middle(name: str, width: int) -> str:
-    """A name too long for its column keeps its start and its end (where a workload or a server suffix tells two
-    rows apart): `reference-s…bigbuckbunny`."""
-    if len(name) <= width:
-        return name
-    head = (width - 1) // 2
-    return name[:head] + "…" + name[len(name) - (width - 1 - head) :]
 
 
 def _pct(value: float | None) -> str:

@@ -103,6 +103,21 @@ def xml_text(text: str) -> str:
     return _BIDI.sub(_escape, _NOT_XML.sub("", text))
 
 
+def cut(text: str, width: int) -> str:
+    """At most `width` characters, the last an ellipsis where the text was cut."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def cut_middle(text: str, width: int, head: int | None = None) -> str:
+    """At most `width` characters, cut in the middle where too long: two names that differ at their end (a
+    workload, where a row was served) stay told apart. `head` characters are kept from the start (half by
+    default), the rest from the end."""
+    if len(text) <= width:
+        return text
+    kept = (width - 1) // 2 if head is None else head
+    return text[:kept] + "…" + text[len(text) - (width - 1 - kept) :]
+
+
 class ControlFree:
     """A terminal stream that writes no control character but tab and newline, and shows bidirectional controls
     escaped: nothing printed drives the terminal or reorders a line. (Each caller writes text from outside with

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
+from ..common.text_escape import cut_middle
 from ..common.text_escape import html_text as escape
 from ..results import LoadLevel, ResultRow, Sweep
 
@@ -164,15 +165,6 @@ def _series(frame: _Frame, one: CurveSeries, style: tuple[str, str]) -> list[str
     return [line, *(_point(frame, point, one.name, colour) for point in one.points)]
 
 
-def _cut(text: str, room: int) -> str:
-    """`text` in `room` characters, cut in the middle: rows of one profile differ at their end (where they were
-    served), so both ends stay; the whole line is on hover."""
-    if len(text) <= room:
-        return text
-    head = (room - 1) * 3 // 5
-    return text[:head] + "…" + text[len(text) - (room - 1 - head) :]
-
-
 def _legend(frame: _Frame, series: list[CurveSeries]) -> list[str]:
     parts = []
     for index, one in enumerate(series):
@@ -181,7 +173,9 @@ def _legend(frame: _Frame, series: list[CurveSeries]) -> list[str]:
         dashed = f' stroke-dasharray="{dash}"' if dash else ""
         missing = f" (not drawn, nothing completed: {', '.join(one.missing)})" if one.missing else ""
         said = one.name + missing
-        shown = _cut(said, int((frame.right - frame.left - 30) / _CHAR_PX))
+        # cut in the middle (rows of one profile differ at their end, where they were served); whole on hover
+        room = int((frame.right - frame.left - 30) / _CHAR_PX)
+        shown = cut_middle(said, room, head=(room - 1) * 3 // 5)
         parts.append(
             f'<line x1="{frame.left}" y1="{y - 4}" x2="{frame.left + 24}" y2="{y - 4}" stroke="{colour}" '
             f'stroke-width="2"{dashed}/><text class="series" x="{frame.left + 30}" y="{y}" font-size="11">'

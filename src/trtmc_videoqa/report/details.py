@@ -6,7 +6,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from ..common.shell_quoting import reproducible_command
-from ..common.text_escape import shown_name
+from ..common.text_escape import cut, shown_name
 from ..results import IdentityCheck, IdentityPair, LatencyStats, OutputCheck, RecordedCommand, Report, ResultRow
 from ..results.rows import TASK_TIME_NOT_REPORTED_LINE
 
@@ -30,8 +30,7 @@ def ms(value: float | None) -> str:
 
 def flat(text: str | None, limit: int = _ANSWER_CHARS) -> str:
     """One line, at most `limit` characters."""
-    one = " ".join((text or "").split())
-    return one if len(one) <= limit else one[: limit - 1] + "…"
+    return cut(" ".join((text or "").split()), limit)
 
 
 def served_by_test_double(row: ResultRow) -> bool:

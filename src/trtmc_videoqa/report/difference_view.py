@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from ..common.text_escape import html_text, md_text, one_line, shown_name
+from ..common.text_escape import cut, html_text, md_text, one_line, shown_name
 from ..results import ComparedRow, FigureDifference, Report, RowDifference
 from .differences import FIGURE_WORDS
 
@@ -145,17 +145,13 @@ def terminal_lines(differences: list[RowDifference], width: int = 100) -> list[s
     """A line per pair and an indented line per figure: its verdict and difference; the report has the rest."""
     out = []
     for pair in differences:
-        out.append(_cut(f"B {shown_name(pair.b.profile)} against A {shown_name(pair.a.profile)}:", width))
+        out.append(cut(f"B {shown_name(pair.b.profile)} against A {shown_name(pair.a.profile)}:", width))
         if pair.not_compared:
-            out.append(_cut(f"  {one_line(pair.not_compared)}", width))
+            out.append(cut(f"  {one_line(pair.not_compared)}", width))
         for figure in pair.figures:
             cells = figure_cells(figure)
-            out.append(_cut(f"  {cells.figure} at {cells.level}: {cells.verdict} {_short(figure)}", width))
+            out.append(cut(f"  {cells.figure} at {cells.level}: {cells.verdict} {_short(figure)}", width))
     return out
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def markdown_lines(report: Report) -> list[str]:
