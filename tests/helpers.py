@@ -22,7 +22,7 @@ from trtmc_videoqa.aiperf.runner import RunOutcome
 from trtmc_videoqa.common.safe_names import row_dir_name
 from trtmc_videoqa.plan.settings import RunSettings
 from trtmc_videoqa.reference import FaultKnobs, ReferenceConfig, argv_for_subprocess
-from trtmc_videoqa.results import RequestRow, ResultRow, StageResult
+from trtmc_videoqa.results import Provenance, RequestRow, ResultRow, StageResult
 from trtmc_videoqa.results.layout import ROWS_STAGING
 from trtmc_videoqa.serving.process import ServerProcess, free_loopback_port
 from trtmc_videoqa.stages.aiperf import _aiperf_stage
@@ -187,3 +187,15 @@ def unrecorded_aiperf_stage(outcome: RunOutcome, clip_path: str) -> StageResult:
     ]  # fmt: skip
     plan = RequestPlan(requests=[planned], max_tokens=8)
     return _aiperf_stage(outcome, records, plan, RunSettings(), server_gone=False)
+
+
+def endpoint_provenance(endpoint: str, served_by: str | None = "some server") -> Provenance:
+    """The provenance of a hand-made endpoint row of the synthetic workload, for the report's tests."""
+    return Provenance(
+        tool_versions={},
+        workload="synthetic",
+        workload_digest="0" * 64,
+        endpoint=endpoint,
+        mode="endpoint",
+        served_by=served_by,
+    )

@@ -10,7 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from helpers import QUICK, reference, run_main
+from helpers import QUICK, endpoint_provenance, reference, run_main
 from shared_runs import SharedRun, tripwire_aiperf
 
 from trtmc_videoqa.cli.run_output import print_outcome
@@ -31,7 +31,6 @@ from trtmc_videoqa.results import (
     ComparisonFacts,
     LatencyStats,
     LoadLevel,
-    Provenance,
     Report,
     ResultRow,
     RunFigures,
@@ -121,9 +120,7 @@ def _row(profile: str, endpoint: str, runs: list[tuple[float, float, float]], ri
         questions_both_right=right,
         passed=True,
     )
-    provenance = Provenance(
-        tool_versions={}, workload="synthetic", workload_digest="0" * 64, endpoint=endpoint, mode="endpoint"
-    )
+    provenance = endpoint_provenance(endpoint, served_by=None)
     sweep = Sweep(axis="concurrency", runs_per_level=len(runs), confidence=0.95, levels=[level])
     return ResultRow(
         profile=profile,

@@ -8,7 +8,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-from helpers import run_main
+from helpers import endpoint_provenance, run_main
 
 from trtmc_videoqa.report import build_report
 from trtmc_videoqa.report.build import MEASURED
@@ -32,14 +32,7 @@ from trtmc_videoqa.results import (
 
 
 def _row(profile: str, status: str, endpoint: str, **extra) -> ResultRow:
-    provenance = Provenance(
-        tool_versions={},
-        workload="synthetic",
-        workload_digest="0" * 64,
-        endpoint=endpoint,
-        mode="endpoint",
-        served_by="some server",
-    )
+    provenance = endpoint_provenance(endpoint)
     requests = [
         RequestRow(
             session_id=f"q.forward.r{i:02d}",

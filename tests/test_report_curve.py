@@ -10,7 +10,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-from helpers import run_main
+from helpers import endpoint_provenance, run_main
 
 from trtmc_videoqa.report.curve import CurvePoint, CurveSeries, curve_svg, scale, series_of
 from trtmc_videoqa.report.html import render_html
@@ -20,7 +20,6 @@ from trtmc_videoqa.results import (
     FigureInterval,
     LatencyStats,
     LoadLevel,
-    Provenance,
     Report,
     ResultRow,
     RunFigures,
@@ -166,14 +165,7 @@ def _level(concurrency: int, per_s: float | None, p50: float | None, runs: int =
 
 def _swept(profile: str, endpoint: str, levels: list[LoadLevel], runs: int = 3, **extra: object) -> ResultRow:
     sweep = Sweep.model_validate(dict(axis="concurrency", runs_per_level=runs, confidence=0.95, levels=levels, **extra))
-    provenance = Provenance(
-        tool_versions={},
-        workload="synthetic",
-        workload_digest="0" * 64,
-        endpoint=endpoint,
-        mode="endpoint",
-        served_by="some server",
-    )
+    provenance = endpoint_provenance(endpoint)
     return ResultRow(
         profile=profile, status="endpoint-qualified", status_reason="measured", sweep=sweep, provenance=provenance
     )
