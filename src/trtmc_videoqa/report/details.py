@@ -8,9 +8,7 @@ from urllib.parse import urlsplit
 from ..common.shell_quoting import reproducible_command
 from ..common.text_escape import cut, shown_name
 from ..results import IdentityCheck, IdentityPair, LatencyStats, OutputCheck, RecordedCommand, Report, ResultRow
-from ..results.rows import TASK_TIME_NOT_REPORTED_LINE
 
-NOT_REPORTED_LINE: Final = TASK_TIME_NOT_REPORTED_LINE  # the stage says it in its detail too
 EXAMPLES: Final = 5
 _ANSWER_CHARS: Final = 200
 # A summary cell's longest text: the full value is in the row's section (and on hover in the HTML).

@@ -12,10 +12,10 @@ from ..common.safe_read import MAX_STRIP_BYTES, UnreadableInput, read_regular_fi
 from ..common.text_escape import html_text as escape
 from ..common.text_escape import one_line, shown_name
 from ..results import IdentityCheck, LatencyStats, OutputCheck, Report, ResultRow
+from ..results.rows import TASK_TIME_NOT_REPORTED_LINE
 from .details import (
     AIPERF_QUAL_NOTE,
     EXAMPLES,
-    NOT_REPORTED_LINE,
     SHORT_CHARS,
     accuracy_line,
     aiperf_qual_line,
@@ -139,7 +139,7 @@ def distribution(row: ResultRow) -> str:
     task = (
         _figures_row("server task time", row.server_task_time)
         if has_task_time(row)
-        else f'<tr><td colspan="5">{escape(NOT_REPORTED_LINE)}</td></tr>'
+        else f'<tr><td colspan="5">{escape(TASK_TIME_NOT_REPORTED_LINE)}</td></tr>'
     )
     return (
         f'{svg}<p class="legend">Each curve: the share of profiling requests done within a latency (a CDF); the dots '
@@ -222,7 +222,7 @@ def _timing(row: ResultRow) -> str:
             f"{escape(figures(row.server_task_time))}</p>"
         )
     elif ran_aiperf(row):
-        parts.append(f"<p>{escape(NOT_REPORTED_LINE)}</p>")
+        parts.append(f"<p>{escape(TASK_TIME_NOT_REPORTED_LINE)}</p>")
     return "".join(parts + [f"<p>{escape(line)}</p>" for line in streaming_lines(row)])
 
 

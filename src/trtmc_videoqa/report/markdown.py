@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from ..common.text_escape import html_text, md_code, md_fence, md_text, shown_name
 from ..results import IdentityCheck, OutputCheck, Report, ResultRow, SamplingFacts
+from ..results.rows import TASK_TIME_NOT_REPORTED_LINE
 from .details import (
     AIPERF_QUAL_NOTE,
     EXAMPLES,
-    NOT_REPORTED_LINE,
     SHORT_CHARS,
     accuracy_line,
     aiperf_qual_line,
@@ -99,7 +99,7 @@ def _distribution_lines(row: ResultRow) -> list[str]:
     if has_task_time(row):
         out.append(f"  - {_cell(distribution_line('server task time', row.server_task_time))}")
     else:
-        out.append(f"  - {_cell(NOT_REPORTED_LINE)}")
+        out.append(f"  - {_cell(TASK_TIME_NOT_REPORTED_LINE)}")
     return out
 
 
@@ -148,7 +148,7 @@ def _timing_lines(row: ResultRow) -> list[str]:
             f"{figures(row.server_task_time)}"
         )
     elif ran_aiperf(row):
-        out.append(f"- {NOT_REPORTED_LINE}")
+        out.append(f"- {TASK_TIME_NOT_REPORTED_LINE}")
     return out + [f"- {_cell(line)}" for line in streaming_lines(row)]
 
 
