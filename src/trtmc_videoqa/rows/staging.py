@@ -44,34 +44,28 @@ CARRIED = (EXECUTION_FILE, AIPERF_EXPORT)
 
 @dataclass(frozen=True)
 class Staging:
-    """The places of one row of an output folder."""
+    """The places of one row of an output folder, worked out once (plain values: the row's end reads them often)."""
 
     out: Path
     name: str  # the row's folder name (common/safe_names.py row_dir_name)
+    building: Path  # the row being built
+    final: Path  # checkpoints/<row>/
+    earlier: Path  # the row it replaces, between the two renames of `place`
+    kept: Path  # an interrupted attempt kept aside
+    record: Path  # that attempt's record beside the row
 
     @classmethod
     def of(cls, out: Path, profile: str) -> Staging:
-        return cls(out, row_dir_name(profile))
-
-    @property
-    def building(self) -> Path:
-        return self.out / ROWS_STAGING / self.name
-
-    @property
-    def final(self) -> Path:
-        return self.out / CHECKPOINTS_DIR / self.name
-
-    @property
-    def earlier(self) -> Path:
-        return self.out / ROWS_EARLIER / self.name
-
-    @property
-    def kept(self) -> Path:
-        return self.out / ROWS_INTERRUPTED / self.name
-
-    @property
-    def record(self) -> Path:
-        return self.out / CHECKPOINTS_DIR / interrupted_attempt_file(self.name)
+        name = row_dir_name(profile)
+        return cls(
+            out,
+            name,
+            building=out / ROWS_STAGING / name,
+            final=out / CHECKPOINTS_DIR / name,
+            earlier=out / ROWS_EARLIER / name,
+            kept=out / ROWS_INTERRUPTED / name,
+            record=out / CHECKPOINTS_DIR / interrupted_attempt_file(name),
+        )
 
     def has_earlier_row(self) -> bool:
         return (self.final / RESULT_FILE).is_file()
