@@ -147,6 +147,25 @@ def test_exports_are_read_by_identity_and_scrubbed(tmp_path: Path) -> None:
     assert "base64,AAAA" not in text and "sha256=" in text
 
 
+def test_a_secret_is_redacted_wherever_it_sits_in_a_line_of_any_bytes(tmp_path: Path) -> None:
+    """Lines are passed on untouched unless they may hold what is redacted (a bytes test first): a secret with
+    non-ASCII letters, one beside bytes that are not UTF-8, one in a pretty-printed JSON line, all still go."""
+    secret = "cl\u00e9-s3cr\u00e8t"
+    export = tmp_path / "aiperf.log"
+    lines = [
+        b"plain line, nothing to redact\n",
+        b"\xff\xfe before " + secret.encode() + b" after\n",
+        b'    "api_key": "' + secret.encode() + b'",\n',
+        b"untouched \xff bytes\n",
+    ]
+    export.write_bytes(b"".join(lines))
+    scrub_exports(tmp_path, [secret])
+    scrubbed = export.read_bytes().splitlines(keepends=True)
+    assert scrubbed[0] == lines[0] and scrubbed[3] == lines[3]  # byte for byte
+    assert scrubbed[1] == b"\xff\xfe before <redacted> after\n"
+    assert scrubbed[2] == b'    "api_key": "<redacted>",\n'
+
+
 def test_a_streamed_answer_is_read_from_its_chunks_with_aiperfs_stream_metrics(tmp_path: Path) -> None:
     """AIPerf 0.13.0 records a streamed answer as its SSE packets, and its TTFT, ITL and output token count (display
     units: ms, tokens) in the records export; a figure it did not give stays None."""

@@ -417,6 +417,10 @@ def _cut_line(cut: _Cut, cap: int, *, jsonl: bool) -> bytes:
 def _scrub_line(line: bytes, secrets: list[str]) -> bytes:
     """One line with its embedded clips, credential headers and known secrets redacted; its bytes otherwise kept
     (undecodable bytes pass through as they are)."""
+    # Most lines hold none of what is redacted (AIPerf's JSON is pretty-printed, a value a line): passed on as bytes.
+    # A text match is always a bytes match of its UTF-8 (surrogateescape maps each undecodable byte to itself).
+    if not _may_redact(line, secrets):
+        return line
     text = line.decode("utf-8", errors="surrogateescape")
     cleaned = _redact_data_urls(text)
     if "request_headers" in cleaned:
@@ -426,6 +430,14 @@ def _scrub_line(line: bytes, secrets: list[str]) -> bytes:
         if secret:
             cleaned = cleaned.replace(secret, "<redacted>")
     return line if cleaned == text else cleaned.encode("utf-8", errors="surrogateescape")
+
+
+def _may_redact(line: bytes, secrets: list[str]) -> bool:
+    return (
+        b"data:" in line
+        or b"request_headers" in line
+        or any(secret and secret.encode("utf-8", errors="surrogateescape") in line for secret in secrets)
+    )
 
 
 def _scrub_json_line(line: str) -> str:
