@@ -297,8 +297,9 @@ prune_images() {
   export DOCKER_HOST DOCKER_API_VERSION
   docker image inspect "$LAST_BUILD" >/dev/null 2>&1 || return 1  # no build: nothing worth keeping
   docker container ls --all --quiet | xargs -r docker container rm --force >/dev/null || return 1
-  docker image ls --format '{{.Repository}}:{{.Tag}}' | grep -vxF -e "$LAST_BUILD" -e "$(env_value TRTMC_VIDEOQA_BASE_IMAGE)" |
-    grep -vxF '<none>:<none>' | xargs -r docker image rm >/dev/null || return 1
+  base=$(env_value TRTMC_VIDEOQA_BASE_IMAGE)
+  docker image ls --format '{{.Repository}}:{{.Tag}}' | grep -vxF -e "$LAST_BUILD" -e "$base" -e '<none>:<none>' |
+    xargs -r docker image rm >/dev/null || return 1
   docker image prune --force >/dev/null && docker volume prune --force >/dev/null
 }
 

@@ -3,10 +3,12 @@ socket, no default bridge, no iptables), a base image made here with debootstrap
 containers/cpu.Dockerfile FROM it with the classic builder on the host network, the embedded-default self-test run
 inside the image, and its artifacts, back through a mounted directory, held to the plain run's checks.
 
-The engine, its data directory and its socket are removed after. `.ci/run` installs docker.io and debootstrap;
-where they are missing or root is not to be had, the test says why and is skipped, except in CI (CI set), where it
-fails: there it must run. About 4 minutes with a cached base (the base tarball is kept under
-$TRTMC_VIDEOQA_CACHE, default /var/cache/trtmc-videoqa), 5 without.
+The engine and its socket are removed after; its image store, pruned to the last build and its base, is kept under
+$TRTMC_VIDEOQA_CACHE (default /var/cache/trtmc-videoqa) beside the base tarball, and the next run's engine takes it
+back, so its build reuses every layer but the source's. `.ci/run` installs docker.io and debootstrap; where they are
+missing or root is not to be had, the test says why and is skipped, except in CI (CI set), where it fails: there it
+must run. About a minute on two cores where an earlier run kept its store (most of it the self-test in the image),
+7 to 11 minutes from nothing (the build: pip fetching AIPerf's dependencies).
 """
 
 from __future__ import annotations

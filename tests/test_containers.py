@@ -162,11 +162,14 @@ def test_a_source_change_rebuilds_only_the_last_layer(image) -> None:
     sources = {source for copied in copied_before for source in copied}
     assert "pyproject.toml" in sources and "containers/install-python.sh" in sources
     assert not {"src/", "README.md", "containers/"} & sources
-    if image == "cpu":  # the Dagger module copies the same before its dependencies exec
-        from trtmc_videoqa.dagger_module import DEPENDENCY_RECIPES
+    from trtmc_videoqa.dagger_plan import DEPENDENCY_FILES  # what the Dagger module copies before that exec
 
-        named = {s.removeprefix("containers/").rstrip("/") for s in sources if s.startswith("containers/")}
-        assert named == {p.removesuffix("/*") for p in DEPENDENCY_RECIPES} | {"system-packages.sh", "packages"}
+    assert {p.removesuffix("*") for p in DEPENDENCY_FILES} <= sources
+    if image == "cpu":  # and the system packages' step before it: nothing else
+        assert sources - {p.removesuffix("*") for p in DEPENDENCY_FILES} == {
+            "containers/system-packages.sh",
+            "containers/packages/",
+        }
     after = [rest for kind, rest in steps[dependencies + 1 :] if kind == "COPY"]
     assert {rest.split()[0] for rest in after} == {"containers/", "README.md", "src/"}
     assert [kind for kind, _ in steps[package + 1 :]] == ["WORKDIR", "CMD"]

@@ -17,7 +17,6 @@ import dagger
 from dagger import CacheSharingMode, DefaultPath, Doc, Ignore, ReturnType, dag
 
 from .dagger_plan import (
-    AIPERF_VENV,
     ARTIFACTS,
     BUNDLE_CACHE,
     CCACHE_DIR,
@@ -27,6 +26,7 @@ from .dagger_plan import (
     DEFAULT_STEP_LIMIT_S,
     DEFAULT_VIDEO_TRANSPORT,
     DEFAULT_WORKLOAD,
+    DEPENDENCY_FILES,
     GPU_LOCK,
     HUB_CACHE,
     KEY_PREFIX,
@@ -50,6 +50,7 @@ from .dagger_plan import (
     comparison_argv,
     cpu_env,
     image_labels,
+    install_python_argv,
     pin_lines,
     pins,
     qualification_argv,
@@ -91,8 +92,6 @@ HubToken = Annotated[dagger.Secret | None, Doc("hub token for gated checkpoints,
 CudaArch = Annotated[str, Doc("CUDA architecture TRTMC is built for (90 = sm_90, the H200)")]
 Transport = Annotated[str, Doc(TRANSPORT_DOC)]
 PrivateLogs = Annotated[bool, Doc("also export the raw logs (private/ folders), for a maintainer; never for upload")]
-# What install-python.sh's dependencies phase reads of containers/, beside pyproject.toml (cpu.Dockerfile's first COPY).
-DEPENDENCY_RECIPES = ["install-python.sh", "recipe.py", "pins.toml", "certs/*"]
 
 
 # --- container steps: each a function from container to container, for `.with_(step)` ---------------------------
@@ -159,29 +158,15 @@ def build_trtmc(tree: dagger.Directory, cuda_arch: str) -> Step:
     return step
 
 
-def install_python(phase: str, image: str, venv: str) -> Step:
-    """containers/install-python.sh, one phase: `dependencies` (the pinned aiperf into its own environment, the
-    package's dependencies into venv) or `package` (this package, copied in before, into venv with --no-deps)."""
-    return lambda container: container.with_exec(
-        ["sh", f"{RECIPES}/install-python.sh", phase, image, PACKAGE_DIR, venv, AIPERF_VENV]
+def install_python(source: dagger.Directory, image: str, venv: str) -> Step:
+    """install-python.sh as the Dockerfiles run it: the dependencies (DEPENDENCY_FILES alone), then the package."""
+    return lambda container: (
+        container.with_directory(PACKAGE_DIR, source, include=DEPENDENCY_FILES)
+        .with_(with_pip_cache)
+        .with_exec(install_python_argv("dependencies", image, venv))
+        .with_directory(PACKAGE_DIR, source)
+        .with_exec(install_python_argv("package", image, venv))
     )
-
-
-def python_side(source: dagger.Directory, image: str, venv: str) -> Step:
-    """The Dockerfiles' order: the dependencies from pyproject.toml and the recipes they read alone, then the whole
-    source and the package, so a source change re-runs the last exec only."""
-
-    def step(container: dagger.Container) -> dagger.Container:
-        return (
-            container.with_directory(RECIPES, source.directory("containers"), include=DEPENDENCY_RECIPES)
-            .with_file(f"{PACKAGE_DIR}/pyproject.toml", source.file("pyproject.toml"))
-            .with_(with_pip_cache)
-            .with_(install_python("dependencies", image, venv))
-            .with_directory(PACKAGE_DIR, source)
-            .with_(install_python("package", image, venv))
-        )
-
-    return step
 
 
 def with_rows(runs: dict[str, dagger.Directory]) -> Step:
@@ -241,23 +226,17 @@ class TrtmcVideoqa:
             .from_(image.reference)
             .with_(with_labels(image_labels("cpu", image, p)))
             .with_(with_env(cpu_env(p)))
-            .with_(
-                system_packages(
-                    self.source.directory("containers"), "cpu", include=["system-packages.sh", "packages/*"]
-                )
-            )
-            .with_(python_side(self.source, "cpu", CPU_VENV))
+            .with_(system_packages(self.source.directory("containers"), "cpu"))
+            .with_(install_python(self.source, "cpu", CPU_VENV))
             .with_workdir("/work")
         )
 
     @function
     def comparison(self) -> dagger.Container:
         """The CPU image with ffmpeg and the `real-server` extra: `transformers serve`, CUDA torch from the index."""
-        recipes = self.source.directory("containers")
         return (
-            self.cpu()
-            .with_(system_packages(recipes, "comparison"))
-            .with_(with_pip_cache)
+            self.cpu()  # its pip cache mounted still
+            .with_(system_packages(self.source.directory("containers"), "comparison"))
             .with_exec(["sh", f"{RECIPES}/install-comparison.sh", PACKAGE_DIR, CPU_VENV])
             .with_(with_hub_cache)
             .with_env_variable("HF_HOME", HUB_CACHE)
@@ -281,7 +260,7 @@ class TrtmcVideoqa:
             .with_(with_labels(runtime_labels(p, cuda_arch)))
             .with_(system_packages(recipes, "runtime", include=["system-packages.sh", "packages/*", "build-trtmc.sh"]))
             .with_(build_trtmc(self._trtmc_tree(), cuda_arch))
-            .with_(python_side(self.source, "runtime", TRTMC_VENV))
+            .with_(install_python(self.source, "runtime", TRTMC_VENV))
             .with_(with_hub_cache)
             .with_workdir("/work")
             .with_(with_secret("HF_TOKEN", hf_token))
