@@ -20,10 +20,17 @@ ENV TRTMC_VIDEOQA_PINS=/opt/trtmc-videoqa/src/containers/pins.toml \
     PATH=/opt/trtmc-videoqa/venv/bin:$PATH \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
-COPY containers/ /opt/trtmc-videoqa/src/containers/
+# What does not change with the source comes first (the system packages, aiperf, the dependencies pyproject.toml
+# names), so a source change rebuilds only the last layer: the package installed with --no-deps.
+COPY containers/system-packages.sh containers/install-python.sh containers/recipe.py containers/pins.toml /opt/trtmc-videoqa/src/containers/
+COPY containers/packages/ /opt/trtmc-videoqa/src/containers/packages/
+COPY containers/certs/ /opt/trtmc-videoqa/src/containers/certs/
 RUN sh /opt/trtmc-videoqa/src/containers/system-packages.sh cpu
-COPY pyproject.toml README.md /opt/trtmc-videoqa/src/
+COPY pyproject.toml /opt/trtmc-videoqa/src/
+RUN sh /opt/trtmc-videoqa/src/containers/install-python.sh dependencies cpu /opt/trtmc-videoqa/src /opt/trtmc-videoqa/venv /opt/aiperf
+COPY containers/ /opt/trtmc-videoqa/src/containers/
+COPY README.md /opt/trtmc-videoqa/src/
 COPY src/ /opt/trtmc-videoqa/src/src/
-RUN sh /opt/trtmc-videoqa/src/containers/install-python.sh cpu /opt/trtmc-videoqa/src /opt/trtmc-videoqa/venv /opt/aiperf
+RUN sh /opt/trtmc-videoqa/src/containers/install-python.sh package cpu /opt/trtmc-videoqa/src /opt/trtmc-videoqa/venv /opt/aiperf
 WORKDIR /work
 CMD ["trtmc-videoqa", "qualify", "--out", "/work/artifacts"]

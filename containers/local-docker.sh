@@ -11,12 +11,21 @@
 #                                        (default TAG trtmc-videoqa-cpu), reaching the package index as this
 #                                        machine's pip does (host_index.py: the index address and the CA bundle,
 #                                        nothing local, no credential); ARGs go to docker build
-#   local-docker.sh stop DIR             stop both daemons, unmount what they left, remove DIR
+#   local-docker.sh stop DIR             stop both daemons, unmount what they left, keep the image store (below),
+#                                        remove DIR
 #
-# start and stop need root. Cache: $TRTMC_VIDEOQA_CACHE (default /var/cache/trtmc-videoqa) keeps the debootstrapped
-# root file system as a tarball keyed by suite, mirror, architecture, variant and package list, and the .debs it
-# was made of; the engine itself (daemon, socket, images, layers) never outlives stop. The suite and the mirror
-# are this machine's (apt's own reading of its sources, deb822 or one-line); TRTMC_VIDEOQA_BASE_SUITE and
+# start and stop need root. Cache: $TRTMC_VIDEOQA_CACHE (default /var/cache/trtmc-videoqa) keeps
+#   base-SUITE-ARCH-KEY.tar  the debootstrapped root file system, keyed by suite, mirror, architecture, variant and
+#                            package list, and debs/, the .debs it was made of;
+#   images/                  the image store (dockerd's data directory) of the last engine stopped cleanly, with
+#                            one image in it: the last build (and its base), intermediate layers included, which the
+#                            classic builder reuses as its cache: after a source change only the steps from
+#                            `COPY src/` on run again. stop keeps it by renaming DIR/data (a rename: nothing is
+#                            copied, never half-written; only after dockerd exited on its own, every container
+#                            and every other image removed first); start takes it by renaming it into its DIR, so
+#                            one engine at a time has it and another starts empty. Not kept across file systems.
+# The rest of the engine (daemons, socket, containers, DIR) never outlives stop. The suite and the mirror are this
+# machine's (apt's own reading of its sources, deb822 or one-line); TRTMC_VIDEOQA_BASE_SUITE and
 # TRTMC_VIDEOQA_BASE_MIRROR override them.
 set -eu
 PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
@@ -27,6 +36,7 @@ started=""
 BASE_PACKAGES="python3 python3-venv ca-certificates"  # what the recipes need of a base: python3 >= 3.11, venv
 VARIANT=minbase
 cache=${TRTMC_VIDEOQA_CACHE:-/var/cache/trtmc-videoqa}
+LAST_BUILD=trtmc-videoqa-last-build:cpu  # the engine's name for its last build: the one image stop keeps
 
 say() { echo "local-docker: $*" >&2; }
 die() { say "$*${started:+; to remove what was started: sh containers/local-docker.sh stop $started}"; exit 2; }
@@ -66,6 +76,7 @@ stop_pid() {
   if kill -0 "$pid" 2>/dev/null; then
     say "pid $pid did not stop in ${limit}s; killing it"
     kill -KILL "$pid" 2>/dev/null || true
+    return 1
   fi
 }
 
@@ -82,20 +93,44 @@ unmount_under() {
   fi
 }
 
-wait_for() {  # wait_for SECONDS PIDFILE WHAT COMMAND...
-  limit=$1 pidfile=$2 what=$3
-  shift 3
+ready() {  # ready SECONDS PIDFILE COMMAND...: until COMMAND succeeds; 1 once the process exits or time is up
+  limit=$1 pidfile=$2
+  shift 2
   waited=0
   until "$@" >/dev/null 2>&1; do
-    if ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-      die "$what exited; its log: $(tail -n 20 "$dir/$what.log")"
-    fi
-    if [ "$waited" -ge "$limit" ]; then
-      die "$what is not ready after ${limit}s; its log: $(tail -n 20 "$dir/$what.log")"
-    fi
+    kill -0 "$(cat "$pidfile")" 2>/dev/null && [ "$waited" -lt "$limit" ] || return 1
     sleep 1
     waited=$((waited + 1))
   done
+}
+
+wait_for() {  # wait_for SECONDS PIDFILE WHAT COMMAND...
+  limit=$1 pidfile=$2 what=$3
+  shift 3
+  ready "$limit" "$pidfile" "$@" && return 0
+  kill -0 "$(cat "$pidfile")" 2>/dev/null || die "$what exited; its log: $(tail -n 20 "$dir/$what.log")"
+  die "$what is not ready after ${limit}s; its log: $(tail -n 20 "$dir/$what.log")"
+}
+
+same_fs() { [ "$(stat -c %d "$1")" = "$(stat -c %d "$2")" ]; }
+
+# The last engine's image store, renamed into DIR (only one engine can); none, or on another file system: empty.
+take_images() {
+  kept="$cache/images"
+  [ -d "$kept" ] && [ ! -L "$kept" ] || return 0
+  if ! same_fs "$cache" "$dir"; then
+    say "images: $kept is on another file system than $dir; starting with an empty image store"
+  elif mv "$kept" "$dir/data" 2>/dev/null; then
+    : >"$dir/data.taken"
+    say "images: the last engine's image store taken from $kept (its layers are the build's cache)"
+  fi
+}
+
+launch_dockerd() {
+  launch "$dir/dockerd.pid" "$dir/dockerd.log" dockerd --config-file "$dir/daemon.json" \
+    --host "unix://$dir/docker.sock" --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/docker.pid" \
+    --containerd "$dir/containerd.sock" --bridge=none --iptables=false --ip6tables=false --ip-masq=false \
+    --userland-proxy=false --group root
 }
 
 start() {
@@ -130,12 +165,17 @@ EOF
   echo '{}' >"$dir/daemon.json"  # never the machine's /etc/docker/daemon.json
   launch "$dir/containerd.pid" "$dir/containerd.log" containerd --config "$dir/containerd.toml"
   wait_for 30 "$dir/containerd.pid" containerd test -S "$dir/containerd.sock"
-  launch "$dir/dockerd.pid" "$dir/dockerd.log" dockerd --config-file "$dir/daemon.json" \
-    --host "unix://$dir/docker.sock" --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/docker.pid" \
-    --containerd "$dir/containerd.sock" --bridge=none --iptables=false --ip6tables=false --ip-masq=false \
-    --userland-proxy=false --group root
+  take_images
+  launch_dockerd
   export DOCKER_HOST="unix://$dir/docker.sock"
   unset DOCKER_CONTEXT DOCKER_TLS_VERIFY DOCKER_CERT_PATH
+  if [ -e "$dir/data.taken" ] && ! ready 60 "$dir/dockerd.pid" docker version; then
+    say "images: dockerd does not start on the kept image store; starting again with an empty one"
+    stop_pid "$dir/dockerd.pid" "$dir" 30 || true
+    unmount_under "$dir/data"
+    rm -rf "$dir/data" "$dir/exec" "$dir/data.taken"
+    launch_dockerd
+  fi
   wait_for 60 "$dir/dockerd.pid" dockerd docker version
   # The socket is as good as root: started through sudo, it is the caller's alone, never a whole group's.
   chmod 600 "$dir/docker.sock"
@@ -244,6 +284,35 @@ build() {
   cd "$repo"
   DOCKER_BUILDKIT=0 docker build --network host -f containers/cpu.Dockerfile \
     --build-arg "BASE_IMAGE=$TRTMC_VIDEOQA_BASE_IMAGE" "$@" -t "$tag" .
+  docker tag "$tag" "$LAST_BUILD"
+}
+
+env_value() { sed -n "s/^export $1='\\(.*\\)'\$/\\1/p" "$dir/env"; }  # a value start printed
+
+# Before dockerd stops: every container, and every image but the last build and its base, removed (an older build's
+# layers go with it), so the store stop keeps holds one image. 1 when the engine does not answer.
+prune_images() {
+  [ -S "$dir/docker.sock" ] && [ -s "$dir/env" ] || return 1
+  DOCKER_HOST=$(env_value DOCKER_HOST) DOCKER_API_VERSION=$(env_value DOCKER_API_VERSION)
+  export DOCKER_HOST DOCKER_API_VERSION
+  docker image inspect "$LAST_BUILD" >/dev/null 2>&1 || return 1  # no build: nothing worth keeping
+  docker container ls --all --quiet | xargs -r docker container rm --force >/dev/null || return 1
+  base=$(env_value TRTMC_VIDEOQA_BASE_IMAGE)
+  docker image ls --format '{{.Repository}}:{{.Tag}}' | grep -vxF -e "$LAST_BUILD" -e "$base" -e '<none>:<none>' |
+    xargs -r docker image rm >/dev/null || return 1
+  docker image prune --force >/dev/null && docker volume prune --force >/dev/null
+}
+
+# After both daemons stopped on their own: DIR/data renamed to the cache's images/, unless another engine kept one.
+keep_images() {
+  mkdir -p "$cache"
+  if [ -e "$cache/images" ]; then
+    say "images: $cache/images is kept already (another engine's); this one's is removed"
+  elif ! same_fs "$cache" "$dir"; then
+    say "images: not kept ($cache is on another file system than $dir: it would be a copy)"
+  elif mv "$dir/data" "$cache/images"; then
+    say "images: the image store (the last build, its base and their layers) kept as $cache/images"
+  fi
 }
 
 stop() {
@@ -252,8 +321,12 @@ stop() {
   dir=$(cd "$1" && pwd)
   [ -f "$dir/$MARK" ] || die "$dir was not made by local-docker.sh start; not touching it"
   need_root stop
-  stop_pid "$dir/dockerd.pid" "$dir" 30
-  stop_pid "$dir/containerd.pid" "$dir" 15
+  keep=no
+  if prune_images 2>/dev/null; then
+    keep=yes
+  fi
+  stop_pid "$dir/dockerd.pid" "$dir" 30 || keep=no  # a store dockerd did not close itself is never kept
+  stop_pid "$dir/containerd.pid" "$dir" 15 || true
   for proc in /proc/[0-9]*; do  # shims of containers still running name DIR in their command line
     pid=${proc#/proc/}
     case $(cat "$proc/comm" 2>/dev/null) in
@@ -261,6 +334,9 @@ stop() {
     esac
   done
   unmount_under "$dir"
+  if [ "$keep" = yes ] && [ -d "$dir/data" ]; then
+    keep_images
+  fi
   rm -rf "$dir"
   say "stopped; $dir removed"
 }
@@ -272,5 +348,5 @@ case $command in
   start) start "$@" ;;
   build) build "$@" ;;
   stop) stop "$@" ;;
-  *) sed -n '2,21p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,30p' "$0" >&2; exit 2 ;;
 esac

@@ -6,6 +6,9 @@ python3 recipe.py requirements PYPROJECT        this package's dependencies, one
                                                 gets an environment of its own) and dagger-io (only the Dagger
                                                 module imports it, inside the engine), plus what the package
                                                 imports that only aiperf brought (tokenizers)
+python3 recipe.py build-requirements PYPROJECT  the build backend's requirements ([build-system] requires),
+                                                one a line: installed with the dependencies, so the package
+                                                itself installs with no build isolation and no download
 python3 recipe.py extra PYPROJECT NAME           the requirements of one optional extra, one a line (the
                                                 comparison image installs `real-server`)
 python3 recipe.py profiles MATRIX.json          the profiles of a `trtmc-videoqa matrix` list, one a line
@@ -50,6 +53,11 @@ def requirements(pyproject: str) -> list[str]:
     return kept + [extra for extra in ALSO_IMPORTED if extra not in named]
 
 
+def build_requirements(pyproject: str) -> list[str]:
+    with open(pyproject, "rb") as handle:
+        return list(tomllib.load(handle).get("build-system", {}).get("requires", []))
+
+
 def extra(pyproject: str, name: str) -> list[str]:
     with open(pyproject, "rb") as handle:
         extras = tomllib.load(handle)["project"].get("optional-dependencies", {})
@@ -74,6 +82,8 @@ def main(argv: list[str]) -> int:
         print(pin(argv[1], argv[2]))
     elif len(argv) == 2 and argv[0] == "requirements":
         print("\n".join(requirements(argv[1])))
+    elif len(argv) == 2 and argv[0] == "build-requirements":
+        print("\n".join(build_requirements(argv[1])))
     elif len(argv) == 3 and argv[0] == "extra":
         print("\n".join(extra(argv[1], argv[2])))
     elif len(argv) == 2 and argv[0] == "profiles":

@@ -38,9 +38,15 @@ COPY containers/packages/ /opt/trtmc-videoqa/src/containers/packages/
 RUN sh /opt/trtmc-videoqa/src/containers/system-packages.sh runtime
 RUN sh /opt/trtmc-videoqa/src/containers/fetch-trtmc.sh /opt/trtmc/src
 RUN TRTMC_CUDA_ARCH="${CUDA_ARCH}" sh /opt/trtmc-videoqa/src/containers/build-trtmc.sh /opt/trtmc/src /opt/trtmc/build /opt/venv
+# Then aiperf and the dependencies pyproject.toml names, and last the package alone (--no-deps): a source change
+# rebuilds that last layer only.
+COPY containers/install-python.sh /opt/trtmc-videoqa/src/containers/
+COPY containers/certs/ /opt/trtmc-videoqa/src/containers/certs/
+COPY pyproject.toml /opt/trtmc-videoqa/src/
+RUN sh /opt/trtmc-videoqa/src/containers/install-python.sh dependencies runtime /opt/trtmc-videoqa/src /opt/venv /opt/aiperf
 COPY containers/ /opt/trtmc-videoqa/src/containers/
-COPY pyproject.toml README.md /opt/trtmc-videoqa/src/
+COPY README.md /opt/trtmc-videoqa/src/
 COPY src/ /opt/trtmc-videoqa/src/src/
-RUN sh /opt/trtmc-videoqa/src/containers/install-python.sh runtime /opt/trtmc-videoqa/src /opt/venv /opt/aiperf
+RUN sh /opt/trtmc-videoqa/src/containers/install-python.sh package runtime /opt/trtmc-videoqa/src /opt/venv /opt/aiperf
 WORKDIR /work
 CMD ["trtmc-videoqa", "doctor"]

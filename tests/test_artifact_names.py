@@ -56,13 +56,21 @@ NOT_OURS: dict[str, set[str]] = {
     "dagger_module.py": {
         "{}/system-packages.sh",
         "{}/build-trtmc.sh",
-        "{}/install-python.sh",
         "{}/inventory-rows.sh",
         "{}/install-comparison.sh",
         "system-packages.sh",
         "build-trtmc.sh",
     },
-    "dagger_plan.py": {"{}/qualify-one.sh", "**/*.pyc"},
+    "dagger_plan.py": {
+        "{}/qualify-one.sh",
+        "**/*.pyc",
+        "{}/install-python.sh",
+        # what install-python.sh's dependencies phase reads, copied in before the rest of the source
+        "pyproject.toml",
+        "containers/install-python.sh",
+        "containers/recipe.py",
+        "containers/pins.toml",
+    },
     # The shipped control models' folders (not output folders): Hugging Face's names there (the model card is its
     # README.md), the committed base configuration, and the training record each folder keeps.
     "cli/control_model.py": {"config.json"},

@@ -3,10 +3,12 @@ socket, no default bridge, no iptables), a base image made here with debootstrap
 containers/cpu.Dockerfile FROM it with the classic builder on the host network, the embedded-default self-test run
 inside the image, and its artifacts, back through a mounted directory, held to the plain run's checks.
 
-The engine, its data directory and its socket are removed after. `.ci/run` installs docker.io and debootstrap;
-where they are missing or root is not to be had, the test says why and is skipped, except in CI (CI set), where it
-fails: there it must run. About 4 minutes with a cached base (the base tarball is kept under
-$TRTMC_VIDEOQA_CACHE, default /var/cache/trtmc-videoqa), 5 without.
+The engine and its socket are removed after; its image store, pruned to the last build and its base, is kept under
+$TRTMC_VIDEOQA_CACHE (default /var/cache/trtmc-videoqa) beside the base tarball, and the next run's engine takes it
+back, so its build reuses every layer but the source's. `.ci/run` installs docker.io and debootstrap; where they are
+missing or root is not to be had, the test says why and is skipped, except in CI (CI set), where it fails: there it
+must run. About a minute on two cores where an earlier run kept its store (most of it the self-test in the image),
+7 to 11 minutes from nothing (the build: pip fetching AIPerf's dependencies).
 """
 
 from __future__ import annotations
@@ -221,8 +223,10 @@ def test_docker_stop_ends_the_self_test_as_ctrl_c_does(image: dict[str, str], tm
 
 
 def test_stop_removes_the_engine_and_its_directory(engine: dict[str, str], self_test_run: Path) -> None:
-    """Last: stop (as the fixture's teardown would) and check that nothing of the engine is left."""
+    """Last: stop (as the fixture's teardown would) and check that nothing of the engine is left but its image store,
+    kept in the cache with the last build and its base alone, for the next engine's build to reuse."""
     engine_dir = Path(engine["TRTMC_VIDEOQA_LOCAL_DOCKER"])
+    built = _run(["docker", "image", "inspect", TAG, "--format", "{{.Id}}"], engine, timeout=60).stdout.strip()
     stopped = _run([*(_as_root() or []), "sh", str(LOCAL_DOCKER), "stop", str(engine_dir)], engine, timeout=300)
     assert stopped.returncode == 0, stopped.stderr
     assert not engine_dir.exists()
@@ -233,3 +237,12 @@ def test_stop_removes_the_engine_and_its_directory(engine: dict[str, str], self_
         except OSError:
             continue
         assert f"{engine_dir}/" not in cmdline, cmdline
+    store = Path(os.environ.get("TRTMC_VIDEOQA_CACHE", "/var/cache/trtmc-videoqa")) / "images"
+    if store.parent.stat().st_dev == engine_dir.parent.stat().st_dev:  # kept by a rename only, never a copy
+        tags = _run([*(_as_root() or []), "cat", str(store / "image" / "overlay2" / "repositories.json")], engine, 60)
+        assert tags.returncode == 0, f"no image store kept in {store}: {stopped.stderr[-2000:]}"
+        kept = {
+            tag: image for names in json.loads(tags.stdout)["Repositories"].values() for tag, image in names.items()
+        }
+        assert set(kept) == {"trtmc-videoqa-last-build:cpu", engine["TRTMC_VIDEOQA_BASE_IMAGE"]}  # one build
+        assert kept["trtmc-videoqa-last-build:cpu"] == built

@@ -128,8 +128,8 @@ def test_both_recipes_install_the_python_side_with_the_same_script_as_the_module
         module_scripts = [e.argv[1:] for e in execs(containers[image]) if e.argv[0] == "sh"]
         # the Dockerfile runs the module's scripts, same arguments, same order (plus the fetch Dagger does by git)
         assert [s for s in scripted if not s[0].endswith("fetch-trtmc.sh")] == module_scripts, image
-        install = next(s for s in scripted if s[0].endswith("install-python.sh"))
-        assert install[1] == image
+        install = [s for s in scripted if s[0].endswith("install-python.sh")]
+        assert [s[1:3] for s in install] == [["dependencies", image], ["package", image]]
         dockerfile_env = env_of(recipe)
         module_env = dagger_plan.cpu_env(PINS) if image == "cpu" else dagger_plan.runtime_env(PINS)
         for name, value in module_env.items():
@@ -148,6 +148,33 @@ def test_the_recipes_copy_what_the_module_uploads() -> None:
             if kind == "COPY":
                 copied |= {part.split("/")[0] for part in rest.split()[:-1]}
         assert copied == uploaded, recipe.name
+
+
+@pytest.mark.parametrize("image", ["cpu", "runtime"])
+def test_a_source_change_rebuilds_only_the_last_layer(image) -> None:
+    """The dependencies are installed from pyproject.toml and the recipes they read, before src/, README.md and the
+    rest of containers/ are copied in; the package alone (--no-deps) is the last step."""
+    steps = instructions(RECIPES[image])
+    runs = [i for i, (kind, rest) in enumerate(steps) if kind == "RUN" and "install-python.sh" in rest]
+    dependencies, package = runs
+    assert " dependencies " in steps[dependencies][1] and " package " in steps[package][1]
+    copied_before = [rest.split()[:-1] for kind, rest in steps[:dependencies] if kind == "COPY"]
+    sources = {source for copied in copied_before for source in copied}
+    assert "pyproject.toml" in sources and "containers/install-python.sh" in sources
+    assert not {"src/", "README.md", "containers/"} & sources
+    from trtmc_videoqa.dagger_plan import DEPENDENCY_FILES  # what the Dagger module copies before that exec
+
+    assert {p.removesuffix("*") for p in DEPENDENCY_FILES} <= sources
+    if image == "cpu":  # and the system packages' step before it: nothing else
+        assert sources - {p.removesuffix("*") for p in DEPENDENCY_FILES} == {
+            "containers/system-packages.sh",
+            "containers/packages/",
+        }
+    after = [rest for kind, rest in steps[dependencies + 1 :] if kind == "COPY"]
+    assert {rest.split()[0] for rest in after} == {"containers/", "README.md", "src/"}
+    assert [kind for kind, _ in steps[package + 1 :]] == ["WORKDIR", "CMD"]
+    script = (CONTAINERS / "install-python.sh").read_text()
+    assert '-m pip install --no-deps --no-build-isolation "$src"' in script
 
 
 def test_system_package_lists_exist_for_both_images() -> None:

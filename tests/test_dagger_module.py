@@ -237,12 +237,19 @@ def test_aiperf_is_the_pinned_release_from_the_package_index(module) -> None:
     ):
         steps = execs(container)
         install = [e for e in steps if runs_script(e, "install-python.sh")]
-        assert len(install) == 1
-        assert install[0].argv[2:] == [image, dagger_plan.PACKAGE_DIR, target, dagger_plan.AIPERF_VENV]
-        assert install[0].mounts[dagger_plan.PIP_CACHE][0] == "trtmc-videoqa-pip"
-        assert install[0].env["TRTMC_VIDEOQA_AIPERF"] == f"{dagger_plan.AIPERF_VENV}/bin/aiperf"
+        assert [e.argv[2] for e in install] == ["dependencies", "package"]  # in this order, as the Dockerfiles
+        for e in install:
+            assert e.argv[3:] == [image, dagger_plan.PACKAGE_DIR, target, dagger_plan.AIPERF_VENV]
+            assert e.mounts[dagger_plan.PIP_CACHE][0] == "trtmc-videoqa-pip"
+            assert e.env["TRTMC_VIDEOQA_AIPERF"] == f"{dagger_plan.AIPERF_VENV}/bin/aiperf"
+        # the dependencies are installed before the source is copied in, so a source change re-runs the last only
+        copies = [
+            [a for _, n, a in e.chain if n == "withDirectory" and a["path"] == dagger_plan.PACKAGE_DIR] for e in install
+        ]
+        assert copies[0][-1]["include"] == dagger_plan.DEPENDENCY_FILES
+        assert len(copies[1]) == len(copies[0]) + 1 and "include" not in copies[1][-1]  # then the whole source
         # nothing installs aiperf any other way (a source checkout, another index, another version)
-        assert not [e for e in steps if e is not install[0] and "aiperf" in " ".join(e.argv)]
+        assert not [e for e in steps if e not in install and "aiperf" in " ".join(e.argv)]
     script = (REPO / "containers" / "install-python.sh").read_text()
     assert "aiperf=$(pin aiperf.requirement)" in script
     assert '"$aiperf_venv/bin/python" -m pip install "$aiperf"' in script

@@ -17,7 +17,6 @@ import dagger
 from dagger import CacheSharingMode, DefaultPath, Doc, Ignore, ReturnType, dag
 
 from .dagger_plan import (
-    AIPERF_VENV,
     ARTIFACTS,
     BUNDLE_CACHE,
     CCACHE_DIR,
@@ -27,6 +26,7 @@ from .dagger_plan import (
     DEFAULT_STEP_LIMIT_S,
     DEFAULT_VIDEO_TRANSPORT,
     DEFAULT_WORKLOAD,
+    DEPENDENCY_FILES,
     GPU_LOCK,
     HUB_CACHE,
     KEY_PREFIX,
@@ -50,6 +50,7 @@ from .dagger_plan import (
     comparison_argv,
     cpu_env,
     image_labels,
+    install_python_argv,
     pin_lines,
     pins,
     qualification_argv,
@@ -157,10 +158,14 @@ def build_trtmc(tree: dagger.Directory, cuda_arch: str) -> Step:
     return step
 
 
-def install_python(image: str, venv: str) -> Step:
-    """containers/install-python.sh: this package (copied in before) into venv, the pinned aiperf into its own."""
-    return lambda container: container.with_exec(
-        ["sh", f"{RECIPES}/install-python.sh", image, PACKAGE_DIR, venv, AIPERF_VENV]
+def install_python(source: dagger.Directory, image: str, venv: str) -> Step:
+    """install-python.sh as the Dockerfiles run it: the dependencies (DEPENDENCY_FILES alone), then the package."""
+    return lambda container: (
+        container.with_directory(PACKAGE_DIR, source, include=DEPENDENCY_FILES)
+        .with_(with_pip_cache)
+        .with_exec(install_python_argv("dependencies", image, venv))
+        .with_directory(PACKAGE_DIR, source)
+        .with_exec(install_python_argv("package", image, venv))
     )
 
 
@@ -222,20 +227,16 @@ class TrtmcVideoqa:
             .with_(with_labels(image_labels("cpu", image, p)))
             .with_(with_env(cpu_env(p)))
             .with_(system_packages(self.source.directory("containers"), "cpu"))
-            .with_directory(PACKAGE_DIR, self.source)
-            .with_(with_pip_cache)
-            .with_(install_python("cpu", CPU_VENV))
+            .with_(install_python(self.source, "cpu", CPU_VENV))
             .with_workdir("/work")
         )
 
     @function
     def comparison(self) -> dagger.Container:
         """The CPU image with ffmpeg and the `real-server` extra: `transformers serve`, CUDA torch from the index."""
-        recipes = self.source.directory("containers")
         return (
-            self.cpu()
-            .with_(system_packages(recipes, "comparison"))
-            .with_(with_pip_cache)
+            self.cpu()  # its pip cache mounted still
+            .with_(system_packages(self.source.directory("containers"), "comparison"))
             .with_exec(["sh", f"{RECIPES}/install-comparison.sh", PACKAGE_DIR, CPU_VENV])
             .with_(with_hub_cache)
             .with_env_variable("HF_HOME", HUB_CACHE)
@@ -259,8 +260,7 @@ class TrtmcVideoqa:
             .with_(with_labels(runtime_labels(p, cuda_arch)))
             .with_(system_packages(recipes, "runtime", include=["system-packages.sh", "packages/*", "build-trtmc.sh"]))
             .with_(build_trtmc(self._trtmc_tree(), cuda_arch))
-            .with_directory(PACKAGE_DIR, self.source)
-            .with_(install_python("runtime", TRTMC_VENV))
+            .with_(install_python(self.source, "runtime", TRTMC_VENV))
             .with_(with_hub_cache)
             .with_workdir("/work")
             .with_(with_secret("HF_TOKEN", hf_token))

@@ -36,6 +36,15 @@ PIP_CACHE, CCACHE_DIR, HUB_CACHE, BUNDLE_CACHE = (
     "/cache/bundles",
 )
 GPU_LOCK = "/run/trtmc-videoqa-gpu"  # a LOCKED cache volume: one qualification exec at a time per engine
+# What containers/install-python.sh's `dependencies` phase reads of this repository, copied in before it as the
+# Dockerfiles do, so that a source change re-runs only its `package` phase, after the whole source is copied in.
+DEPENDENCY_FILES = [
+    "pyproject.toml",
+    "containers/install-python.sh",
+    "containers/recipe.py",
+    "containers/pins.toml",
+    "containers/certs/*",
+]
 
 DEFAULT_CUDA_ARCH = "90"  # sm_90: the H200
 DEFAULT_WORKLOAD = "bigbuckbunny"
@@ -192,6 +201,12 @@ def trtmc_pin_line(p: Pins, ref: str, commit: str) -> str:
             "",
         ]
     )
+
+
+def install_python_argv(phase: str, image: str, venv: str) -> list[str]:
+    """containers/install-python.sh, one phase: `dependencies` (the pinned aiperf into an environment of its own, the
+    package's dependencies into venv) or `package` (this package into venv, --no-deps)."""
+    return ["sh", f"{RECIPES}/install-python.sh", phase, image, PACKAGE_DIR, venv, AIPERF_VENV]
 
 
 def self_test_argv(video_transport: str = DEFAULT_VIDEO_TRANSPORT) -> list[str]:
