@@ -28,7 +28,7 @@ import pytest
 # a shared run counts for the module that made it), with their AIPerf launches, then the fast lane's heaviest.
 # Measured on 2026-12-07 under load (bench/README.md, "Suite timings"): compare the figures with each other only.
 SLOWEST_FIRST: tuple[str, ...] = (
-    "test_container_run.py",  # 948 s: the image's build, the self-test in it, the engine's stop
+    "test_container_run.py",  # 948 s from nothing (about 70 s alone from a kept image store): build, self-test, stop
     "test_real_server.py",  # 630 s: six AIPerf runs
     "test_gates.py",  # 566 s: ten runs, eight of its own (each failing a gate)
     "test_faults.py",  # 336 s: five runs (three faults, each resumed, one shared)
