@@ -113,11 +113,13 @@ def bare_argv(out: Path, artifact_dir: Path, executable: str) -> list[str]:
 
 
 def bare(argv: list[str], cwd: Path, artifact_dir: Path, expected: int) -> float:
+    scratch = artifact_dir.with_name(artifact_dir.name + "-tmp")  # AIPerf's aiperf_mmap_* folder, not the machine's
+    scratch.mkdir()
     started = time.perf_counter()
     done = subprocess.run(
         argv,
         cwd=cwd,
-        env=aiperf_environment(dict(os.environ)),
+        env=aiperf_environment({**os.environ, "TMPDIR": str(scratch)}),
         capture_output=True,
         text=True,
         timeout=600,

@@ -16,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -64,12 +65,20 @@ def test_the_recorded_serve_and_aiperf_commands_run_from_a_copy_offline(
     # The run's own folders are nowhere in them (its --out was relative: `../out dir SENTINELout/tokenizer` once).
     assert "SENTINEL" not in serve + aiperf
     port = shlex.split(serve)[shlex.split(serve).index("--port") + 1]  # read to wait for it, never changed
-    env = _environment()
-    with ServerProcess(
-        ["bash", "-c", serve], url=f"http://127.0.0.1:{port}", log_path=tmp_path / "serve.log",
-        startup_timeout_s=60, env=env, cwd=copy,
-    ):  # fmt: skip
-        again = subprocess.run(["bash", "-c", aiperf], cwd=copy, env=env, capture_output=True, text=True, timeout=300)
+    # AIPerf leaves its dataset's aiperf_mmap_* folder in the temporary folder it is given: one of the test's own
+    # (short: AIPerf's socket paths go inside it), removed after.
+    scratch = tempfile.mkdtemp(prefix="tv-replay-")
+    env = {**_environment(), "TMPDIR": scratch}
+    try:
+        with ServerProcess(
+            ["bash", "-c", serve], url=f"http://127.0.0.1:{port}", log_path=tmp_path / "serve.log",
+            startup_timeout_s=60, env=env, cwd=copy,
+        ):  # fmt: skip
+            again = subprocess.run(
+                ["bash", "-c", aiperf], cwd=copy, env=env, capture_output=True, text=True, timeout=300
+            )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert (export / "profile_export.jsonl").is_file()
     measured = row(self_test_run.out, PROFILE)
