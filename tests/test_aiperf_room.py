@@ -166,6 +166,26 @@ def test_a_secret_is_redacted_wherever_it_sits_in_a_line_of_any_bytes(tmp_path: 
     assert scrubbed[2] == b'    "api_key": "<redacted>",\n'
 
 
+def test_a_file_with_nothing_to_redact_is_left_as_written_and_a_secret_across_a_read_edge_is_found(
+    tmp_path: Path,
+) -> None:
+    """The scrub reads a file in 1 MiB pieces before it rewrites anything: one that holds nothing to redact is never
+    rewritten (the same inode), and a secret that straddles two pieces is still seen and redacted."""
+    from trtmc_videoqa.aiperf import exports
+
+    plain = tmp_path / "profile_export_aiperf.json"
+    plain.write_text('{\n  "request_count": 6,\n  "url": "http://127.0.0.1:8000"\n}\n')
+    before = plain.stat()
+    secret = "s3cret-across-the-edge"
+    edge = tmp_path / "aiperf.log"
+    head = b"x" * (exports._SKIP_READ - 5)  # the secret starts 5 bytes before the first piece ends
+    edge.write_bytes(head + secret.encode() + b" tail\n")
+    scrub_exports(tmp_path, [secret])
+    after = plain.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert edge.read_bytes() == head + b"<redacted> tail\n"
+
+
 def test_a_streamed_answer_is_read_from_its_chunks_with_aiperfs_stream_metrics(tmp_path: Path) -> None:
     """AIPerf 0.13.0 records a streamed answer as its SSE packets, and its TTFT, ITL and output token count (display
     units: ms, tokens) in the records export; a figure it did not give stays None."""

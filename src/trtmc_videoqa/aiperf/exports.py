@@ -359,6 +359,8 @@ def scrub_export_file(path: Path, secrets: list[str], *, cap: int = EVIDENCE_CAP
     if path.is_symlink() or not path.is_file() or path.suffix not in _SCRUBBED:
         return
     check_target(path)
+    if not _may_need_scrub(path, secrets, cap):
+        return  # nothing in it is redacted and it fits: left as AIPerf wrote it, never rewritten
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out, path.open("rb") as source:
@@ -383,11 +385,11 @@ class _Cut:
 def _scrub_stream(source: BinaryIO, out: BinaryIO, secrets: list[str], cap: int, *, jsonl: bool) -> bool:
     """Each line scrubbed and written while the file stays within `cap`; from the first line that does not fit (or
     is longer than the cap), every line is dropped and counted. True when anything differs from the source."""
-    kept, changed = 0, False
+    kept, changed, needles = 0, False, _needles(secrets)
     cut: _Cut | None = None
     for number, (line, size) in enumerate(bounded_lines(source, cap), 1):
         if cut is None and line is not None:
-            cleaned = _scrub_line(line, secrets)
+            cleaned = _scrub_line(line, secrets, needles)
             if kept + len(cleaned) <= cap:
                 out.write(cleaned)
                 kept += len(cleaned)
@@ -414,12 +416,12 @@ def _cut_line(cut: _Cut, cap: int, *, jsonl: bool) -> bytes:
     return (("\n" if cut.kept and not jsonl else "") + text + "\n").encode("utf-8")
 
 
-def _scrub_line(line: bytes, secrets: list[str]) -> bytes:
+def _scrub_line(line: bytes, secrets: list[str], needles: list[bytes]) -> bytes:
     """One line with its embedded clips, credential headers and known secrets redacted; its bytes otherwise kept
     (undecodable bytes pass through as they are)."""
     # Most lines hold none of what is redacted (AIPerf's JSON is pretty-printed, a value a line): passed on as bytes.
     # A text match is always a bytes match of its UTF-8 (surrogateescape maps each undecodable byte to itself).
-    if not _may_redact(line, secrets):
+    if not any(needle in line for needle in needles):
         return line
     text = line.decode("utf-8", errors="surrogateescape")
     cleaned = _redact_data_urls(text)
@@ -432,12 +434,25 @@ def _scrub_line(line: bytes, secrets: list[str]) -> bytes:
     return line if cleaned == text else cleaned.encode("utf-8", errors="surrogateescape")
 
 
-def _may_redact(line: bytes, secrets: list[str]) -> bool:
-    return (
-        b"data:" in line
-        or b"request_headers" in line
-        or any(secret and secret.encode("utf-8", errors="surrogateescape") in line for secret in secrets)
-    )
+def _needles(secrets: list[str]) -> list[bytes]:
+    """What a line must hold (as bytes) to be redacted: an embedded clip, request headers, a secret."""
+    return [b"data:", b"request_headers", *(s.encode("utf-8", errors="surrogateescape") for s in secrets if s)]
+
+
+def _may_need_scrub(path: Path, secrets: list[str], cap: int) -> bool:
+    """Whether the file holds anything a line is redacted for, or is over the cap (then it is cut), read in pieces
+    (each with the end of the one before, so a needle across an edge is still seen) and never past the cap."""
+    needles = _needles(secrets)
+    overlap = max(len(needle) for needle in needles) - 1
+    read, tail = 0, b""
+    with path.open("rb") as handle:
+        while piece := handle.read(_SKIP_READ):
+            read += len(piece)
+            window = tail + piece
+            if read > cap or any(needle in window for needle in needles):
+                return True
+            tail = window[-overlap:]
+    return False
 
 
 def _scrub_json_line(line: str) -> str:
