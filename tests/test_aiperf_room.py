@@ -18,8 +18,9 @@ from trtmc_videoqa.aiperf.command import (
     profile_argv,
 )
 from trtmc_videoqa.aiperf.dataset import Prompt, input_file_lines, plan_requests
-from trtmc_videoqa.aiperf.exports import read_client_records, scrub_exports
+from trtmc_videoqa.aiperf.exports import read_client_records
 from trtmc_videoqa.aiperf.locate import AiperfProblem, locate_aiperf
+from trtmc_videoqa.aiperf.scrub import scrub_exports
 from trtmc_videoqa.climb.stats import latency_stats, min_samples, requests_per_second
 from trtmc_videoqa.common.processes import run_in_group
 from trtmc_videoqa.common.shell_quoting import reproducible_command
@@ -178,7 +179,7 @@ def test_a_file_with_nothing_to_redact_is_left_as_written_and_a_secret_across_a_
     before = plain.stat()
     secret = "s3cret-across-the-edge"
     edge = tmp_path / "aiperf.log"
-    head = b"x" * (exports._SKIP_READ - 5)  # the secret starts 5 bytes before the first piece ends
+    head = b"x" * (exports.READ_PIECE - 5)  # the secret starts 5 bytes before the first piece ends
     edge.write_bytes(head + secret.encode() + b" tail\n")
     scrub_exports(tmp_path, [secret])
     after = plain.stat()

@@ -27,7 +27,8 @@ import pytest
 from helpers import QUICK, qualify, row
 from raw_server import RawServer, aiohttp_posts, chat, response
 
-from trtmc_videoqa.aiperf.exports import CUT_KEY, read_client_records, scrub_export_file
+from trtmc_videoqa.aiperf.exports import read_client_records
+from trtmc_videoqa.aiperf.scrub import CUT_KEY, scrub_export_file
 from trtmc_videoqa.climb.protocol import EndpointRow, RowJob
 from trtmc_videoqa.plan.settings import RunSettings
 from trtmc_videoqa.results import StageResult

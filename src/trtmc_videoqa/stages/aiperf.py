@@ -23,9 +23,10 @@ from typing import Any
 
 from ..aiperf.command import AiperfSettings, key_config_yaml, key_environment, profile_argv, recorded_argv
 from ..aiperf.dataset import Prompt, RequestPlan, plan_requests, write_input_file
-from ..aiperf.exports import ClientRecord, read_client_records, scrub_export_file, scrub_exports
+from ..aiperf.exports import ClientRecord, read_client_records
 from ..aiperf.progress import AiperfCount
 from ..aiperf.runner import RunOutcome, run_with_wall_limit
+from ..aiperf.scrub import scrub_export_file, scrub_exports
 from ..aiperf.tokenizer import aiperf_environment
 from ..aiperf_qual.execution_file import AiperfEvidence, RunFacts, aiperf_evidence
 from ..climb.join import join_requests, keep_raw_answers, read_server_records, with_server_text_notes
