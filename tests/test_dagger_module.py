@@ -13,6 +13,7 @@ import inspect
 import json
 import tomllib
 import typing
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -33,13 +34,33 @@ TrtmcVideoqa: Any = None
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _dagger_sdk() -> None:
+def _dagger_sdk() -> Iterator[None]:
     global dagger, dag, TrtmcVideoqa
     dagger = pytest.importorskip("dagger")
     dag = dagger.dag
     from trtmc_videoqa.dagger_module import TrtmcVideoqa as module_class
 
     TrtmcVideoqa = module_class
+    with pytest.MonkeyPatch.context() as patch:
+        _one_converter(patch)
+        yield
+
+
+def _one_converter(patch: pytest.MonkeyPatch) -> None:
+    """The SDK makes a new cattrs converter for every chained call (`Context.__post_init__`), 3,500 of them here,
+    most of this module's CPU. Its hooks need the context only to read an engine's answer back (`structure`), which
+    never happens offline; building a query only unstructures arguments. So these tests share the first one made."""
+    from dagger.client import _core
+
+    made = _core.make_converter
+    shared: list[Any] = []
+
+    def once(ctx: Any) -> Any:
+        if not shared:
+            shared.append(made(ctx))
+        return shared[0]
+
+    patch.setattr(_core, "make_converter", once)
 
 
 REPO = Path(__file__).resolve().parents[1]
