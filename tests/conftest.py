@@ -43,6 +43,7 @@ COUNTING_AIPERF = """#!{python}
 # TEST WRAPPER for aiperf (tests/conftest.py, {count_env}): one JSON line per launch to {log}, then aiperf itself
 import re
 import sys
+{preload}
 from aiperf.cli import app
 if __name__ == "__main__":
     import json, os, time
@@ -69,7 +70,11 @@ def pytest_configure(config: pytest.Config) -> None:
     wrapper = Path(os.environ[AIPERF_ENV]) if view else beside_log
     python = aiperf_view.python_of(str(wrapper)) if view else sys.executable
     wrapper.parent.mkdir(parents=True, exist_ok=True)
-    wrapper.write_text(COUNTING_AIPERF.format(python=python, count_env=COUNT_ENV, log=str(Path(log).resolve())))
+    wrapper.write_text(
+        COUNTING_AIPERF.format(
+            python=python, count_env=COUNT_ENV, log=str(Path(log).resolve()), preload=aiperf_view.PRELOAD
+        )
+    )
     wrapper.chmod(0o755)
     os.environ[AIPERF_ENV] = str(wrapper)
 
