@@ -8,10 +8,10 @@ runs aiperf in an environment of its own (containers/install-python.sh). torch c
 extra, which .ci/run installs into the test environment for `transformers serve`.
 
 So where torch is installed, the run gives AIPerf a view of the test environment without the extra's torch packages:
-a virtual environment in a temporary folder whose site-packages holds a link to each entry of the test
-environment's but torch's (the same files, nothing installed or copied), and an `aiperf` console script as pip writes
-it. The package finds it through $TRTMC_VIDEOQA_AIPERF, as it finds the container's. A test that sets that variable
-itself still wins. `TRTMC_TEST_AIPERF_VIEW=0` turns the view off.
+a virtual environment in a temporary folder whose site-packages holds a link to each entry of the test environment's
+but torch's (the same files, nothing installed or copied), and an `aiperf` console script as pip writes it, with one
+import more (below). The package finds it through $TRTMC_VIDEOQA_AIPERF, as it finds the container's. A test that
+sets that variable itself still wins. `TRTMC_TEST_AIPERF_VIEW=0` turns the view off.
 
 The view's `aiperf` imports transformers' tokenizer classes before AIPerf's own entry point (`PRELOAD`). AIPerf
 0.13.0 forks its services on Linux, and the dataset manager and the record processor each imported transformers
