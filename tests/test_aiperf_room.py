@@ -187,6 +187,22 @@ def test_a_file_with_nothing_to_redact_is_left_as_written_and_a_secret_across_a_
     assert edge.read_bytes() == head + b"<redacted> tail\n"
 
 
+def test_a_file_the_scrub_reads_line_by_line_is_replaced_only_when_a_line_changed(tmp_path: Path) -> None:
+    """A file that holds request headers goes through the line-by-line pass: with nothing in them to redact it stays
+    the same file (the same inode, no temporary left beside it); with a key in them it is replaced, readable by all."""
+    plain = tmp_path / "profile_export_raw.jsonl"
+    plain.write_text(json.dumps({"request_headers": {"Accept": "application/json"}}) + "\n")
+    keyed = tmp_path / "profile_export.jsonl"
+    keyed.write_text(json.dumps({"request_headers": {"Authorization": "Bearer s3cret"}}) + "\n")
+    before = plain.stat()
+    scrub_exports(tmp_path, ["s3cret"])
+    after = plain.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert json.loads(keyed.read_text())["request_headers"]["Authorization"] == "<redacted>"
+    assert keyed.stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["profile_export.jsonl", "profile_export_raw.jsonl"]
+
+
 def test_a_streamed_answer_is_read_from_its_chunks_with_aiperfs_stream_metrics(tmp_path: Path) -> None:
     """AIPerf 0.13.0 records a streamed answer as its SSE packets, and its TTFT, ITL and output token count (display
     units: ms, tokens) in the records export; a figure it did not give stays None."""

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..common.atomic_write import check_target
+from ..common.atomic_write import check_target, rewrite_atomic
 from .exports import EVIDENCE_CAP, READ_PIECE, bounded_lines
 
 CUT_KEY = "trtmc_videoqa_cut"
@@ -59,15 +57,8 @@ def scrub_export_file(path: Path, secrets: list[str], *, cap: int = EVIDENCE_CAP
     check_target(path)
     if not _may_need_scrub(path, secrets, cap):
         return  # nothing in it is redacted and it fits: left as AIPerf wrote it, never rewritten
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out, path.open("rb") as source:
-            changed = _scrub_stream(source, out, secrets, cap, jsonl=path.suffix == ".jsonl")
-        if changed:
-            os.chmod(temporary, 0o644)  # mkstemp makes 0600; artifacts are for everyone who reads the run
-            os.replace(temporary, path)
-    finally:
-        Path(temporary).unlink(missing_ok=True)
+    with path.open("rb") as source:
+        rewrite_atomic(path, lambda out: _scrub_stream(source, out, secrets, cap, jsonl=path.suffix == ".jsonl"))
 
 
 @dataclass

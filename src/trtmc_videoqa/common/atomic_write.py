@@ -123,6 +123,25 @@ def copy_file_atomic(source: Path, path: Path) -> Path:
         return _write_atomic(path, lambda out: shutil.copyfileobj(stream, out, 1 << 20))
 
 
+class _Unchanged(Exception):
+    """Raised inside a rewrite that found nothing to change: its temporary file goes and the file stays as it was."""
+
+
+def rewrite_atomic(path: Path, fill: Callable[[BinaryIO], bool]) -> bool:
+    """`write_bytes_atomic` for a rewrite that may find nothing to change (a scrub): `fill` writes the new bytes and
+    says whether they differ from the file's; only then is the file replaced. Whether it was."""
+    try:
+        with (
+            _temporary_beside(path, suffix=".tmp", make_parents=False) as (handle, _),
+            os.fdopen(handle, "wb") as stream,
+        ):
+            if not fill(stream):
+                raise _Unchanged
+    except _Unchanged:
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def atomic_target(path: Path) -> Iterator[Path]:
     """For a writer that opens a path itself (PyAV): a new temporary file beside `path` (mkstemp) to write, renamed
