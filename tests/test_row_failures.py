@@ -95,7 +95,7 @@ def test_a_step_that_raises_on_the_endpoint_ladder_fails_its_row_and_the_run_rep
 @contextmanager
 def _no_server():  # type: ignore[no-untyped-def]
     """A test double of the compare run's server start: nothing started (the raising step never reaches it)."""
-    from trtmc_videoqa.ladders.endpoint import LiveEndpoint
+    from trtmc_videoqa.plan.endpoint_target import LiveEndpoint
 
     yield LiveEndpoint(url="http://127.0.0.1:9")
 

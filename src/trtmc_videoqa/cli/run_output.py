@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 
 from ..common.errors import EXIT_OK
-from ..common.progress import Progress
+from ..common.progress import Progress, silent
 from ..common.scrub import known_secrets
 from ..common.text_escape import one_line, shown_name
 from ..report.difference_view import terminal_lines
@@ -62,7 +62,7 @@ def progress_line(quiet: bool, api_key: str | None) -> Callable[[str], None]:
     """The run's progress on stderr (common/progress.py): on a terminal a long step's line is rewritten in place;
     without one (or with CI set) plain lines, a long step's every 10 s and at its end; --quiet: none."""
     if quiet:
-        return lambda _: None
+        return silent
     terminal = sys.stderr.isatty() and not os.environ.get("CI")
     # main's stderr drops every control character, the one that rewrites a line too: on a terminal progress writes
     # to the process's own stderr, each of its lines made inert (and scrubbed) by Progress itself.

@@ -150,9 +150,11 @@ class RowJob:
 
 @dataclass(kw_only=True)
 class EndpointRow(RowJob):
-    """A server we did not build, along the endpoint ladder: the native Task route the user named, if any."""
+    """A server we did not build, along the endpoint ladder: the native Task route the user named, if any, and what
+    the run states of the server (where it samples, by which policy)."""
 
     native_url: str | None = None
+    stated: dict[str, str] = field(default_factory=dict)
 
 
 R = TypeVar("R", bound=RowJob, contravariant=True)

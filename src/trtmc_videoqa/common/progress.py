@@ -171,6 +171,10 @@ class Watch:
             return None
 
 
+def silent(message: str) -> None:
+    """No progress at all (`--quiet`, or a job made without the CLI's reporter)."""
+
+
 def watching(
     progress: Callable[[str], None], describe: Describe, tick_s: float = TICK_S
 ) -> contextlib.AbstractContextManager[object]:

@@ -14,13 +14,13 @@ from pathlib import Path
 
 from ..aiperf.tokenizer import LOCAL_TOKENIZER_NAME, has_tokenizer
 from ..climb.checkpoint import Checkpoint
-from ..climb.protocol import Climb, Gates, Measurement, Step
+from ..climb.protocol import Gates, Step
 from ..hub.cache import hub_snapshot, revision_check
 from ..plan.cache_keys import reusable, trtmc_key
 from ..plan.job import QualifyJob
-from ..results import CheckpointEntry, Inventory, Provenance, ResultRow
+from ..results import CheckpointEntry, Inventory, ResultRow
 from ..rows.end import Earning, climb_and_finish
-from ..rows.provenance import run_provenance
+from ..rows.provenance import LadderFacts
 from ..stages.aiperf import aiperf
 from ..stages.build import build
 from ..stages.correctness import correctness
@@ -71,48 +71,20 @@ def qualify_entry(
         revision_check=revision_check(entry),
     )
     start = planned(cp, key)  # a server a stage starts stops when the ladder ends, before the row is written
-    return climb_and_finish(cp, TRTMC_LADDER, lambda: start, _earning(cp), start)
+    return climb_and_finish(cp, TRTMC_LADDER, start, _earning(cp))
 
 
 def _earning(cp: Checkpoint) -> Earning:
-    """What a TRTMC row earns: aiperf-qualified at most; once measured, its provenance names the server."""
-
-    def provenance(climb: Climb, measurement: Measurement | None) -> Provenance:
-        if measurement is None:
-            return _provenance(cp, climb)
-        url = climb.served.url if climb.served else None
-        served_by = measurement.capability.served_by if measurement.capability else None
-        return _provenance(cp, climb, endpoint=url, served_by=served_by, transport=measurement.video_transport)
-
-    return Earning(qualified="aiperf-qualified", provenance=provenance)
-
-
-def _provenance(
-    cp: Checkpoint,
-    climb: Climb,
-    *,
-    endpoint: str | None = None,
-    served_by: str | None = None,
-    transport: str | None = None,
-) -> Provenance:
-    settings = {
-        "precision_source": climb.precision[1],
-        "build": cp.entry.build_settings,
-        "revision_check": cp.revision_check,
-        "video_transport_used": transport,
-    }
-    return run_provenance(
-        cp.job,
+    """What a TRTMC row earns: aiperf-qualified at most; its provenance names the checkout's commit and the build
+    settings, and once measured the server it served (rows/provenance.py)."""
+    facts = LadderFacts(
         mode="trtmc",
-        settings=settings,
         tokenizer=cp.tokenizer_label,
-        endpoint=endpoint,
-        served_by=served_by,
+        settings={"build": cp.entry.build_settings, "revision_check": cp.revision_check},
         trtmc_commit=cp.inventory.commit,
         server_version=f"trtmc-server built from TRTMC {cp.inventory.commit}",
-        effective_precision=climb.precision[0],
-        bundle_digest=climb.bundle.digest if climb.bundle else None,
     )
+    return Earning("aiperf-qualified", facts)
 
 
 def checkpoint_tokenizer(job: QualifyJob, entry: CheckpointEntry) -> tuple[Path, str]:

@@ -1,13 +1,15 @@
 """A server as the run names it, fixed before it runs: what an endpoint row's cache key is made from
-(`plan/cache_keys.py` `endpoint_key`) and what its row states."""
+(`plan/cache_keys.py` `endpoint_key`) and what its row states; then the server once it runs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..results import ComparisonFacts
+    from ..results import ComparisonFacts, RecordedCommand
     from .self_test import DeclaredNoAnswer
 
 
@@ -28,3 +30,19 @@ class EndpointTarget:
     declared_no_answer: DeclaredNoAnswer | None = None
     reference_self_test: bool = False
     comparison: ComparisonFacts | None = None
+
+
+def _always_alive() -> bool:
+    return True  # a server the user runs: never watched
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiveEndpoint:
+    """The server once it runs: its URL, per-request records, whether it still runs, its native Task route (if
+    any) and how this run started it (None: the user did)."""
+
+    url: str
+    records: Path | None = None
+    alive: Callable[[], bool] = _always_alive
+    native_url: str | None = None
+    serve_command: RecordedCommand | None = None

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from ..common.progress import silent
 from ..common.safe_names import row_dir_name
 from ..results import RecordedCommand
 from ..results.layout import CHECKPOINTS_DIR
@@ -45,7 +46,7 @@ class QualifyJob:
     tokenizer_label: str
     command: RecordedCommand  # our own command line, secrets as placeholders
     api_key: str | None = None
-    progress: Callable[[str], None] = lambda _: None
+    progress: Callable[[str], None] = silent
     inventory_digest: str | None = None  # of the TRTMC run's inventory.json; None off TRTMC
     # Clip id -> its URL on the run's loopback clip server (the http transport); empty when none runs. Never in a
     # cache key: its port changes every run.

@@ -1,11 +1,11 @@
-"""The row a checkpoint starts from: `unsupported` with its audit gap and evidence, and the workload's facts that
-every measured row carries."""
+"""The row a checkpoint starts from: `unsupported` with its audit gap and evidence, the workload's facts that every
+measured row carries, and the sampling a server that samples says it applies."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..results import ResultRow
+from ..results import ResultRow, SamplingFacts
 from .job import QualifyJob
 
 if TYPE_CHECKING:  # an endpoint run has no inventory: its schemas stay unloaded
@@ -40,3 +40,27 @@ def unsupported_row(entry: CheckpointEntry, name: str | None = None) -> ResultRo
 def with_workload_facts(job: QualifyJob, row: ResultRow) -> ResultRow:
     """The row with the workload's clip manifests and the frames its declared policy picks."""
     return row.model_copy(update={"clips": dict(job.facts.clips), "sampling": job.facts.sampling})
+
+
+def with_server_sampling(row: ResultRow, job: QualifyJob, stated: dict[str, str]) -> ResultRow:
+    """Where the server samples, the policy it states is the one applied: record it beside the workload's declared
+    one, and say so plainly when they differ (the strip then shows the declared frames, not the server's)."""
+    policy, where = stated.get("sampling_policy"), stated.get("sampling_where")
+    if not policy or where != "server" or not isinstance(row.sampling, SamplingFacts):
+        return row
+    from ..media.sampling import SamplingPolicy  # lazy: the media room, only where a server states its sampling
+
+    try:
+        applied = SamplingPolicy.parse(policy).spec
+    except ValueError:
+        applied = policy
+    mismatch = None
+    if applied != row.sampling.policy:
+        declared = [p.spec for p in job.workload.sampling_policies()]
+        mismatch = (
+            f"the server samples {applied}, not {row.sampling.policy} as resolved above; "
+            f"{applied} is {'one' if applied in declared else 'not one'} of the workload's "
+            "declared policies"
+        )
+    sampling = row.sampling.model_copy(update={"applied_by_server": applied, "mismatch": mismatch})
+    return row.model_copy(update={"sampling": sampling})

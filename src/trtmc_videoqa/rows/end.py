@@ -1,15 +1,16 @@
 """The one entry point that finishes a row, whichever ladder it climbed (or none): the row its end earns, written in
 its staging folder and put in place (rows/staging.py), with the one crash net around it.
 
-    climb_and_finish(row, steps, start, earning, planned)   a ladder climbed, then finish_from
+    climb_and_finish(row, steps, start, earning)   a ladder climbed from its planned climb, then finish_from
     finish_from(row, end, earning)    a row finished from where its ladder ended (a Climb or a Stop)
     finish_unclimbed(job, row, commands, error)   a row that climbs nothing (unsupported, held, or its start crashed)
 
-Whatever raises while a row is finished is that row's `failed` at the last stage it reached, written whole in a
-fresh attempt at its files; only when even that cannot be written does the exception leave, the earlier row (if
-any) untouched. A stop signal (Ctrl-C, SIGTERM, SIGHUP) during the ladder or while the row is finished makes the
-row `interrupted` with what it measured; it is written and put where it belongs under ignored signals, then the
-run stops (KeyboardInterrupt again, so the exit code stays the signal's).
+What a row can earn is given as values (`Earning`), never a call back into its ladder. Whatever raises while a row
+is finished is that row's `failed` at the last stage it reached, written whole in a fresh attempt at its files;
+only when even that cannot be written does the exception leave, the earlier row (if any) untouched. A stop signal
+(Ctrl-C, SIGTERM, SIGHUP) during the ladder or while the row is finished makes the row `interrupted` with what it
+measured; it is written and put where it belongs under ignored signals, then the run stops (KeyboardInterrupt
+again, so the exit code stays the signal's).
 """
 
 from __future__ import annotations
@@ -20,61 +21,56 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from ..aiperf_qual.execution_file import read_execution
-from ..climb.protocol import Climb, RowJob, Step, Stop, climb_ladder, crashed, measured_end, reached, signal_name
+from ..climb.protocol import Climb, RowJob, Step, Stop, climb_ladder, measured_end, reached, signal_name
 from ..common.stop_signals import stop_signals_ignored
-from ..results import Provenance, RecordedCommand, ResultRow
+from ..results import RecordedCommand, ResultRow
 from ..results.layout import EXECUTION_FILE
 from .finish import Carried, crashed_row, write_row
-from .staging import Staging, begin, settle
+from .provenance import LadderFacts, ended_provenance
+from .staging import Staging, settle
 from .status import Qualified, interrupted_while_finishing, measured_row, stopped_row
 
 if TYPE_CHECKING:
     from ..aiperf_qual.execution_file import AiperfEvidence
-    from ..climb.protocol import Measurement
     from ..plan.job import QualifyJob
+    from ..plan.self_test import DeclaredNoAnswer
 
 
 Row = TypeVar("Row", bound=RowJob)
 
 
-def _no_note(measurement: Measurement) -> str | None:
-    return None
-
-
 @dataclass(frozen=True)
 class Earning:
-    """What a ladder's row can earn: its top status, its provenance from where it ended (the measurement once it
-    measured), and a note before a qualified row's reason (the self-test's declared no-answer)."""
+    """What a ladder's row can earn: its top status, what its ladder adds to its provenance, and the one no-answer
+    its run's plan declares (the self-test's test double on a real clip), said before a qualified row's reason."""
 
     qualified: Qualified
-    provenance: Callable[[Climb, Measurement | None], Provenance]
-    note: Callable[[Measurement], str | None] = _no_note
+    facts: LadderFacts
+    declared_no_answer: DeclaredNoAnswer | None = None
 
 
-def climb_and_finish(
-    row: Row, steps: tuple[Step[Row], ...], start: Callable[[], Climb], earning: Earning, planned: Climb
-) -> ResultRow:
-    """The row's ladder climbed in its staging folder from `start()` (a crash there is the row's `failed` at
-    plan, from `planned`), what its stages started closed, and the row finished from where it ended."""
-    begin(Staging.of(row.job.out, row.profile))
-    try:
-        first = start()
-    except Exception as error:
-        end: Climb | Stop = crashed(row, planned, "plan", error)
-    else:
-        end = climb_ladder(steps, row, first)
-    return finish_from(row, end, earning, before=row.resources.close)
+def climb_and_finish(row: Row, steps: tuple[Step[Row], ...], start: Climb, earning: Earning) -> ResultRow:
+    """The row's ladder climbed in its staging folder from its planned climb `start` (whatever a step raises is
+    its `failed` at that step: climb/protocol.py), what its stages started closed, and the row finished from where
+    it ended."""
+    staging = Staging.begun(row.job.out, row.profile)
+    end = climb_ladder(steps, row, start)
+    return finish_from(row, end, earning, staging=staging, before=row.resources.close)
 
 
 def finish_from(
-    row: RowJob, end: Climb | Stop, earning: Earning, *, before: Callable[[], None] = lambda: None
+    row: RowJob,
+    end: Climb | Stop,
+    earning: Earning,
+    *,
+    staging: Staging | None = None,
+    before: Callable[[], None] | None = None,
 ) -> ResultRow:
-    """The row `end` earns (a Climb or a Stop of `row`'s ladder), written in the row's staging folder and put in
-    place; `before` runs first, inside the crash net (closing what the row's stages started). A row a stop signal
-    ended is finished under ignored signals, then the run stops (KeyboardInterrupt)."""
-    staging = Staging.of(row.job.out, row.profile)
-    if not staging.building.is_dir():  # a row finished without climbing here (a caller's own Stop)
-        begin(staging)
+    """The row `end` earns (a Climb or a Stop of `row`'s ladder), written in the row's staging folder (`staging`,
+    begun where the ladder climbed; else begun here) and put in place; `before` runs first, inside the crash net
+    (closing what the row's stages started). A row a stop signal ended is finished under ignored signals, then the
+    run stops (KeyboardInterrupt)."""
+    staging = staging or Staging.begun(row.job.out, row.profile)
     carried = read_execution(staging.building / EXECUTION_FILE)  # before this attempt writes its own
     stopped = any(stage.status == "interrupted" for stage in reached(end)[0].stages)
     try:
@@ -97,14 +93,15 @@ def _finished(
     staging: Staging,
     carried: Carried,
     *,
-    before: Callable[[], None],
+    before: Callable[[], None] | None,
     cut: bool,
 ) -> ResultRow:
     """The row written and settled; whatever raises on the way is the row's `failed` at the last stage it reached
     (the one crash net)."""
     try:
-        before()
-        made, commands, evidence = earned(end, earning)
+        if before is not None:
+            before()
+        made, commands, evidence = earned(row.job, end, earning)
         if cut:
             made = interrupted_while_finishing(made, signal_name())
         written = write_row(row.job, staging.building, made, relocated(commands, staging), evidence, carried)
@@ -118,15 +115,15 @@ def _finished(
 
 
 def earned(
-    end: Climb | Stop, earning: Earning
+    job: QualifyJob, end: Climb | Stop, earning: Earning
 ) -> tuple[ResultRow, dict[str, RecordedCommand], list[AiperfEvidence] | AiperfEvidence | None]:
     """The row a ladder's end earns (not yet written), the commands that made it and its AIPerf runs' evidence."""
     if isinstance(end, Stop) and end.status is not None:  # ended before it measured
-        return stopped_row(end, earning.provenance(end.at, None)), end.at.commands, None
+        return stopped_row(end, ended_provenance(job, earning.facts, end.at, None)), end.at.commands, None
     climb, measurement = measured_end(end)
-    provenance = earning.provenance(climb, measurement)
-    note = earning.note(measurement)
-    row = measured_row(climb.row, measurement, earning.qualified, provenance, qualified_note=note)
+    provenance = ended_provenance(job, earning.facts, climb, measurement)
+    declared = earning.declared_no_answer
+    row = measured_row(climb.row, measurement, earning.qualified, provenance, declared_no_answer=declared)
     evidence = [run.evidence for run in measurement.levels] or measurement.aiperf
     return row, climb.commands | measurement.commands, evidence
 
@@ -136,8 +133,7 @@ def finish_unclimbed(
 ) -> ResultRow:
     """A row that climbs no ladder (unsupported, held back, or `failed` at plan by `error` while it started),
     written in its staging folder and put in place."""
-    staging = Staging.of(job.out, row.profile)
-    begin(staging)
+    staging = Staging.begun(job.out, row.profile)
     carried = read_execution(staging.building / EXECUTION_FILE)
     try:
         if error is not None:

@@ -67,6 +67,13 @@ class Staging:
             record=out / CHECKPOINTS_DIR / interrupted_attempt_file(name),
         )
 
+    @classmethod
+    def begun(cls, out: Path, profile: str) -> Staging:
+        """The row's places, its staging folder begun afresh (`begin`)."""
+        staging = cls.of(out, profile)
+        begin(staging)
+        return staging
+
     def has_earlier_row(self) -> bool:
         return (self.final / RESULT_FILE).is_file()
 

@@ -13,6 +13,7 @@ from ..climb.sweep import sweep_of
 from ..results import (
     STAGE_ORDER,
     Interruption,
+    OutputCheck,
     Provenance,
     QualificationStatus,
     ResultRow,
@@ -32,6 +33,7 @@ from ..results.rows import TASK_TIME_NOT_REPORTED as NOT_REPORTED
 
 if TYPE_CHECKING:
     from ..climb.protocol import Measurement, Stop
+    from ..plan.self_test import DeclaredNoAnswer
 
 Qualified = Literal["aiperf-qualified", "endpoint-qualified"]
 
@@ -102,11 +104,11 @@ def measured_row(
     measurement: Measurement,
     qualified: Qualified,
     provenance: Provenance,
-    qualified_note: str | None = None,
+    declared_no_answer: DeclaredNoAnswer | None = None,
 ) -> ResultRow:
-    """The row with the measurement's figures and the status its stages earn; `qualified_note` goes before the
-    reason of a qualified row (the self-test's declared no-answer). A row missing a gate's outcome is never
-    qualified, whatever the stages it has say: it fails at the first gate it lacks."""
+    """The row with the measurement's figures and the status its stages earn; a declared no-answer (the
+    self-test's test double on a real clip) is said before a qualified row's reason. A row missing a gate's outcome
+    is never qualified, whatever the stages it has say: it fails at the first gate it lacks."""
     fields = measured_fields(row, measurement)
     status, reason, failed, evidence = status_from_stages(fields["stages"], qualified)
     shown = {stage.name for stage in fields["stages"]}
@@ -117,8 +119,8 @@ def measured_row(
     failing = failing_level(fields["sweep"])
     if status == qualified and failing is not None:
         status, failed, evidence, reason = "failed", failing[0], [], failing[1]
-    if qualified_note and status == qualified:
-        reason = f"{qualified_note}; {reason}"
+    if declared_no_answer and measurement.output_check is not None and status == qualified:
+        reason = f"{_transport_only(declared_no_answer, measurement.output_check)}; {reason}"
     if status == "interrupted":
         reason += measured_words(fields["profiling_requests_completed"], fields["profiling_requests_planned"])
         evidence = evidence or next((s.evidence for s in fields["stages"] if s.name == "aiperf"), [])
@@ -144,6 +146,14 @@ def failing_level(sweep: Sweep | None) -> tuple[StageName, str] | None:
     stage: StageName = bad.failed_at if bad.failed_at in STAGE_ORDER else "aiperf"  # type: ignore[assignment]
     at = f"concurrency {bad.concurrency}" if bad.request_rate is None else f"request rate {bad.request_rate:g}/s"
     return stage, f"{stage}: {at} did not pass: {bad.detail or 'no detail recorded'}"
+
+
+def _transport_only(declared: DeclaredNoAnswer, check: OutputCheck) -> str:
+    no_answer = check.by_outcome.get("declared-no-answer", 0)
+    return (
+        f"transport and timing only: {declared.why} ({no_answer} of {check.checked} answers were the declared "
+        f"no-answer {declared.phrase!r})"
+    )
 
 
 def stopped_row(stop: Stop, provenance: Provenance) -> ResultRow:

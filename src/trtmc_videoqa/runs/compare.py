@@ -22,10 +22,11 @@ from ..common.errors import BadInput
 from ..common.progress import watched_log
 from ..common.safe_names import safe_name
 from ..common.scrub import known_secrets
-from ..ladders.endpoint import LiveEndpoint, finish_endpoint_stop, with_server_sampling
+from ..ladders.endpoint import finish_endpoint_stop
 from ..plan.cache_keys import endpoint_key
-from ..plan.endpoint_target import EndpointTarget
+from ..plan.endpoint_target import EndpointTarget, LiveEndpoint
 from ..plan.job import QualifyJob
+from ..plan.row_start import with_server_sampling
 from ..results import ComparisonFacts, RecordedCommand, ResultRow, StageName, StageResult
 from ..results.layout import COMPARISON_SERVER_LOG, COMPARISON_WORKLOAD_DIR
 from ..serving.transformers_serve import (
@@ -259,7 +260,7 @@ def _served(request: CompareRequest, comparison: ComparisonRun, tools: RunTools)
             wall = round(time.monotonic() - started, 3)
             raise _not_started(problem, comparison, log, url, wall, command) from None
         tools.progress(f"{profile}: transformers serve ready after {server.ready_after_s or 0:.1f} s")
-        yield LiveEndpoint(url=url, alive=lambda: server.alive, serve_command=command)
+        yield LiveEndpoint(url=url, alive=server.alive, serve_command=command)
 
 
 def _not_started(

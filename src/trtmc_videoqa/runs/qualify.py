@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from .. import reference, serving  # rooms that load their web stack and http client on first use
 from ..common.atomic_write import write_model_atomic, write_text_atomic
 from ..common.errors import BadInput
-from ..ladders.endpoint import LiveEndpoint, qualify_endpoint
+from ..ladders.endpoint import qualify_endpoint
 from ..plan.cache_keys import endpoint_key, reusable
-from ..plan.endpoint_target import EndpointTarget
+from ..plan.endpoint_target import EndpointTarget, LiveEndpoint
 from ..plan.job import QualifyJob
 from ..plan.self_test import load_self_test_plan
 from ..plan.trtmc_checks import row_names
@@ -163,7 +163,7 @@ def _reference_endpoint(
         yield LiveEndpoint(
             url=url,
             records=records,
-            alive=lambda: server.alive,
+            alive=server.alive,
             native_url=url if native_route else None,
             serve_command=RecordedCommand.of(reference.serve_command(config)),
         )

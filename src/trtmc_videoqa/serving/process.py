@@ -120,7 +120,6 @@ class ServerProcess:
             raise
         return self
 
-    @property
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 

@@ -26,6 +26,7 @@ from ..aiperf.dataset import Prompt
 from ..climb.prompts import workload_prompts
 from ..climb.protocol import Climb, RowJob, Stop, measuring, recorded, served
 from ..common.atomic_write import write_bytes_atomic, write_model_atomic
+from ..common.progress import silent
 from ..common.server_json import parse_server_json
 from ..results import ServedModel, StageResult, StageStatus, TransportAttempt, VideoTransport
 from ..results.layout import CAPABILITY_FILE, raw_answer_file
@@ -58,7 +59,7 @@ class CapabilityRequest:
     max_tokens: int
     extra_body: dict[str, Any]
     clip_urls: dict[str, str]
-    progress: Callable[[str], None] = lambda _: None
+    progress: Callable[[str], None] = silent
 
 
 def capability(row: RowJob, climb: Climb) -> Climb | Stop:

@@ -54,7 +54,7 @@ def serve(cp: Checkpoint, climb: Climb) -> Climb | Stop:
         return Stop(climb, failed, "failed", f"serve: {problem}", failed="serve")
     climb = climb.with_stage(_serve_stage("passed", f"ready after {server.ready_after_s:.1f} s", started))
     model = served_model(url, cp.entry.profile, api_key=job.api_key)
-    return replace(climb, served=Served(url=url, model=model, records=records, alive=lambda: server.alive))
+    return replace(climb, served=Served(url=url, model=model, records=records, alive=server.alive))
 
 
 def _serve_stage(status: StageStatus, detail: str, started: float) -> StageResult:
