@@ -108,3 +108,10 @@ def python_of(aiperf: str) -> str:
     """The interpreter of an aiperf console script (its shebang line)."""
     with open(aiperf, encoding="utf-8") as handle:
         return handle.readline()[2:].strip()
+
+
+if __name__ == "__main__":
+    # .ci/run: the benchmarks' quick modes, run before the suite, launch AIPerf in a view too (made in the folder
+    # given; the path of its aiperf printed, nothing where no view is wanted)
+    if wanted("e2e"):
+        print(make_view(Path(sys.argv[1])))
