@@ -93,6 +93,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection built (the imported packages, the test modules, their items) lives as long as the process, so
+    the garbage collector stops walking it, and collects the young objects ten times less often than Python's 700
+    allocations: each worker spent 1.3-1.8 s of CPU in about 1,300 collections, 1.0-1.4 s of it in the ten full ones
+    that walked all of it, and about 0.6 s with both (measured with gc.callbacks on the fast lane). Garbage is still
+    collected, only in larger batches; a test that needs it gone at once calls gc.collect(), as it had to before."""
+    gc.collect()  # what is left of collection's garbage first: only what is alive is frozen
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Each process's objects are left to its exit, as the command line leaves its own (cli/main.py): Python's
     exit would otherwise walk every object a worker still holds in its last garbage collections, about a second
