@@ -42,6 +42,14 @@ if TYPE_CHECKING:
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# The garbage collector runs every 10,000 allocations, not 700, from here on (the test modules' imports included), and
+# from the end of collection leaves alone what collection built (pytest_collection_finish). Each worker spent 1.3-1.8 s
+# of CPU in about 1,300 collections, 1.0-1.4 s of it in the ten full ones that walked every imported module again;
+# about 0.6 s with both (gc.callbacks, the fast lane), and its collection 0.3 s less. Garbage is still collected, in
+# larger batches; no test relies on when a collection runs (none calls gc.collect or holds a weak reference).
+GC_THRESHOLDS = (10_000, 10, 10)
+gc.set_threshold(*GC_THRESHOLDS)
+
 COUNT_ENV = "TRTMC_TEST_COUNT_AIPERF"
 AIPERF_ENV = aiperf_view.AIPERF_ENV
 VIEW = pytest.StashKey[Path | None]()
@@ -94,14 +102,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """What collection built (the imported packages, the test modules, their items) lives as long as the process, so
-    the garbage collector stops walking it, and collects the young objects ten times less often than Python's 700
-    allocations: each worker spent 1.3-1.8 s of CPU in about 1,300 collections, 1.0-1.4 s of it in the ten full ones
-    that walked all of it, and about 0.6 s with both (measured with gc.callbacks on the fast lane). Garbage is still
-    collected, only in larger batches; a test that needs it gone at once calls gc.collect(), as it had to before."""
+    """What collection built (the imported packages, the test modules, their items) lives as long as the process: the
+    garbage collector stops walking it (GC_THRESHOLDS says what that saves)."""
     gc.collect()  # what is left of collection's garbage first: only what is alive is frozen
     gc.freeze()
-    gc.set_threshold(10_000, 10, 10)
 
 
 @pytest.hookimpl(trylast=True)
