@@ -18,15 +18,22 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import aiperf_view
 import pytest
 import restore_bytecode  # noqa: F401 - before any test module is imported
-import shared_runs
 import suite_order
-from media_clips import Clips, build_clips
 
-from trtmc_videoqa.reference import ReferenceConfig, ReferenceServer
+# What the fixtures below need is imported in them: the controller of an xdist run loads this file too, before it
+# starts the workers, and runs no test (shared_runs.py alone brings FastAPI, httpx, NumPy and PyAV: about 0.5 s of CPU
+# the run waited for). Each worker imports them with the first test module that does.
+if TYPE_CHECKING:
+    import shared_runs
+    from media_clips import Clips
+
+    from trtmc_videoqa.reference import ReferenceServer
 
 # A test run started in the background by a non-interactive shell (`cmd &`, nohup, some CI runners) inherits
 # SIGINT ignored, and an ignored signal stays ignored across exec: every process a test starts would then shrug off
@@ -34,6 +41,14 @@ from trtmc_videoqa.reference import ReferenceConfig, ReferenceServer
 # starts with SIGINT live, as it does from a terminal. (Each xdist worker loads this file too.)
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# The garbage collector runs every 10,000 allocations, not 700, from here on (the test modules' imports included), and
+# from the end of collection leaves alone what collection built (pytest_collection_finish). Each worker spent 1.3-1.8 s
+# of CPU in about 1,300 collections, 1.0-1.4 s of it in the ten full ones that walked every imported module again;
+# about 0.6 s with both (gc.callbacks, the fast lane), and its collection 0.3 s less. Garbage is still collected, in
+# larger batches; no test relies on when a collection runs (none calls gc.collect or holds a weak reference).
+GC_THRESHOLDS = (10_000, 10, 10)
+gc.set_threshold(*GC_THRESHOLDS)
 
 COUNT_ENV = "TRTMC_TEST_COUNT_AIPERF"
 AIPERF_ENV = aiperf_view.AIPERF_ENV
@@ -86,6 +101,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection built (the imported packages, the test modules, their items) lives as long as the process: the
+    garbage collector stops walking it (GC_THRESHOLDS says what that saves)."""
+    gc.collect()  # what is left of collection's garbage first: only what is alive is frozen
+    gc.freeze()
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Each process's objects are left to its exit, as the command line leaves its own (cli/main.py): Python's
     exit would otherwise walk every object a worker still holds in its last garbage collections, about a second
@@ -110,12 +133,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 @pytest.fixture(scope="session")
 def clips(tmp_path_factory: pytest.TempPathFactory) -> Clips:
     """Every small media test clip (media_clips.py says what they show), made once per session."""
+    from media_clips import build_clips
+
     return build_clips(tmp_path_factory.mktemp("media-clips"))
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ReferenceServer]:
     """The reference endpoint with its defaults, in this process on a free loopback port, one per test module."""
+    from trtmc_videoqa.reference import ReferenceConfig, ReferenceServer
+
     with ReferenceServer(ReferenceConfig()) as running:
         yield running
 
@@ -123,41 +150,48 @@ def server() -> Iterator[ReferenceServer]:
 # --- runs made once per test run (shared_runs.py says what each is and who reads it) ---------------------------
 
 
+def _shared() -> ModuleType:
+    """shared_runs, imported by the first fixture that makes or reads a run (the note at the top says why)."""
+    import shared_runs
+
+    return shared_runs
+
+
 @pytest.fixture(scope="session")
 def self_test_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
-    return shared_runs.self_test(tmp_path_factory)
+    return _shared().self_test(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def quick_http_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
-    return shared_runs.quick_self_test_over_http(tmp_path_factory)
+    return _shared().quick_self_test_over_http(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def trtmc_rows_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
-    return shared_runs.trtmc_every_row(tmp_path_factory)
+    return _shared().trtmc_every_row(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def trtmc_resumed_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
-    return shared_runs.trtmc_resumed_after_faults(tmp_path_factory)
+    return _shared().trtmc_resumed_after_faults(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def native_route_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
-    return shared_runs.endpoint_with_native_route(tmp_path_factory)
+    return _shared().endpoint_with_native_route(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def auto_key_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
-    return shared_runs.endpoint_auto_with_key(tmp_path_factory)
+    return _shared().endpoint_auto_with_key(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def repeated_runs_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
-    return shared_runs.endpoint_repeated_runs(tmp_path_factory)
+    return _shared().endpoint_repeated_runs(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def key_file_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
-    return shared_runs.endpoint_with_key_file(tmp_path_factory)
+    return _shared().endpoint_with_key_file(tmp_path_factory)
