@@ -17,7 +17,11 @@ The view's `aiperf` imports transformers' tokenizer classes before AIPerf's own 
 0.13.0 forks its services on Linux, and the dataset manager and the record processor each imported transformers
 after the fork, for their tokenizer: now they inherit it. The same AIPerf, arguments and files; about a third less
 CPU a run (one `qualify --workload synthetic --repeats 1 --warmup 1`: 6.9–7.3 s of CPU before, 4.6–5.0 s after;
-bench/README.md, "fourth round").
+bench/README.md, "fourth round"). It then imports the AIPerf modules its services run from and freezes what is
+loaded (`gc.freeze`): each timing-critical service AIPerf forks runs `gc.collect()` three times as it starts (and the
+dataset manager twice once its dataset is sent), and with transformers inherited each of those walked every object
+the parent had loaded, about a sixth of a run's CPU; frozen objects are never walked. About a sixth less CPU again
+(bench/README.md, "fifth round").
 """
 
 from __future__ import annotations
@@ -38,8 +42,12 @@ MADE_ENV = "TRTMC_TEST_AIPERF_VIEW_DIR"  # set by the controller once it made th
 # What the real-server extra installs that transformers would import: torch and its companions (their packages,
 # dist-info folders and bundled libraries). torch's CUDA wheels (nvidia-*) are loaded only by torch.
 LEFT_OUT = re.compile(r"^(torch|torchvision|torchcodec|torchgen|functorch|triton)([-.].*)?$")
-# Imported by the view's aiperf before AIPerf's app, so that the services it forks inherit it (above).
-PRELOAD = "from transformers import AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401"
+# Run by the view's aiperf before AIPerf's app: what the services it forks would each import after the fork, then
+# the garbage collector told to leave all of it alone (above).
+PRELOAD = """from transformers import AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401
+import aiperf.cli, aiperf.common.bootstrap, aiperf.controller, aiperf.dataset.dataset_manager  # noqa: E401, F401
+import gc
+gc.freeze()"""
 CONSOLE_SCRIPT = """#!{python}
 # -*- coding: utf-8 -*-
 import re
