@@ -71,6 +71,19 @@ def write_clip(
     return path
 
 
+def remux(source: Path, path: Path, container_format: str) -> Path:
+    """The same coded video in another container, every packet copied (no encoder runs, so the pixels are the very
+    same: two encodes of the same frames are not promised to be)."""
+    with av.open(str(source)) as given, av.open(str(path), "w", format=container_format) as container:
+        (video,) = given.streams.video
+        copy = container.add_stream_from_template(video)
+        for packet in given.demux(video):
+            if packet.dts is not None:  # the demuxer's empty flush packet is not data
+                packet.stream = copy
+                container.mux(packet)
+    return path
+
+
 def write_audio_only(path: Path) -> Path:
     with av.open(str(path), "w", format="mp4") as container:
         sound = container.add_stream("aac", rate=8000)
@@ -116,6 +129,7 @@ def build_clips(root: Path) -> Clips:
         return write_clip(root / name, *args, **kwargs)  # type: ignore[arg-type]
 
     avi = clip("square.avi", "avi", "mpeg4", "yuv420p")
+    mp4 = clip("square.mp4", "mp4", "libx264", "yuv420p")
     png = root / "still.png"
     Image.fromarray(frame_pixels(0)).save(png)
     text = root / "notes.mp4"
@@ -124,11 +138,11 @@ def build_clips(root: Path) -> Clips:
     empty.write_bytes(b"")
     return Clips(
         root=root,
-        mp4=clip("square.mp4", "mp4", "libx264", "yuv420p"),
+        mp4=mp4,
         mp4_faststart=clip("square-faststart.mp4", "mp4", "libx264", "yuv420p", options={"movflags": "faststart"}),
         mp4_audio=clip("square-audio.mp4", "mp4", "libx264", "yuv420p", audio=True),
         webm=clip("square.webm", "webm", "libvpx-vp9", "yuv420p"),
-        mkv=clip("square.mkv", "matroska", "libx264", "yuv420p"),
+        mkv=remux(mp4, root / "square.mkv", "matroska"),
         avi=avi,
         mpg=clip("square.mpg", "mpeg", "mpeg2video", "yuv420p"),
         gif=clip("square.gif", "gif", "gif", "rgb8"),
