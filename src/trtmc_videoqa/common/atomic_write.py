@@ -130,13 +130,13 @@ class _Unchanged(Exception):
 def rewrite_atomic(path: Path, fill: Callable[[BinaryIO], bool]) -> bool:
     """`write_bytes_atomic` for a rewrite that may find nothing to change (a scrub): `fill` writes the new bytes and
     says whether they differ from the file's; only then is the file replaced. Whether it was."""
+
+    def filled(stream: BinaryIO) -> None:
+        if not fill(stream):
+            raise _Unchanged  # the temporary file is removed on the way out (_temporary_beside)
+
     try:
-        with (
-            _temporary_beside(path, suffix=".tmp", make_parents=False) as (handle, _),
-            os.fdopen(handle, "wb") as stream,
-        ):
-            if not fill(stream):
-                raise _Unchanged
+        _write_atomic(path, filled, make_parents=False)
     except _Unchanged:
         return False
     return True
