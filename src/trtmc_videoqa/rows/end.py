@@ -64,7 +64,7 @@ def finish_from(
     earning: Earning,
     *,
     staging: Staging | None = None,
-    before: Callable[[], None] | None = None,
+    before: Callable[[], None] = lambda: None,
 ) -> ResultRow:
     """The row `end` earns (a Climb or a Stop of `row`'s ladder), written in the row's staging folder (`staging`,
     begun where the ladder climbed; else begun here) and put in place; `before` runs first, inside the crash net
@@ -93,14 +93,13 @@ def _finished(
     staging: Staging,
     carried: Carried,
     *,
-    before: Callable[[], None] | None,
+    before: Callable[[], None],
     cut: bool,
 ) -> ResultRow:
     """The row written and settled; whatever raises on the way is the row's `failed` at the last stage it reached
     (the one crash net)."""
     try:
-        if before is not None:
-            before()
+        before()
         made, commands, evidence = earned(row.job, end, earning)
         if cut:
             made = interrupted_while_finishing(made, signal_name())
