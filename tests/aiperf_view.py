@@ -21,7 +21,9 @@ bench/README.md, "fourth round"). It then imports the AIPerf modules its service
 loaded (`gc.freeze`): each timing-critical service AIPerf forks runs `gc.collect()` three times as it starts (and the
 dataset manager twice once its dataset is sent), and with transformers inherited each of those walked every object
 the parent had loaded, about a sixth of a run's CPU; frozen objects are never walked. About a sixth less CPU again
-(bench/README.md, "fifth round").
+(bench/README.md, "fifth round"). The collector is off while those modules load (the objects they make are
+frozen at once, so a collection then only walked what was about to be frozen) and on again before AIPerf's app
+runs: about 0.3 s less CPU a run (bench/README.md, "sixth round").
 """
 
 from __future__ import annotations
@@ -42,12 +44,14 @@ MADE_ENV = "TRTMC_TEST_AIPERF_VIEW_DIR"  # set by the controller once it made th
 # What the real-server extra installs that transformers would import: torch and its companions (their packages,
 # dist-info folders and bundled libraries). torch's CUDA wheels (nvidia-*) are loaded only by torch.
 LEFT_OUT = re.compile(r"^(torch|torchvision|torchcodec|torchgen|functorch|triton)([-.].*)?$")
-# Run by the view's aiperf before AIPerf's app: what the services it forks would each import after the fork, then
-# the garbage collector told to leave all of it alone (above).
-PRELOAD = """from transformers import AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401
+# Run by the view's aiperf before AIPerf's app: what the services it forks would each import after the fork, loaded
+# with the garbage collector off, then frozen for it to leave alone, and the collector on again (above).
+PRELOAD = """import gc
+gc.disable()
+from transformers import AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401
 import aiperf.cli, aiperf.common.bootstrap, aiperf.controller, aiperf.dataset.dataset_manager  # noqa: E401, F401
-import gc
-gc.freeze()"""
+gc.freeze()
+gc.enable()"""
 CONSOLE_SCRIPT = """#!{python}
 # -*- coding: utf-8 -*-
 import re

@@ -193,5 +193,10 @@ def repeated_runs_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.S
 
 
 @pytest.fixture(scope="session")
+def sweep_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
+    return _shared().endpoint_sweep(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
 def key_file_run(tmp_path_factory: pytest.TempPathFactory) -> shared_runs.SharedRun:
     return _shared().endpoint_with_key_file(tmp_path_factory)

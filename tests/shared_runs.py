@@ -8,9 +8,8 @@ one works on a copy (`SharedRun.copy`). A run that ended badly is kept as it end
 facts like any other), so every test that reads it fails on the same evidence and nothing launches it again.
 
 Each run says which tests read it. Together with the runs the tests make themselves, the end-to-end tests outside
-the container and real-server modules launch AIPerf 59 times (60 before test_staged_rows.py read one of these;
-counted on 2026-12-07, after the throughput, server-capacity and streaming modules came); `TRTMC_TEST_COUNT_AIPERF=FILE`
-counts them (conftest.py).
+the container and real-server modules launch AIPerf 60 times (62 before test_server_capacity.py read the sweep;
+counted on 2026-12-07); `TRTMC_TEST_COUNT_AIPERF=FILE` counts them (conftest.py).
 """
 
 from __future__ import annotations
@@ -302,6 +301,29 @@ def endpoint_repeated_runs(factory: pytest.TempPathFactory) -> SharedRun:
         return {"run": ran(done)}
 
     return shared(factory, "endpoint-repeated-runs", list(REPEATED), make)
+
+
+SWEEP = ("--concurrency", "1,4")
+SWEEP_CAPACITY, SWEEP_TASK_MS = 8, 600
+
+
+def endpoint_sweep(factory: pytest.TempPathFactory) -> SharedRun:
+    """The reference endpoint answering up to eight requests at once, each task 600 ms, measured at concurrency 1
+    and 4 (`--concurrency 1,4`: one AIPerf run a level, six profiling requests each).
+
+    Read by test_throughput.py (each level's run, join, grades, commands and batches; the report's curve) and
+    test_server_capacity.py (a server that answers every request at once scales with concurrency: the 600 ms task
+    is long beside what the clock adds). Two AIPerf runs."""
+
+    def make(folder: Path) -> dict[str, Any]:
+        with reference(folder, name="sweep", capacity=SWEEP_CAPACITY, added_task_ms=SWEEP_TASK_MS) as url:
+            done = qualify(
+                "--url", url, "--model", DEFAULT_MODEL_NAME, *QUICK, "--out", str(folder / "out"), *SWEEP,
+                timeout=RUN_TIMEOUT_S,
+            )  # fmt: skip
+        return {"run": ran(done)}
+
+    return shared(factory, "endpoint-sweep", [*SWEEP, SWEEP_CAPACITY, SWEEP_TASK_MS], make)
 
 
 SERVE_TOKEN = "sk-test-0123456789abcdef"

@@ -5,13 +5,12 @@ graded answers; the settings refused where they clash; the status rule that ever
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import execution_checks
 import pytest
-from helpers import QUICK, cli, reference, run_main
+from helpers import cli, run_main
 from shared_runs import SharedRun
 
 from trtmc_videoqa.aiperf.dataset import PlannedRequest, Prompt, RequestPlan, plan_requests
@@ -22,7 +21,6 @@ from trtmc_videoqa.climb.stats import latency_stats
 from trtmc_videoqa.climb.sweep import sweep_of
 from trtmc_videoqa.plan.settings import RunSettings
 from trtmc_videoqa.publish.evidence import is_file_reference_file, is_measured
-from trtmc_videoqa.reference import DEFAULT_MODEL_NAME
 from trtmc_videoqa.results import (
     TINY_WORKLOAD_NOTE,
     LoadLevel,
@@ -37,19 +35,13 @@ from trtmc_videoqa.rows.status import failing_level
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def _measured(tmp: Path, *extra: str) -> tuple[Path, ResultRow, str]:
-    """One endpoint row of the reference endpoint, measured with `extra`: its folder, its row, the terminal."""
-    out = tmp / "out"
-    with reference(tmp) as url:
-        done = run_main(None, "qualify", "--url", url, "--model", DEFAULT_MODEL_NAME, *QUICK, "--out", str(out), *extra)
-    assert done.returncode == 0, done.stdout + done.stderr
-    (row_dir,) = (out / "checkpoints").iterdir()
-    return row_dir, ResultRow.model_validate_json((row_dir / "result.json").read_text()), done.stdout
-
-
 @pytest.fixture(scope="module")
-def swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ResultRow, str]]:
-    yield _measured(tmp_path_factory.mktemp("sweep"), "--concurrency", "1,4")
+def swept(sweep_run: SharedRun) -> tuple[Path, ResultRow, str]:
+    """The sweep `--concurrency 1,4` (shared_runs.endpoint_sweep): its row's folder, its row, the terminal."""
+    done = sweep_run.done()
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row_dir,) = (sweep_run.out / "checkpoints").iterdir()
+    return row_dir, ResultRow.model_validate_json((row_dir / "result.json").read_text()), done.stdout
 
 
 def _requests(row_dir: Path, name: str) -> list[dict]:
