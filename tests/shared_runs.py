@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -169,17 +170,31 @@ def self_test(factory: pytest.TempPathFactory) -> SharedRun:
 QUICK_HTTP = (*QUICK, "--video-transport", "http")
 
 
-def quick_self_test_over_http(factory: pytest.TempPathFactory) -> SharedRun:
-    """The self-test on the synthetic workload alone (one warmup, six profiling requests) over the http transport.
+# Deep: AIPerf's Unix sockets under a scratch folder there would pass the 107-byte limit of a socket path.
+DEEP_OUT = Path("a-long-folder-name-" * 4, "another-long-folder-name-" * 3, "out")
 
-    Read by test_video_transport.py (the http transport end to end) and test_qualify.py (--force, on a copy).
-    One AIPerf run."""
+
+def quick_self_test_over_http(factory: pytest.TempPathFactory) -> SharedRun:
+    """The self-test on the synthetic workload alone (one warmup, six profiling requests) over the http transport,
+    into a deep --out, with the machine's temporary folder ($TMPDIR) on a short folder of its own in /tmp, listed
+    once the run has ended (`machine_tmp_left`) and then removed.
+
+    Read by test_video_transport.py (the http transport end to end), test_qualify.py (--force, on a copy),
+    test_accuracy_gate.py (the terminal's table), test_differences.py (a comparison row beside it, on a copy) and
+    test_run_scratch.py (nothing left in the machine's temporary folder). One AIPerf run."""
 
     def make(folder: Path) -> dict[str, Any]:
-        out = folder / "out"
-        return {"run": ran(qualify("--out", str(out), *QUICK_HTTP, timeout=RUN_TIMEOUT_S)), "args": list(QUICK_HTTP)}
+        out = folder / DEEP_OUT
+        machine_tmp = Path(tempfile.mkdtemp(prefix="mt-", dir="/tmp"))  # short, as /tmp is
+        try:
+            env = dict(os.environ, TMPDIR=str(machine_tmp), TMP=str(machine_tmp), TEMP=str(machine_tmp))
+            done = qualify("--out", str(out), *QUICK_HTTP, env=env, timeout=RUN_TIMEOUT_S)
+            left = sorted(p.name for p in machine_tmp.iterdir())
+        finally:
+            shutil.rmtree(machine_tmp, ignore_errors=True)
+        return {"run": ran(done), "args": list(QUICK_HTTP), "out": str(DEEP_OUT), "machine_tmp_left": left}
 
-    return shared(factory, "quick-self-test-http", list(QUICK_HTTP), make)
+    return shared(factory, "quick-self-test-http", [*QUICK_HTTP, str(DEEP_OUT), "own TMPDIR"], make)
 
 
 # --- the TRTMC ladder through the test doubles --------------------------------------------------------------------
@@ -309,21 +324,23 @@ SWEEP_CAPACITY, SWEEP_TASK_MS = 8, 600
 
 def endpoint_sweep(factory: pytest.TempPathFactory) -> SharedRun:
     """The reference endpoint answering up to eight requests at once, each task 600 ms, measured at concurrency 1
-    and 4 (`--concurrency 1,4`: one AIPerf run a level, six profiling requests each).
+    and 4 (`--concurrency 1,4`: one AIPerf run a level, six profiling requests each), given as `--endpoint URL/v1`
+    (the OpenAI client's base URL, which users paste).
 
-    Read by test_throughput.py (each level's run, join, grades, commands and batches; the report's curve) and
+    Read by test_throughput.py (each level's run, join, grades, commands and batches; the report's curve),
     test_server_capacity.py (a server that answers every request at once scales with concurrency: the 600 ms task
-    is long beside what the clock adds). Two AIPerf runs."""
+    is long beside what the clock adds) and test_qualify_options.py (a URL ending in /v1 measures the server).
+    Two AIPerf runs."""
 
     def make(folder: Path) -> dict[str, Any]:
         with reference(folder, name="sweep", capacity=SWEEP_CAPACITY, added_task_ms=SWEEP_TASK_MS) as url:
             done = qualify(
-                "--url", url, "--model", DEFAULT_MODEL_NAME, *QUICK, "--out", str(folder / "out"), *SWEEP,
-                timeout=RUN_TIMEOUT_S,
+                "--endpoint", url + "/v1", "--model", DEFAULT_MODEL_NAME, *QUICK, "--out", str(folder / "out"),
+                *SWEEP, timeout=RUN_TIMEOUT_S,
             )  # fmt: skip
         return {"run": ran(done)}
 
-    return shared(factory, "endpoint-sweep", [*SWEEP, SWEEP_CAPACITY, SWEEP_TASK_MS], make)
+    return shared(factory, "endpoint-sweep", [*SWEEP, SWEEP_CAPACITY, SWEEP_TASK_MS, "/v1"], make)
 
 
 SERVE_TOKEN = "sk-test-0123456789abcdef"

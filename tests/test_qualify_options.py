@@ -7,8 +7,9 @@ import argparse
 from pathlib import Path
 
 import pytest
-from helpers import QUICK, reference, row, run_main
+from helpers import row, run_main
 from pydantic import ValidationError
+from shared_runs import SharedRun
 
 from trtmc_videoqa.cli.main import build_parser
 from trtmc_videoqa.cli.qualify_args import settings_from, settings_options
@@ -155,15 +156,15 @@ def test_dry_run_plans_the_base_url_and_says_so(tmp_path: Path, capsys: pytest.C
 
 
 @pytest.mark.e2e
-def test_a_run_given_the_v1_url_measures_the_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The run itself (with AIPerf): `--endpoint URL/v1` was a bare 404 at the capability check."""
-    with reference(tmp_path) as url:
-        out = tmp_path / "out"
-        done = run_main(capsys, "qualify", "--endpoint", url + "/v1", "--model", "trtmc-videoqa-reference", *QUICK,
-                        "--out", str(out))  # fmt: skip
+def test_a_run_given_the_v1_url_measures_the_server(sweep_run: SharedRun) -> None:
+    """The run itself (with AIPerf; shared_runs.endpoint_sweep): `--endpoint URL/v1` was a bare 404 at the
+    capability check."""
+    done = sweep_run.done()
     assert done.returncode == 0, done.stderr
     assert "note: --endpoint ends in /v1" in done.stderr
-    assert row(out, "trtmc-videoqa-reference").status == "endpoint-qualified"
+    measured = row(sweep_run.out, "trtmc-videoqa-reference")
+    assert measured.status == "endpoint-qualified" and measured.sweep is not None
+    assert all(level.completed == 6 for level in measured.sweep.levels)
 
 
 def test_a_base_url_under_a_prefix_keeps_it() -> None:

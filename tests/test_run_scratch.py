@@ -4,14 +4,12 @@ run's private scratch, which is removed when the run ends (AIPerf left an aiperf
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import QUICK, qualify
+from shared_runs import SharedRun
 
 from trtmc_videoqa.common.scratch import TEMP_VARIABLES, children_temp_dir
 
@@ -45,19 +43,16 @@ def test_a_leftover_or_a_planted_link_is_removed_never_followed(tmp_path: Path) 
 
 
 @pytest.mark.e2e
-def test_a_run_leaves_nothing_in_the_machine_s_temporary_folder(tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    """The self-test (the reference endpoint and AIPerf, both children) with TMPDIR on a folder of the test's own:
-    that folder is as empty after the run as before, and the run's scratch is gone."""
+def test_a_run_leaves_nothing_in_the_machine_s_temporary_folder(quick_http_run: SharedRun) -> None:
+    """The self-test (the reference endpoint and AIPerf, both children) with TMPDIR on a folder of the run's own
+    (shared_runs.quick_self_test_over_http): that folder is as empty after the run as before, and the run's scratch
+    is gone."""
     # The machine's temporary folder is short, as /tmp is: AIPerf binds its Unix sockets under the short link made
     # there (a socket path holds at most 107 bytes), which a folder deep in pytest's own would already pass (the run
-    # then failed at aiperf; the exit code did not say so before it said the verdict).
-    machine_tmp = Path(tempfile.mkdtemp(prefix="mt-", dir="/tmp"))
-    request.addfinalizer(lambda: shutil.rmtree(machine_tmp, ignore_errors=True))
-    env = dict(os.environ, TMPDIR=str(machine_tmp), TMP=str(machine_tmp), TEMP=str(machine_tmp))
-    # A deep --out: AIPerf's sockets under a scratch folder there would pass the 107-byte limit of a socket path.
-    out = tmp_path / ("a-long-folder-name-" * 4) / ("another-long-folder-name-" * 3) / "out"
+    # then failed at aiperf; the exit code did not say so before it said the verdict). The run's --out is deep.
+    out = quick_http_run.out
     assert len(str(out / "private" / "tmp")) > 120
-    done = qualify("--out", str(out), *QUICK, env=env)
+    done = quick_http_run.done()
     assert done.returncode == 0, done.stderr  # the row qualified: AIPerf ran under the scratch's short link
-    assert sorted(p.name for p in machine_tmp.iterdir()) == []
+    assert quick_http_run.facts["machine_tmp_left"] == []
     assert not (out / "private" / "tmp").exists()
