@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import QUICK, qualify, reference, row
+from helpers import QUICK, reference, row, run_main
 from shared_runs import SharedRun
 
 from trtmc_videoqa.aiperf_qual.verdicts import verdict_for
@@ -42,13 +42,9 @@ def test_a_server_that_answers_one_letter_fails_the_gate_and_passes_without_it(
     counts beside those of the self-test's passing row on the same workload (shared_runs.quick_self_test_over_http:
     the reference endpoint answering right), where before both lines said the same but the name."""
     with reference(tmp_path, answer_text="A") as url:
-        plain = qualify(
-            "--endpoint", url, "--model", "trtmc-videoqa-reference", "--out", str(tmp_path / "plain"), *QUICK
-        )
-        gated = qualify(
-            "--endpoint", url, "--model", "trtmc-videoqa-reference", "--out", str(tmp_path / "gated"), *QUICK,
-            "--min-both-right", "0.75",
-        )  # fmt: skip
+        endpoint = ("qualify", "--endpoint", url, "--model", "trtmc-videoqa-reference", *QUICK)
+        plain = run_main(None, *endpoint, "--out", str(tmp_path / "plain"))
+        gated = run_main(None, *endpoint, "--out", str(tmp_path / "gated"), "--min-both-right", "0.75")
     assert plain.returncode == 0 and gated.returncode == 3, plain.stderr + gated.stderr
     free = row(tmp_path / "plain", "trtmc-videoqa-reference")
     assert free.status == "endpoint-qualified" and free.accuracy is not None and free.accuracy.both_right < 0.75

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from doubles.toolchain import install_doubles
-from helpers import QUICK, qualify, reference, row
+from helpers import QUICK, reference, row, run_main
 from shared_runs import SharedRun
 
 from trtmc_videoqa.reference import DEFAULT_MODEL_NAME
@@ -31,7 +31,9 @@ CANNOT_TELL = "I cannot tell from this clip."
 
 
 def endpoint(url: str, out: Path, *extra: str) -> Path:
-    done = qualify("--endpoint", url, "--model", DEFAULT_MODEL_NAME, "--out", str(out), *extra)
+    """`qualify --endpoint URL` in this process (helpers.run_main: AIPerf and the servers are still processes of
+    their own; the run's own process only cost the imports of a second interpreter)."""
+    done = run_main(None, "qualify", "--endpoint", url, "--model", DEFAULT_MODEL_NAME, "--out", str(out), *extra)
     assert done.returncode == 3, done.stderr  # every caller's row fails a gate: the failed row's code
     return out
 
@@ -40,7 +42,9 @@ def trtmc(tmp_path: Path, *extra: str, **env: str) -> Path:
     """The fixture tree through the TRTMC test doubles (their knobs in env) on the synthetic workload, which the
     doubles really answer; the output directory."""
     out = tmp_path / "out"
-    done = qualify(
+    done = run_main(
+        None,
+        "qualify",
         "--trtmc",
         str(FIXTURES / "trtmc_families"),
         "--out",

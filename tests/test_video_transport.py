@@ -9,11 +9,12 @@ bodies, so it reaches the server on every request (the reference endpoint record
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import get_args
 
 import pytest
-from helpers import QUICK, qualify, reference, row, run_main
+from helpers import QUICK, reference, row, run_main
 from shared_runs import NUM_FRAMES, SharedRun, with_extra_body
 
 from trtmc_videoqa.aiperf.dataset import input_file_lines, plan_requests
@@ -50,8 +51,8 @@ def records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
-def endpoint(url: str, out: Path, *extra: str):
-    return qualify("--endpoint", url, "--model", MODEL, *QUICK, "--out", str(out), *extra)
+def endpoint(url: str, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return run_main(None, "qualify", "--endpoint", url, "--model", MODEL, *QUICK, "--out", str(out), *extra)
 
 
 # --- the one table -----------------------------------------------------------------------------------------------
