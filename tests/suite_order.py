@@ -33,8 +33,8 @@ SLOWEST_FIRST: tuple[str, ...] = (
     "test_gates.py",  # 566 s: ten runs, eight of its own (each failing a gate)
     "test_faults.py",  # 336 s: five runs (three faults, each resumed, one shared)
     "test_qualify.py",  # 321 s: makes the README's self-test (two runs) and more shared runs; --force
-    "test_throughput.py",  # 225 s: five runs (a sweep's levels, repeated runs)
-    "test_server_capacity.py",  # 218 s: five runs
+    "test_throughput.py",  # 225 s: five runs (the shared sweep's two levels, three repeated runs)
+    "test_server_capacity.py",  # 218 s: five runs (three since its scaling test reads the shared sweep)
     "test_streaming.py",  # 160 s: three runs
     "test_staged_rows.py",  # 140 s: three runs (now two: one starts from a shared run's copy)
     "test_faults_answers.py",  # 124 s: three runs
