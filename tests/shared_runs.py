@@ -8,8 +8,9 @@ one works on a copy (`SharedRun.copy`). A run that ended badly is kept as it end
 facts like any other), so every test that reads it fails on the same evidence and nothing launches it again.
 
 Each run says which tests read it. Together with the runs the tests make themselves, the end-to-end tests outside
-the container and real-server modules launch AIPerf 58 times (62 before the server-capacity, run-scratch and /v1
-tests read these; counted on 2026-12-07); `TRTMC_TEST_COUNT_AIPERF=FILE` counts them (conftest.py).
+the container and real-server modules launch AIPerf 58 times (62 counted on 2026-12-07, less the four launches of
+the server-capacity, run-scratch and /v1 tests that now read these); `TRTMC_TEST_COUNT_AIPERF=FILE` counts them
+(conftest.py).
 """
 
 from __future__ import annotations
