@@ -64,8 +64,7 @@ def test_a_server_that_answers_every_request_at_once_scales_with_concurrency(swe
     concurrency (ideally 4x; six requests a level, so two rounds at 4, about 3x) and the latency stays near one
     task."""
     assert sweep_run.done().returncode == 0, sweep_run.done().stderr
-    (result,) = (sweep_run.out / "checkpoints").glob("*/result.json")
-    sweep = ResultRow.model_validate_json(result.read_bytes()).sweep
+    sweep = row(sweep_run.out, MODEL).sweep
     assert sweep is not None and (SWEEP_CAPACITY, SWEEP_TASK_MS) == (8, TASK_MS)
     levels = {level.concurrency: level for level in sweep.levels}
     assert sorted(levels) == [1, 4] and all(level.passed for level in levels.values())
