@@ -23,13 +23,13 @@ from collections.abc import Sequence
 import pytest
 
 # The container and real-server modules lead: each takes minutes on one worker and cannot be split (the image's
-# build and three AIPerf runs in it; four `transformers serve` starts and six AIPerf runs). Then the end-to-end
+# build and three AIPerf runs in it; four `transformers serve` starts and five AIPerf runs). Then the end-to-end
 # modules by the time their tests took in a whole suite (`--durations=0`, setup, call and teardown summed per module;
 # a shared run counts for the module that made it), with their AIPerf launches, then the fast lane's heaviest.
 # Measured on 2026-12-07 under load (bench/README.md, "Suite timings"): compare the figures with each other only.
 SLOWEST_FIRST: tuple[str, ...] = (
     "test_container_run.py",  # 948 s from nothing (about 70 s alone from a kept image store): build, self-test, stop
-    "test_real_server.py",  # 630 s: six AIPerf runs
+    "test_real_server.py",  # 630 s: six AIPerf runs (five since its random-weight run streams, read by two tests)
     "test_gates.py",  # 566 s: ten runs, eight of its own (each failing a gate)
     "test_faults.py",  # 336 s: five runs (three faults, each resumed, one shared)
     "test_qualify.py",  # 321 s: makes the README's self-test (two runs) and more shared runs; --force

@@ -4,9 +4,10 @@ qualified with the published AIPerf 0.13.0.
 
 The model's answers are gibberish cut at the token limit (tiny_vlm.py makes that certain), so the row fails at
 `output-check` with every answer `cut-off` and no failed request; the server's prompt-token counts show that the
-clip really reached the model. Sent as a data URL, the clip is refused by this server (HTTP 500), and the row
-fails at `capability` naming the transport. The workload steps around two defects of that server
-(workloads/silent_audio_copy.py says which and how).
+clip really reached the model. That run streams (`--streaming`, one run read by two tests): the unstreamed path
+runs against this server in `compare` and in the control runs below. Sent as a data URL, the clip is refused by
+this server (HTTP 500), and the row fails at `capability` naming the transport. The workload steps around two
+defects of that server (workloads/silent_audio_copy.py says which and how).
 
 `trtmc-videoqa compare` runs the same chain itself: it starts `transformers serve` on the local tiny model, makes
 the workload copy, and labels its row a comparison, which no report counts as TRTMC.
@@ -98,6 +99,14 @@ def server(model_dir: Path, work: Path) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def random_weights_streamed(server: str, workload: Path, work: Path) -> tuple[ResultRow, Path]:
+    """The tiny random-weight model measured once over http with `--streaming`: its row and its --out. Read by the
+    two tests below (one AIPerf run for both: each launch is about 4 s of CPU)."""
+    out = work / "random-weights-streamed"
+    return _qualify(server, workload, out, "http", "--streaming"), out
+
+
 def _qualify(url: str, workload: Path, out: Path, transport: str, *extra: str) -> ResultRow:
     args = [a.format(url=url, workload=workload) for a in RUN]
     done = qualify(*args, "--video-transport", transport, "--out", str(out), *extra, timeout=QUALIFY_TIMEOUT_S)
@@ -124,10 +133,9 @@ def _aiperf_prompt_tokens(out: Path) -> dict[str, int]:
 
 
 def test_random_weights_fail_at_output_check_with_every_answer_cut_off(
-    server: str, workload: Path, tmp_path: Path
+    server: str, workload: Path, random_weights_streamed: tuple[ResultRow, Path]
 ) -> None:
-    out = tmp_path / "out"
-    failed = _qualify(server, workload, out, "http")
+    failed, out = random_weights_streamed
     assert (failed.status, failed.failed_stage) == ("failed", "output-check"), failed.status_reason
     assert failed.video_transport == "http"
     assert failed.served_model is not None and failed.served_model.verdict == "same", failed.served_model
@@ -153,11 +161,11 @@ def test_random_weights_fail_at_output_check_with_every_answer_cut_off(
 
 
 def test_a_streamed_run_has_time_to_first_token_and_inter_token_latency(
-    server: str, workload: Path, tmp_path: Path
+    random_weights_streamed: tuple[ResultRow, Path],
 ) -> None:
     """--streaming against the real server: AIPerf streams, every request is answered, its TTFT and ITL recorded,
     and the streamed answers are checked as the whole ones are (cut off at the token limit, every one)."""
-    streamed = _qualify(server, workload, tmp_path / "out", "http", "--streaming")
+    streamed, _ = random_weights_streamed
     assert (streamed.status, streamed.failed_stage) == ("failed", "output-check"), streamed.status_reason
     assert streamed.streamed and "--streaming" in streamed.commands["aiperf"].argv
     assert streamed.failed_requests == 0 and streamed.profiling_requests_completed == 8
