@@ -99,14 +99,6 @@ def server(model_dir: Path, work: Path) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def random_weights_streamed(server: str, workload: Path, work: Path) -> tuple[ResultRow, Path]:
-    """The tiny random-weight model measured once over http with `--streaming`: its row and its --out. Read by the
-    two tests below (one AIPerf run for both: each launch is about 4 s of CPU)."""
-    out = work / "random-weights-streamed"
-    return _qualify(server, workload, out, "http", "--streaming"), out
-
-
 def _qualify(url: str, workload: Path, out: Path, transport: str, *extra: str) -> ResultRow:
     args = [a.format(url=url, workload=workload) for a in RUN]
     done = qualify(*args, "--video-transport", transport, "--out", str(out), *extra, timeout=QUALIFY_TIMEOUT_S)
@@ -122,7 +114,7 @@ def _text_only_prompt_tokens(url: str, workload: Path) -> dict[str, int]:
 
 
 def _aiperf_prompt_tokens(out: Path) -> dict[str, int]:
-    """x_request_id -> the server's usage.prompt_tokens, as AIPerf recorded it."""
+    """x_request_id -> the server's usage.prompt_tokens, as AIPerf recorded it (from a stream's last chunk)."""
     found = {}
     for line in (out / "checkpoints" / PROFILE / "aiperf" / "export" / "profile_export.jsonl").read_text().splitlines():
         record = json.loads(line)
@@ -130,6 +122,14 @@ def _aiperf_prompt_tokens(out: Path) -> dict[str, int]:
         if isinstance(value, int):
             found[record["metadata"]["x_request_id"]] = value
     return found
+
+
+@pytest.fixture(scope="module")
+def random_weights_streamed(server: str, workload: Path, work: Path) -> tuple[ResultRow, Path]:
+    """The tiny random-weight model measured once over http with `--streaming`: its row and its --out. Read by the
+    two tests below (one AIPerf run for both: each launch is about 4 s of CPU)."""
+    out = work / "random-weights-streamed"
+    return _qualify(server, workload, out, "http", "--streaming"), out
 
 
 def test_random_weights_fail_at_output_check_with_every_answer_cut_off(
