@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,20 @@ def test_a_path_below_a_shared_folder_counts_only_where_it_exists(tmp_path: Path
     assert machine_prefix(f"{tmp_path}/x/y") is not None  # the test's own folder exists
     made = tmp_path / "later"
     assert machine_prefix(f"{made}/z") is not None  # its parent exists: a path of this machine either way
+
+
+def test_a_folder_of_someones_in_memory_scratch_counts_as_one_in_tmp_does() -> None:
+    """/dev and /run are system locations, but what is below /dev/shm and /run/user is someone's (the tests' own
+    scratch folders are in /dev/shm where it has room: tests/scratch_root.py)."""
+    forget_machine_paths()
+    assert machine_prefix("/dev/shm") is None and machine_prefix("/dev/null") is None
+    assert machine_prefix("/run/user/no-such-q7/x") is None and machine_prefix("/run/lock/x") is None
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as mine:
+        assert machine_prefix(f"{mine}/report.json") == mine
+        hits = scan_public(Path(mine), NOTHING)
+        assert hits == []  # the folder scanned holds no file yet
+        (Path(mine) / "a.md").write_text(f"read from {mine}/clip.mp4\n")
+        assert [(hit.file, hit.line, hit.kind) for hit in scan_public(Path(mine), NOTHING)] == [("a.md", 1, "path")]
 
 
 def test_the_cache_of_what_exists_can_be_forgotten(tmp_path: Path) -> None:

@@ -64,8 +64,13 @@ _FILE_REFERENCE = re.compile(r'("(?:' + "|".join(FILE_REFERENCE_KEYS) + r')"\s*:
 SYSTEM_ROOTS = frozenset(
     {"usr", "etc", "dev", "proc", "sys", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "boot", "run", "snap"}
 )
+# Folders under those roots that users write in (memory scratch, the per-user runtime folders): what is below them is
+# someone's, as below /tmp.
+WRITABLE_SYSTEM_DIRS = frozenset({"/dev/shm", "/run/shm", "/run/user"})
 # Shared folders that exist on most machines: named alone they say nothing; a path below them that exists does.
-SHARED_DIRS = frozenset({"/var/tmp", "/var/lib", "/var/log", "/var/cache", "/var/run", "/var/spool", "/var/mail"})
+SHARED_DIRS = WRITABLE_SYSTEM_DIRS | frozenset(
+    {"/var/tmp", "/var/lib", "/var/log", "/var/cache", "/var/run", "/var/spool", "/var/mail"}
+)
 MIN_COMPONENTS = 2  # "/tmp" or "/home" alone names no one; "/home/alice" does
 # An absolute path as public text carries it: not after a character that continues a name (so the "/v1/models" of a
 # URL, "and/or" or "video/mp4" are no candidates), components of name characters.
@@ -135,7 +140,7 @@ def machine_prefix(path: str) -> str | None:
     """The shortest prefix of `path` with at least two components that exists here and is no system location or
     shared folder; None when there is none."""
     parts = path.split("/")[1:]
-    if not parts or parts[0] in SYSTEM_ROOTS:
+    if not parts or (parts[0] in SYSTEM_ROOTS and "/" + "/".join(parts[:2]) not in WRITABLE_SYSTEM_DIRS):
         return None
     for count in range(MIN_COMPONENTS, len(parts) + 1):
         prefix = "/" + "/".join(parts[:count])
