@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -31,8 +32,9 @@ from trtmc_videoqa.aiperf.runner import run_with_wall_limit
 from trtmc_videoqa.common import child_groups
 from trtmc_videoqa.common.output_lock import LOCK_NAME, OutputBusy, OutputLock
 from trtmc_videoqa.common.processes import ADDRESS_SPACE_HEADROOM
+from trtmc_videoqa.common.scratch import LINK_PREFIX
 from trtmc_videoqa.plan.settings import MIB
-from trtmc_videoqa.results.layout import REFERENCE_RECORDS
+from trtmc_videoqa.results.layout import REFERENCE_RECORDS, RUN_SCRATCH_DIR
 
 TOOL = textwrap.dedent(
     """
@@ -287,14 +289,23 @@ def test_kill_9_during_aiperf_leaves_no_process_and_a_re_run_counts_only_its_own
             tool.kill()
             tool.wait()
     assert ended, _processes_of(groups)
+    assert _links_to(out / RUN_SCRATCH_DIR), "the killed run left its scratch's link in the machine's temporary folder"
     again = subprocess.run([*argv], capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
+    assert _links_to(out / RUN_SCRATCH_DIR) == []  # the re-run removed the killed run's, and its own
     measured = row(out, PROFILE)
     assert measured.status == "endpoint-qualified", measured.status_reason
     assert measured.profiling_requests_completed == 6 and measured.failed_requests == 0
     export = out / "checkpoints" / PROFILE / "aiperf" / "export" / "profile_export.jsonl"
     sessions = [json.loads(line)["metadata"]["conversation_id"] for line in export.read_text().splitlines()]
     assert len(sessions) == len(set(sessions)) == 7  # one warmup and six profiling requests, each sent once
+
+
+def _links_to(scratch: Path) -> list[Path]:
+    """The link parents in the machine's temporary folder (common/scratch.py) that point at `scratch`."""
+    target = str(scratch.resolve())
+    parents = Path(tempfile.gettempdir()).glob(f"{LINK_PREFIX}*")
+    return [p for p in parents if (p / "t").is_symlink() and os.readlink(p / "t") == target]
 
 
 @pytest.mark.e2e

@@ -6,12 +6,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from shared_runs import SharedRun
 
-from trtmc_videoqa.common.scratch import TEMP_VARIABLES, children_temp_dir
+from trtmc_videoqa.common.scratch import LINK_PREFIX, TEMP_VARIABLES, children_temp_dir
 
 
 def test_children_get_the_run_s_temporary_folder_and_it_is_removed(tmp_path: Path) -> None:
@@ -40,6 +43,37 @@ def test_a_leftover_or_a_planted_link_is_removed_never_followed(tmp_path: Path) 
         assert scratch.is_dir() and not scratch.is_symlink()
         (scratch / "left.txt").write_text("a child's file")
     assert (elsewhere / "keep.txt").read_text() == "not ours" and not scratch.exists()
+
+
+def test_a_killed_runs_link_to_the_same_scratch_is_removed_and_no_other(tmp_path: Path) -> None:
+    machine_tmp = tmp_path / "machine-tmp"
+    machine_tmp.mkdir()
+    scratch = tmp_path / "out" / "private" / "tmp"
+    killed = machine_tmp / f"{LINK_PREFIX}killed"
+    killed.mkdir()
+    (killed / "t").symlink_to(scratch.resolve(), target_is_directory=True)  # what a run killed with -9 leaves
+    other = machine_tmp / f"{LINK_PREFIX}other"
+    other.mkdir()
+    (other / "t").symlink_to(tmp_path / "another-out", target_is_directory=True)  # another run's, live or not
+    crowded = machine_tmp / f"{LINK_PREFIX}crowded"
+    crowded.mkdir()
+    (crowded / "t").symlink_to(scratch.resolve(), target_is_directory=True)
+    (crowded / "kept.txt").write_text("not a link parent of ours alone")
+    with _machine_tmp(machine_tmp), children_temp_dir(scratch) as given:
+        assert given.parent.parent == machine_tmp
+        assert sorted(p.name for p in machine_tmp.iterdir()) == sorted([given.parent.name, other.name, crowded.name])
+    assert (other / "t").is_symlink() and (crowded / "kept.txt").is_file()
+
+
+@contextmanager
+def _machine_tmp(folder: Path) -> Iterator[None]:
+    """`folder` as this process's temporary folder for the block."""
+    saved = tempfile.tempdir
+    tempfile.tempdir = str(folder)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved
 
 
 @pytest.mark.e2e

@@ -5,7 +5,8 @@ there per run).
 
 The children reach the scratch folder through a short link in the machine's temporary folder: AIPerf binds Unix
 sockets under its temporary folder, and a socket's path may hold at most 107 bytes, which a deep `--out` exceeds.
-The link and its private parent folder are the only entries a run makes outside `--out`, and it removes them."""
+The link and its private parent folder are the only entries a run makes outside `--out`, and it removes them; those
+of a run of the same `--out` killed with -9 go when the next one starts."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def children_temp_dir(folder: Path) -> Iterator[Path]:
     machine_tmp = tempfile.gettempdir()
     remove_scratch(folder)
     folder.mkdir(parents=True)
+    remove_stale_links(Path(machine_tmp), folder)
     parent = Path(tempfile.mkdtemp(prefix=LINK_PREFIX, dir=machine_tmp))  # private (0700), a name no one else has
     link = parent / "t"
     saved = {name: os.environ.get(name) for name in TEMP_VARIABLES}
@@ -53,3 +55,17 @@ def remove_scratch(folder: Path) -> None:
         folder.unlink()
     elif folder.is_dir():
         shutil.rmtree(folder)
+
+
+def remove_stale_links(machine_tmp: Path, folder: Path) -> None:
+    """The link parents in `machine_tmp` that point at `folder`: left by a run of the same output folder that was
+    killed with -9 (the output lock keeps a live one out). Only a folder of ours holding that link alone goes."""
+    target = str(folder.resolve())
+    for parent in machine_tmp.glob(LINK_PREFIX + "*"):
+        link = parent / "t"
+        try:
+            if link.is_symlink() and os.readlink(link) == target:
+                link.unlink()
+                parent.rmdir()  # refused where anything else is in it: then it is not ours alone
+        except OSError:
+            continue  # another user's, or gone meanwhile
