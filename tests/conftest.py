@@ -1,6 +1,6 @@
 """Fixtures shared by the test modules (plain helper functions are in helpers.py; the runs made once per test run,
 whatever the number of xdist workers, are in shared_runs.py), AIPerf's interpreter without torch (aiperf_view.py),
-and the AIPerf launch counter.
+the scratch folders in memory (scratch_root.py) and the AIPerf launch counter.
 
 `TRTMC_TEST_COUNT_AIPERF=FILE .venv/bin/python -m pytest ...` puts a wrapper in aiperf's place
 ($TRTMC_VIDEOQA_AIPERF) that appends one JSON line per launch to FILE (the test that launched it, its arguments)
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import aiperf_view
 import pytest
 import restore_bytecode  # noqa: F401 - before any test module is imported
+import scratch_root
 import suite_order
 
 # What the fixtures below need is imported in them: the controller of an xdist run loads this file too, before it
@@ -92,6 +93,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     wrapper.chmod(0o755)
     os.environ[AIPERF_ENV] = str(wrapper)
+
+
+def pytest_report_header() -> str:
+    return scratch_root.HEADER
 
 
 @pytest.hookimpl(trylast=True)  # after -m and -k have deselected: the order of what runs
