@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,6 +55,19 @@ def reference_process(tmp_path: Path, faults: FaultKnobs) -> Iterator[tuple[subp
         if process.poll() is None:
             process.kill()
         process.wait(10)
+
+
+def test_the_process_that_starts_one_loads_no_web_stack_and_no_clip_decoding() -> None:
+    """The self-test and the tests build the server's argv: FastAPI, uvicorn and PyAV load in the server alone."""
+    code = (
+        "import sys\nfrom trtmc_videoqa.reference import ReferenceConfig, argv_for_subprocess\n"
+        "argv = argv_for_subprocess(ReferenceConfig())\n"
+        "assert argv[1:3] == ['-m', 'trtmc_videoqa.reference'], argv\n"
+        "print(sorted({'fastapi', 'uvicorn', 'starlette', 'av', 'numpy'} & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 @pytest.fixture(scope="module")

@@ -59,7 +59,13 @@ from .labels import (
 
 if TYPE_CHECKING:
     from .app import create_app
-    from .cli_args import add_reference_arguments, argv_from_config, config_from_arguments, serve_command
+    from .cli_args import (
+        add_reference_arguments,
+        argv_for_subprocess,
+        argv_from_config,
+        config_from_arguments,
+        serve_command,
+    )
     from .config import (
         DEFAULT_MAX_BODY_BYTES,
         DEFAULT_SAMPLING_POLICY,
@@ -69,14 +75,14 @@ if TYPE_CHECKING:
     )
     from .faults import CRASH_EXIT_CODE, DRIFT_MARKER, error_positions
     from .records import RequestRecord
-    from .server import ReferenceServer, argv_for_subprocess, serve
+    from .server import ReferenceServer, serve
 
 # The app and server bring FastAPI and uvicorn, the config and records pydantic models: loaded on first use, so the
 # CLI's parser stays quick and a run that only names the reference endpoint (its model name, labels) loads none.
 _LAZY = {
     "create_app": "app",
     "ReferenceServer": "server",
-    "argv_for_subprocess": "server",
+    "argv_for_subprocess": "cli_args",
     "serve": "server",
     "add_reference_arguments": "cli_args",
     "argv_from_config": "cli_args",

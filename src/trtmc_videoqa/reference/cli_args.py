@@ -8,6 +8,7 @@ plain mapping (``vars()`` of what was parsed): nothing past the parser takes the
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -219,3 +220,9 @@ def argv_from_config(config: ReferenceConfig) -> list[str]:
 def serve_command(config: ReferenceConfig) -> list[str]:
     """The command a user types to serve this config (its records file, a raw log, left out)."""
     return ["trtmc-videoqa", "serve-reference", *argv_from_config(config.model_copy(update={"records_path": None}))]
+
+
+def argv_for_subprocess(config: ReferenceConfig) -> list[str]:
+    """The argv that runs this config as a separate process: ``[python, -m, trtmc_videoqa.reference, ...]``. Here,
+    not beside the server: the process that starts one loads neither FastAPI nor the clip decoding."""
+    return [sys.executable, "-m", "trtmc_videoqa.reference", *argv_from_config(config)]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +19,6 @@ import uvicorn
 
 from ..common.atomic_write import write_text_atomic
 from .app import create_app
-from .cli_args import argv_from_config
 from .config import ReferenceConfig, check_loopback
 
 if TYPE_CHECKING:
@@ -154,8 +152,3 @@ def serve(
     finally:
         sock.close()
     return 0
-
-
-def argv_for_subprocess(config: ReferenceConfig) -> list[str]:
-    """The argv that runs this config as a separate process: ``[python, -m, trtmc_videoqa.reference, ...]``."""
-    return [sys.executable, "-m", "trtmc_videoqa.reference", *argv_from_config(config)]
