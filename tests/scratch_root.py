@@ -49,7 +49,7 @@ def memory_root(shm: Path = SHM) -> Path | None:
 def choose() -> str:
     """Sets TMPDIR for this process and the ones it starts; returns the line the run's header shows."""
     if any(os.environ.get(name) for name in USER_SET):
-        return f"scratch: {tempfile.gettempdir()} (as set)"
+        return f"scratch: {os.environ.get('PYTEST_DEBUG_TEMPROOT') or tempfile.gettempdir()} (as set)"
     root = memory_root()
     if root is None:
         return f"scratch: {tempfile.gettempdir()} (/dev/shm missing, small, noexec or not private)"
