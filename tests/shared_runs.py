@@ -177,8 +177,8 @@ DEEP_OUT = Path("a-long-folder-name-" * 4, "another-long-folder-name-" * 3, "out
 
 def quick_self_test_over_http(factory: pytest.TempPathFactory) -> SharedRun:
     """The self-test on the synthetic workload alone (one warmup, six profiling requests) over the http transport,
-    into a deep --out, with the machine's temporary folder ($TMPDIR) on a short folder of its own in /tmp, listed
-    once the run has ended (`machine_tmp_left`) and then removed.
+    into a deep --out, with the machine's temporary folder ($TMPDIR) on a folder of its own in /tmp too long to hold
+    the scratch's link (common/scratch.py), listed once the run has ended (`machine_tmp_left`) and then removed.
 
     Read by test_video_transport.py (the http transport end to end), test_qualify.py (--force, on a copy),
     test_accuracy_gate.py (the terminal's table), test_differences.py (a comparison row beside it, on a copy) and
@@ -186,7 +186,7 @@ def quick_self_test_over_http(factory: pytest.TempPathFactory) -> SharedRun:
 
     def make(folder: Path) -> dict[str, Any]:
         out = folder / DEEP_OUT
-        machine_tmp = Path(tempfile.mkdtemp(prefix="mt-", dir="/tmp"))  # short, as /tmp is
+        machine_tmp = Path(tempfile.mkdtemp(prefix="mt-" + "long-machine-tmp-" * 2, dir="/tmp"))  # as macOS's
         try:
             env = dict(os.environ, TMPDIR=str(machine_tmp), TMP=str(machine_tmp), TEMP=str(machine_tmp))
             done = qualify("--out", str(out), *QUICK_HTTP, env=env, timeout=RUN_TIMEOUT_S)

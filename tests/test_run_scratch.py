@@ -4,6 +4,7 @@ run's private scratch, which is removed when the run ends (AIPerf left an aiperf
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,7 +15,14 @@ from pathlib import Path
 import pytest
 from shared_runs import SharedRun
 
-from trtmc_videoqa.common.scratch import LINK_PREFIX, TEMP_VARIABLES, children_temp_dir
+from trtmc_videoqa.common.scratch import (
+    LINK_PATH_MAX,
+    LINK_PREFIX,
+    SHORT_TMP,
+    TEMP_VARIABLES,
+    children_temp_dir,
+    link_parent_dir,
+)
 
 
 def test_children_get_the_run_s_temporary_folder_and_it_is_removed(tmp_path: Path) -> None:
@@ -45,9 +53,25 @@ def test_a_leftover_or_a_planted_link_is_removed_never_followed(tmp_path: Path) 
     assert (elsewhere / "keep.txt").read_text() == "not ours" and not scratch.exists()
 
 
+def test_a_machine_folder_too_long_for_aiperfs_sockets_gets_no_link_and_tmp_does(tmp_path: Path) -> None:
+    long_tmp = tmp_path / ("a-long-temporary-folder-" * 3)  # over LINK_PATH_MAX once the link's name is added
+    long_tmp.mkdir()
+    with _machine_tmp(long_tmp), children_temp_dir(tmp_path / "out" / "private" / "tmp") as given:
+        assert given.parent.parent == Path(SHORT_TMP) and len(os.fsencode(given)) <= LINK_PATH_MAX
+        assert list(long_tmp.iterdir()) == []
+    assert not given.parent.exists()
+    assert link_parent_dir("/tmp") == "/tmp" and link_parent_dir(str(long_tmp)) == SHORT_TMP
+
+
 def test_a_killed_runs_link_to_the_same_scratch_is_removed_and_no_other(tmp_path: Path) -> None:
-    machine_tmp = tmp_path / "machine-tmp"
-    machine_tmp.mkdir()
+    machine_tmp = Path(tempfile.mkdtemp(prefix="mt-", dir=SHORT_TMP))  # short enough to hold the link itself
+    try:
+        _killed_runs_link_goes(machine_tmp, tmp_path)
+    finally:
+        shutil.rmtree(machine_tmp)
+
+
+def _killed_runs_link_goes(machine_tmp: Path, tmp_path: Path) -> None:
     scratch = tmp_path / "out" / "private" / "tmp"
     killed = machine_tmp / f"{LINK_PREFIX}killed"
     killed.mkdir()
@@ -81,9 +105,9 @@ def test_a_run_leaves_nothing_in_the_machine_s_temporary_folder(quick_http_run: 
     """The self-test (the reference endpoint and AIPerf, both children) with TMPDIR on a folder of the run's own
     (shared_runs.quick_self_test_over_http): that folder is as empty after the run as before, and the run's scratch
     is gone."""
-    # The machine's temporary folder is short, as /tmp is: AIPerf binds its Unix sockets under the short link made
-    # there (a socket path holds at most 107 bytes), which a folder deep in pytest's own would already pass (the run
-    # then failed at aiperf; the exit code did not say so before it said the verdict). The run's --out is deep.
+    # The machine's temporary folder is too long to hold the link: AIPerf binds its Unix sockets under the link (a
+    # socket path holds at most 107 bytes), which is made in /tmp instead (before, the row failed at aiperf with
+    # "7 planned request(s) have no record"). The run's --out is deep.
     out = quick_http_run.out
     assert len(str(out / "private" / "tmp")) > 120
     done = quick_http_run.done()

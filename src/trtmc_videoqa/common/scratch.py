@@ -5,6 +5,8 @@ there per run).
 
 The children reach the scratch folder through a short link in the machine's temporary folder: AIPerf binds Unix
 sockets under its temporary folder, and a socket's path may hold at most 107 bytes, which a deep `--out` exceeds.
+Where the machine's temporary folder is itself too long for that (macOS gives one of about 49 bytes), the link is
+made in /tmp instead.
 The link and its private parent folder are the only entries a run makes outside `--out`, and it removes them; those
 of a run of the same `--out` killed with -9 go when the next one starts."""
 
@@ -19,6 +21,10 @@ from pathlib import Path
 
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")  # what Python's tempfile, and most tools, read
 LINK_PREFIX = "trtmc-videoqa-"
+# Below the link, AIPerf 0.13.0 puts its own mkdtemp folder (11 bytes), "aiperf" and a socket's name (33 bytes at
+# most): 60 bytes with the slashes and room to spare, of a socket path's 107.
+LINK_PATH_MAX = 47
+SHORT_TMP = "/tmp"
 
 
 @contextmanager
@@ -27,11 +33,11 @@ def children_temp_dir(folder: Path) -> Iterator[Path]:
     child started in the block, by a short link to it; the folder, the link and the link's parent removed when the
     block ends, however it ends. This process keeps the machine's own temporary folder (pinned before the
     environment changes), which publish names by its placeholder. Yields the path the children are given."""
-    machine_tmp = tempfile.gettempdir()
+    link_dir = link_parent_dir(tempfile.gettempdir())
     remove_scratch(folder)
     folder.mkdir(parents=True)
-    remove_stale_links(Path(machine_tmp), folder)
-    parent = Path(tempfile.mkdtemp(prefix=LINK_PREFIX, dir=machine_tmp))  # private (0700), a name no one else has
+    remove_stale_links(Path(link_dir), folder)
+    parent = Path(tempfile.mkdtemp(prefix=LINK_PREFIX, dir=link_dir))  # private (0700), a name no one else has
     link = parent / "t"
     saved = {name: os.environ.get(name) for name in TEMP_VARIABLES}
     try:
@@ -47,6 +53,15 @@ def children_temp_dir(folder: Path) -> Iterator[Path]:
         link.unlink(missing_ok=True)
         parent.rmdir()
         remove_scratch(folder)
+
+
+def link_parent_dir(machine_tmp: str) -> str:
+    """Where the link's private parent folder is made: the machine's temporary folder, or /tmp where the link's path
+    there would leave AIPerf no room for its sockets and /tmp is a folder this user can make one in."""
+    link = os.path.join(machine_tmp, LINK_PREFIX + "x" * 8, "t")  # mkdtemp's names have 8 characters
+    if len(os.fsencode(link)) <= LINK_PATH_MAX or not os.access(SHORT_TMP, os.W_OK | os.X_OK):
+        return machine_tmp
+    return SHORT_TMP
 
 
 def remove_scratch(folder: Path) -> None:
