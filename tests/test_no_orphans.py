@@ -32,7 +32,7 @@ from trtmc_videoqa.aiperf.runner import run_with_wall_limit
 from trtmc_videoqa.common import child_groups
 from trtmc_videoqa.common.output_lock import LOCK_NAME, OutputBusy, OutputLock
 from trtmc_videoqa.common.processes import ADDRESS_SPACE_HEADROOM
-from trtmc_videoqa.common.scratch import LINK_PREFIX, link_parent_dir
+from trtmc_videoqa.common.scratch import link_parent_dir, links_to
 from trtmc_videoqa.plan.settings import MIB
 from trtmc_videoqa.results.layout import REFERENCE_RECORDS, RUN_SCRATCH_DIR
 
@@ -303,9 +303,7 @@ def test_kill_9_during_aiperf_leaves_no_process_and_a_re_run_counts_only_its_own
 
 def _links_to(scratch: Path) -> list[Path]:
     """The link parents in the machine's temporary folder (common/scratch.py) that point at `scratch`."""
-    target = str(scratch.resolve())
-    parents = Path(link_parent_dir(tempfile.gettempdir())).glob(f"{LINK_PREFIX}*")
-    return [p for p in parents if (p / "t").is_symlink() and os.readlink(p / "t") == target]
+    return links_to(Path(link_parent_dir(tempfile.gettempdir())), scratch)
 
 
 @pytest.mark.e2e

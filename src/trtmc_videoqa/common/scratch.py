@@ -21,6 +21,7 @@ from pathlib import Path
 
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")  # what Python's tempfile, and most tools, read
 LINK_PREFIX = "trtmc-videoqa-"
+LINK_NAME = "t"  # the children's temporary folder: <link parent>/t
 # Below the link, AIPerf 0.13.0 puts its own mkdtemp folder (11 bytes), "aiperf" and a socket's name (33 bytes at
 # most): 60 bytes with the slashes and room to spare, of a socket path's 107.
 LINK_PATH_MAX = 47
@@ -38,7 +39,7 @@ def children_temp_dir(folder: Path) -> Iterator[Path]:
     folder.mkdir(parents=True)
     remove_stale_links(Path(link_dir), folder)
     parent = Path(tempfile.mkdtemp(prefix=LINK_PREFIX, dir=link_dir))  # private (0700), a name no one else has
-    link = parent / "t"
+    link = parent / LINK_NAME
     saved = {name: os.environ.get(name) for name in TEMP_VARIABLES}
     try:
         link.symlink_to(folder.resolve(), target_is_directory=True)
@@ -58,7 +59,7 @@ def children_temp_dir(folder: Path) -> Iterator[Path]:
 def link_parent_dir(machine_tmp: str) -> str:
     """Where the link's private parent folder is made: the machine's temporary folder, or /tmp where the link's path
     there would leave AIPerf no room for its sockets and /tmp is a folder this user can make one in."""
-    link = os.path.join(machine_tmp, LINK_PREFIX + "x" * 8, "t")  # mkdtemp's names have 8 characters
+    link = os.path.join(machine_tmp, LINK_PREFIX + "x" * 8, LINK_NAME)  # mkdtemp's names have 8 characters
     if len(os.fsencode(link)) <= LINK_PATH_MAX or not os.access(SHORT_TMP, os.W_OK | os.X_OK):
         return machine_tmp
     return SHORT_TMP
@@ -72,15 +73,26 @@ def remove_scratch(folder: Path) -> None:
         shutil.rmtree(folder)
 
 
-def remove_stale_links(machine_tmp: Path, folder: Path) -> None:
-    """The link parents in `machine_tmp` that point at `folder`: left by a run of the same output folder that was
-    killed with -9 (the output lock keeps a live one out). Only a folder of ours holding that link alone goes."""
+def links_to(link_dir: Path, folder: Path) -> list[Path]:
+    """The link parents in `link_dir` whose link points at `folder`, as `children_temp_dir` makes them."""
     target = str(folder.resolve())
-    for parent in machine_tmp.glob(LINK_PREFIX + "*"):
-        link = parent / "t"
+    found = []
+    for parent in link_dir.glob(LINK_PREFIX + "*"):
+        link = parent / LINK_NAME
         try:
             if link.is_symlink() and os.readlink(link) == target:
-                link.unlink()
-                parent.rmdir()  # refused where anything else is in it: then it is not ours alone
+                found.append(parent)
         except OSError:
             continue  # another user's, or gone meanwhile
+    return found
+
+
+def remove_stale_links(link_dir: Path, folder: Path) -> None:
+    """The link parents in `link_dir` that point at `folder`: left by a run of the same output folder that was
+    killed with -9 (the output lock keeps a live one out). Only a folder of ours holding that link alone goes."""
+    for parent in links_to(link_dir, folder):
+        try:
+            (parent / LINK_NAME).unlink()
+            parent.rmdir()  # refused where anything else is in it: then it is not ours alone
+        except OSError:
+            continue  # gone meanwhile, or not ours alone
